@@ -1,0 +1,98 @@
+// What the doors (LMSP, MCP, editor) may call. TaskRuntime implements it; doors depend on this interface only.
+import type { ModelInfo } from './backend';
+import type { ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus } from './task';
+
+export interface CreateTaskParams {
+  origin: TaskOrigin;
+  principal: string;
+  input: ResponseRequest;
+  onRestart?: RestartPolicy;
+  /** Requested retention from creation, ms. Clamped to [1 s, maxTtlMs]; undefined = defaultTtlMs; null = max. */
+  ttlMs?: number | null;
+  /** Fail the task with `deadline_exceeded` if not terminal this many ms after creation. */
+  deadlineMs?: number;
+  /** Short human title; defaults to an excerpt of the prompt. */
+  title?: string;
+  meta?: Record<string, unknown>;
+  /** Idempotent creation: same (principal, scope, key) and fingerprint returns the first task. */
+  idempotency?: { scope: string; key: string; fingerprint: string };
+}
+
+export interface CreateTaskResult {
+  task: TaskRecord;
+  /** True when an idempotency key matched an earlier create and no new task was made. */
+  replayed: boolean;
+}
+
+export interface ListTasksQuery {
+  /** Only tasks of this principal (undefined = all, for the editor). */
+  principal?: string;
+  statuses?: readonly TaskStatus[];
+  origin?: TaskOrigin;
+  /** Opaque cursor from a previous page. Throws invalid_request when malformed. */
+  cursor?: string;
+  /** 1..1000, default 50. Newest first. */
+  limit?: number;
+}
+
+export interface ListTasksPage {
+  tasks: TaskRecord[];
+  nextCursor: string | null;
+}
+
+export interface Subscription {
+  close(): void;
+}
+
+export interface RuntimeLimits {
+  onRestart: RestartPolicy[];
+  eventHistorySeconds: number;
+  taskRetentionSeconds: number;
+  idempotencyKeyTtlSeconds: number;
+  maxConcurrentTasks: number;
+  maxQueuedTasks: number;
+  defaultTtlMs: number;
+  maxTtlMs: number;
+}
+
+export interface TaskCounts {
+  byStatus: Record<TaskStatus, number>;
+  total: number;
+}
+
+export interface TaskRuntimeApi {
+  readonly limits: RuntimeLimits;
+  /** Persists the task and its first event (`response.created`) before returning. */
+  createTask(params: CreateTaskParams): CreateTaskResult;
+  /** undefined when unknown, expired, or owned by another principal. */
+  getTask(id: string, principal?: string): TaskRecord | undefined;
+  getTaskByResponseId(responseId: string, principal?: string): TaskRecord | undefined;
+  listTasks(query: ListTasksQuery): ListTasksPage;
+  countTasks(principal?: string): TaskCounts;
+  /**
+   * queued → cancelled at once; loading/running/input_required → cancelling (→ cancelled when the backend stops);
+   * cancelling/cancelled → unchanged. Throws task_not_found / task_not_cancelable (succeeded, failed).
+   */
+  cancelTask(id: string, principal?: string, reason?: string): TaskRecord;
+  /** Deletes a terminal task with its events. Throws task_not_found / task_not_deletable. */
+  deleteTask(id: string, principal?: string): void;
+  /** Resolves with the terminal task; rejects with an AbortError when signal aborts, task_not_found if deleted. */
+  waitForTerminal(id: string, signal?: AbortSignal): Promise<TaskRecord>;
+  /**
+   * Stored events with seq > afterSeq (afterSeq undefined = from the first). Throws task_not_found,
+   * event_history_expired (older than retained), invalid_last_event_id (afterSeq >= nextSeq or < -1).
+   */
+  readEvents(id: string, afterSeq?: number, principal?: string): TaskEvent[];
+  /**
+   * Replays stored events after afterSeq synchronously through onEvent, then delivers live ones in order,
+   * with no gap and no duplicate. Same errors as readEvents.
+   */
+  subscribe(id: string, afterSeq: number | undefined, onEvent: (event: TaskEvent) => void, principal?: string): Subscription;
+  /** Every committed change of any task (status, progress, deletion: `deleted` true). */
+  onTaskChange(listener: (task: TaskRecord, deleted: boolean) => void): Subscription;
+  /** 1-based position in the queue of a queued task, else null. */
+  queuePosition(id: string): number | null;
+  listModels(): ModelInfo[];
+  readonly supportsResume: boolean;
+  close(): Promise<void>;
+}

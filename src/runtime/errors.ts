@@ -1,0 +1,32 @@
+// Errors the runtime raises for a door to translate into its own wire form (problem+json, JSON-RPC error).
+
+export type RuntimeErrorCode =
+  | 'task_not_found'
+  | 'task_not_cancelable'
+  | 'task_not_deletable'
+  | 'event_history_expired'
+  | 'invalid_last_event_id'
+  | 'idempotency_key_reused'
+  | 'model_not_found'
+  | 'unsupported_capability'
+  | 'invalid_request'
+  | 'queue_full'
+  | 'store_locked'
+  | 'store_unwritable'
+  | 'store_corrupt'
+  | 'runtime_closed';
+
+export class RuntimeError extends Error {
+  constructor(
+    readonly code: RuntimeErrorCode,
+    message: string,
+    readonly param?: string,
+  ) {
+    super(message);
+    this.name = 'RuntimeError';
+  }
+}
+
+export function isRuntimeError(e: unknown, code?: RuntimeErrorCode): e is RuntimeError {
+  return e instanceof RuntimeError && (code === undefined || e.code === code);
+}

@@ -1,0 +1,121 @@
+// The task model shared by every door. Each door formats it in its own vocabulary.
+
+export const TASK_STATUSES = [
+  'queued',
+  'loading',
+  'running',
+  'input_required',
+  'cancelling',
+  'succeeded',
+  'failed',
+  'cancelled',
+] as const;
+export type TaskStatus = (typeof TASK_STATUSES)[number];
+
+export const TERMINAL_STATUSES: readonly TaskStatus[] = ['succeeded', 'failed', 'cancelled'];
+export function isTerminal(status: TaskStatus): boolean {
+  return status === 'succeeded' || status === 'failed' || status === 'cancelled';
+}
+
+export const TASK_ORIGINS = ['lmsp', 'mcp', 'editor'] as const;
+export type TaskOrigin = (typeof TASK_ORIGINS)[number];
+
+export const RESTART_POLICIES = ['fail', 'retry', 'resume'] as const;
+export type RestartPolicy = (typeof RESTART_POLICIES)[number];
+
+/** RFC 9457 problem object plus a machine-readable `code` (LMSP task.error). */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  instance?: string;
+  param?: string | null;
+}
+
+/** A Responses-style request, already validated by the door that accepted it. */
+export interface ResponseRequest {
+  model?: string;
+  input: string | unknown[];
+  instructions?: string;
+  max_output_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  metadata?: Record<string, string>;
+  [key: string]: unknown;
+}
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+}
+
+export interface TaskRecord {
+  id: string;
+  responseId: string;
+  origin: TaskOrigin;
+  /** Who created it; every lookup through a door is filtered by it. */
+  principal: string;
+  title: string;
+  model: string;
+  input: ResponseRequest;
+  status: TaskStatus;
+  statusMessage: string | null;
+  /** Unix milliseconds. */
+  createdAt: number;
+  updatedAt: number;
+  onRestart: RestartPolicy;
+  /** 1 for the first run; +1 for each retry after a restart. */
+  attempt: number;
+  /** Retention from creation, ms; null = unlimited. */
+  ttlMs: number | null;
+  /** createdAt + ttlMs, or null. */
+  expiresAt: number | null;
+  /** Unix ms after which a non-terminal task fails with `deadline_exceeded`; null = none. */
+  deadlineAt: number | null;
+  /** The Responses object, set when terminal (partial on failed/cancelled), else null. */
+  response: Record<string, unknown> | null;
+  /** Problem object when failed, else null. */
+  error: Problem | null;
+  usage: Usage | null;
+  /** Output tokens generated so far in the current attempt. */
+  outputTokens: number;
+  /** Door-specific data recorded at creation (e.g. MCP tool name and arguments). */
+  meta: Record<string, unknown>;
+  /** Next event sequence number to assign. */
+  nextSeq: number;
+  /** Oldest sequence number still stored (events before it were purged). */
+  oldestSeq: number;
+}
+
+export interface TaskEvent {
+  taskId: string;
+  seq: number;
+  /** LMSP/Responses event type, e.g. `response.output_text.delta` or `task_runtime:task.status`. */
+  type: string;
+  /** Payload without `type` and `sequence_number`. */
+  data: Record<string, unknown>;
+  createdAt: number;
+}
+
+/** LMSP ch.7 transitions plus MCP's input_required, in one place. */
+const TRANSITIONS: Record<TaskStatus, readonly TaskStatus[]> = {
+  queued: ['loading', 'cancelled', 'failed'],
+  loading: ['running', 'cancelling', 'failed'],
+  running: ['succeeded', 'failed', 'cancelling', 'input_required'],
+  input_required: ['running', 'succeeded', 'failed', 'cancelling'],
+  cancelling: ['cancelled'],
+  succeeded: [],
+  failed: [],
+  cancelled: [],
+};
+
+export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export function allowedTransitions(from: TaskStatus): readonly TaskStatus[] {
+  return TRANSITIONS[from];
+}
