@@ -7,7 +7,10 @@ export interface CreateTaskParams {
   principal: string;
   input: ResponseRequest;
   onRestart?: RestartPolicy;
-  /** Requested retention from creation, ms. Clamped to [1 s, maxTtlMs]; undefined = defaultTtlMs; null = max. */
+  /**
+   * Retention from creation, ms (MCP's ttl): the task is deleted once it passes, whatever its status. Clamped to
+   * [1 s, maxTtlMs]. undefined/null = no ttl; the retention rules for terminal tasks apply instead.
+   */
   ttlMs?: number | null;
   /** Fail the task with `deadline_exceeded` if not terminal this many ms after creation. */
   deadlineMs?: number;

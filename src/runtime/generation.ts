@@ -1,0 +1,324 @@
+// Runs one task attempt on the backend: loading → running → terminal, with token deltas batched into events.
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import type { GenerationSnapshot, ModelBackend } from './backend';
+import { newMessageId } from './ids';
+import { responseObject, taskStatusSnapshot, toChatMessages } from './responses';
+import type { TaskStore, NewEvent } from './taskStore';
+import type { TaskTransitions } from './transitions';
+import type { Problem, TaskRecord } from './task';
+import { problem } from './problems';
+
+export type StopReason = 'cancel' | 'deadline' | 'shutdown' | 'expired';
+
+export interface GenerationSettings {
+  /** Batch text deltas for this long before persisting them as one event. */
+  deltaFlushMs: number;
+  snapshotDir: string;
+  snapshotEveryMs: number;
+  log?: (msg: string) => void;
+}
+
+export interface ResumePoint {
+  snapshot: GenerationSnapshot;
+  messageId: string;
+}
+
+export class GenerationRun {
+  readonly abort = new AbortController();
+  stopReason: StopReason | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    readonly taskId: string,
+    readonly model: string,
+    private readonly store: TaskStore,
+    private readonly transitions: TaskTransitions,
+    private readonly backend: ModelBackend,
+    private readonly settings: GenerationSettings,
+    private readonly resume?: ResumePoint,
+  ) {}
+
+  stop(reason: StopReason): void {
+    this.stopReason ??= reason;
+    this.abort.abort();
+  }
+
+  /** Settles when the run has ended, however it ended. */
+  get done(): Promise<void> {
+    return (this.running ?? Promise.resolve()).catch(() => {});
+  }
+
+  run(): Promise<void> {
+    this.running ??= this.execute();
+    return this.running;
+  }
+
+  private async execute(): Promise<void> {
+    const id = this.taskId;
+    const loading = this.transitions.transition(
+      id,
+      'loading',
+      { statusMessage: 'loading model' },
+      (t) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }],
+      ['queued'],
+    );
+    if (!loading) return;
+    const model = loading.model;
+    try {
+      if (!this.backend.isLoaded(model)) {
+        let lastReported = -1;
+        await this.backend.load(model, {
+          signal: this.abort.signal,
+          onProgress: (p) => {
+            // A handful of progress events, not hundreds.
+            const pct = Math.floor(p * 10);
+            if (pct === lastReported) return;
+            lastReported = pct;
+            this.transitions.append(id, { statusMessage: `loading model ${Math.round(p * 100)}%` }, [
+              { type: 'task_runtime:model.loading', data: { model, progress: Math.min(1, Math.max(0, p)) } },
+            ]);
+          },
+        });
+      }
+    } catch (e) {
+      if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
+      const msg = safeMessage(e);
+      this.settings.log?.(`task ${id}: model load failed: ${msg}`);
+      return this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
+    }
+    if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
+
+    const messageId = this.resume?.messageId ?? newMessageId();
+    const resumed = this.resume?.snapshot;
+    const running = this.transitions.transition(
+      id,
+      'running',
+      { statusMessage: resumed ? `resuming after ${resumed.outputTokens} tokens` : 'generating' },
+      (t) =>
+        resumed
+          ? [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }]
+          : [
+              { type: 'response.in_progress', data: { response: responseObject(t, { status: 'in_progress' }) } },
+              {
+                type: 'response.output_item.added',
+                data: {
+                  output_index: 0,
+                  item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] },
+                },
+              },
+              {
+                type: 'response.content_part.added',
+                data: {
+                  item_id: messageId,
+                  output_index: 0,
+                  content_index: 0,
+                  part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+                },
+              },
+            ],
+      ['loading'],
+    );
+    if (!running) {
+      const now = this.store.getTask(id);
+      if (now) return this.finishStopped(now, '', 0, messageId);
+      return;
+    }
+
+    let text = resumed?.text ?? '';
+    let tokens = resumed?.outputTokens ?? 0;
+    let pending = '';
+    let lastFlush = 0;
+    let flushTimer: NodeJS.Timeout | undefined;
+    const deltaEvent = (delta: string): NewEvent => ({
+      type: 'response.output_text.delta',
+      data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] },
+    });
+    const flush = (extraSnapshot?: GenerationSnapshot) => {
+      if (flushTimer) clearTimeout(flushTimer);
+      flushTimer = undefined;
+      if (!pending && !extraSnapshot) return;
+      const events = pending ? [deltaEvent(pending)] : [];
+      pending = '';
+      lastFlush = Date.now();
+      this.transitions.append(
+        id,
+        {
+          outputTokens: tokens,
+          statusMessage: `generating: ${tokens} tokens`,
+          ...(extraSnapshot ? { snapshot: extraSnapshot } : {}),
+        },
+        events,
+      );
+    };
+    const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots;
+    const snapDir = join(this.settings.snapshotDir, id);
+    let result;
+    try {
+      if (snapshotsWanted) fs.mkdirSync(snapDir, { recursive: true });
+      result = await this.backend.generate(
+        {
+          model,
+          instructions: running.input.instructions,
+          messages: toChatMessages(running.input),
+          maxOutputTokens: running.input.max_output_tokens,
+          temperature: running.input.temperature,
+          topP: running.input.top_p,
+          seed: typeof running.input.seed === 'number' ? running.input.seed : undefined,
+        },
+        {
+          signal: this.abort.signal,
+          resumeFrom: resumed,
+          onText: (piece, n) => {
+            text += piece;
+            pending += piece;
+            tokens += n;
+            const now = Date.now();
+            if (now - lastFlush >= this.settings.deltaFlushMs) flush();
+            else flushTimer ??= setTimeout(() => flush(), this.settings.deltaFlushMs);
+          },
+          snapshots: snapshotsWanted
+            ? {
+                dir: snapDir,
+                everyMs: this.settings.snapshotEveryMs,
+                // The snapshot and the text it covers are persisted in one batch.
+                onSnapshot: (s) => flush(s),
+              }
+            : undefined,
+        },
+      );
+    } catch (e) {
+      flush();
+      if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, messageId);
+      const msg = safeMessage(e);
+      this.settings.log?.(`task ${id}: generation failed: ${msg}`);
+      const current = this.store.getTask(id);
+      if (current) this.fail(current, problem('model_error', `Generation failed: ${msg}`), text, messageId, tokens);
+      return;
+    } finally {
+      if (flushTimer) clearTimeout(flushTimer);
+    }
+    flush();
+    const current = this.store.getTask(id);
+    if (!current) return;
+    if (this.stopReason || current.status === 'cancelling') return this.finishStopped(current, text, tokens, messageId);
+
+    const incomplete = result.finishReason === 'max_output_tokens';
+    const usage = {
+      input_tokens: result.inputTokens,
+      output_tokens: result.outputTokens,
+      total_tokens: result.inputTokens + result.outputTokens,
+    };
+    const part = { type: 'output_text', text, annotations: [], logprobs: [] };
+    this.transitions.transition(
+      id,
+      'succeeded',
+      {
+        statusMessage: incomplete ? `finished at the token limit (${tokens} tokens)` : `completed: ${tokens} tokens`,
+        outputTokens: result.outputTokens,
+        usage,
+        snapshot: null,
+        response: responseObject(current, {
+          status: incomplete ? 'incomplete' : 'completed',
+          text,
+          messageId,
+          itemStatus: incomplete ? 'incomplete' : 'completed',
+          usage,
+          incompleteReason: incomplete ? 'max_output_tokens' : null,
+          completedAt: Date.now(),
+        }),
+      },
+      (t) => [
+        { type: 'response.output_text.done', data: { item_id: messageId, output_index: 0, content_index: 0, text, logprobs: [] } },
+        { type: 'response.content_part.done', data: { item_id: messageId, output_index: 0, content_index: 0, part } },
+        {
+          type: 'response.output_item.done',
+          data: {
+            output_index: 0,
+            item: { id: messageId, type: 'message', status: incomplete ? 'incomplete' : 'completed', role: 'assistant', content: [part] },
+          },
+        },
+        { type: incomplete ? 'response.incomplete' : 'response.completed', data: { response: t.response } },
+      ],
+    );
+    this.dropSnapshots();
+  }
+
+  /** Ends a run that was stopped from outside: cancel → cancelled, deadline → failed; shutdown leaves it for recovery. */
+  private finishStopped(task: TaskRecord | undefined, text: string, tokens: number, messageId: string | undefined): void {
+    if (!task) return;
+    if (this.stopReason === 'shutdown' || this.stopReason === 'expired') return;
+    if (this.stopReason === 'deadline') {
+      this.fail(task, problem('deadline_exceeded', 'The task did not finish before its deadline.'), text, messageId, tokens);
+      return;
+    }
+    finishCancelled(this.transitions, task.id, text, messageId, tokens);
+    this.dropSnapshots();
+  }
+
+  private fail(task: TaskRecord, err: Problem, text: string, messageId: string | undefined, tokens: number): void {
+    failTask(this.transitions, task.id, err, text, messageId, tokens);
+    this.dropSnapshots();
+  }
+
+  private dropSnapshots(): void {
+    fs.rmSync(join(this.settings.snapshotDir, this.taskId), { recursive: true, force: true });
+  }
+}
+
+export function failTask(
+  transitions: TaskTransitions,
+  id: string,
+  err: Problem,
+  text = '',
+  messageId?: string,
+  tokens?: number,
+): TaskRecord | undefined {
+  return transitions.transition(
+    id,
+    'failed',
+    (cur) => ({
+      statusMessage: `failed: ${err.detail}`,
+      error: err,
+      snapshot: null,
+      ...(tokens !== undefined ? { outputTokens: tokens } : {}),
+      response: responseObject(cur, {
+        status: 'failed',
+        text,
+        messageId,
+        itemStatus: 'incomplete',
+        error: { code: err.code, message: err.detail },
+      }),
+    }),
+    (t) => [
+      { type: 'error', data: { code: err.code, message: err.detail, param: null } },
+      { type: 'response.failed', data: { response: t.response } },
+    ],
+  );
+}
+
+export function finishCancelled(
+  transitions: TaskTransitions,
+  id: string,
+  text = '',
+  messageId?: string,
+  tokens?: number,
+): TaskRecord | undefined {
+  return transitions.transition(
+    id,
+    'cancelled',
+    (cur) => ({
+      statusMessage: 'cancelled',
+      snapshot: null,
+      ...(tokens !== undefined ? { outputTokens: tokens } : {}),
+      response: responseObject(cur, { status: 'cancelled', text, messageId, itemStatus: 'incomplete' }),
+    }),
+    (t) => [{ type: 'response.cancelled', data: { response: t.response } }],
+  );
+}
+
+function safeMessage(e: unknown): string {
+  const msg = e instanceof Error ? e.message : String(e);
+  // Problem details never carry paths.
+  return msg.replace(/(?:[A-Za-z]:)?[\\/][^\s'"]+/g, '<path>').slice(0, 300);
+}

@@ -1,0 +1,18 @@
+// Problem objects (RFC 9457 + `code`) for task.error. Titles are stable per code; detail says what happened.
+import type { Problem } from './task';
+
+const TITLES: Record<string, [title: string, status: number]> = {
+  server_restarted: ['Server restarted', 503],
+  model_load_failed: ['Model load failed', 500],
+  model_error: ['Model error', 500],
+  model_not_found: ['Model not found', 404],
+  deadline_exceeded: ['Deadline exceeded', 504],
+  internal_error: ['Internal error', 500],
+};
+
+export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';
+
+export function problem(code: string, detail: string): Problem {
+  const [title, status] = TITLES[code] ?? ['Task failed', 500];
+  return { type: `${PROBLEM_TYPE_BASE}${code}`, title, status, detail, code };
+}

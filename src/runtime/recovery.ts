@@ -1,0 +1,85 @@
+// Restart recovery (LMSP ch.7 §7.5): every task that was not terminal when the previous process stopped is
+// resolved by its on_restart policy before anything new runs.
+import type { ModelBackend } from './backend';
+import type { ResumePoint } from './generation';
+import { failTask, finishCancelled } from './generation';
+import { problem } from './problems';
+import { responseObject, taskStatusSnapshot } from './responses';
+import type { TaskStore } from './taskStore';
+import type { TaskTransitions } from './transitions';
+import type { TaskRecord } from './task';
+
+export interface RecoveryOutcome {
+  cancelled: number;
+  failed: number;
+  retried: number;
+  resumed: number;
+  requeued: number;
+  /** Tasks to run from a snapshot, by id. */
+  resumePoints: Map<string, ResumePoint>;
+}
+
+function outputText(store: TaskStore, task: TaskRecord): { text: string; messageId?: string } {
+  // Text of the current attempt: deltas after its last response.created.
+  let text = '';
+  let messageId: string | undefined;
+  for (const ev of store.readEvents(task.id, task.oldestSeq - 1)) {
+    if (ev.type === 'response.created') {
+      text = '';
+      messageId = undefined;
+    } else if (ev.type === 'response.output_item.added') {
+      messageId = (ev.data.item as { id?: string } | undefined)?.id;
+    } else if (ev.type === 'response.output_text.delta') {
+      text += String(ev.data.delta ?? '');
+    }
+  }
+  return { text, messageId };
+}
+
+export function recoverTasks(store: TaskStore, transitions: TaskTransitions, backend: ModelBackend): RecoveryOutcome {
+  const out: RecoveryOutcome = { cancelled: 0, failed: 0, retried: 0, resumed: 0, requeued: 0, resumePoints: new Map() };
+  for (const task of store.activeTasks()) {
+    if (task.status === 'cancelling') {
+      const { text, messageId } = outputText(store, task);
+      finishCancelled(transitions, task.id, text, messageId);
+      out.cancelled++;
+      continue;
+    }
+    if (task.onRestart === 'fail') {
+      const { text, messageId } = outputText(store, task);
+      failTask(transitions, task.id, problem('server_restarted', 'The server restarted before the task finished.'), text, messageId);
+      out.failed++;
+      continue;
+    }
+    if (task.status === 'queued') {
+      out.requeued++; // never started: it simply waits its turn again
+      continue;
+    }
+    if (task.onRestart === 'resume' && backend.supportsSnapshots) {
+      const snapshot = store.snapshotOf(task.id);
+      const { text, messageId } = outputText(store, task);
+      // Resume only when the stored snapshot covers exactly the text clients already received; otherwise the
+      // attempt starts over like a retry (clients drop partial output on the new response.created).
+      if (snapshot && messageId && snapshot.text === text) {
+        transitions.requeue(task, { statusMessage: 'resuming after restart' }, (t) => [
+          { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
+        ]);
+        out.resumePoints.set(task.id, { snapshot, messageId });
+        out.resumed++;
+        continue;
+      }
+    }
+    const attempt = task.attempt + 1;
+    transitions.requeue(
+      task,
+      { attempt, statusMessage: `restarted: attempt ${attempt}`, outputTokens: 0, snapshot: null, response: null },
+      (t) => [
+        { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
+        { type: 'response.created', data: { response: responseObject(t, { status: 'queued' }) } },
+        { type: 'response.queued', data: { response: responseObject(t, { status: 'queued' }) } },
+      ],
+    );
+    out.retried++;
+  }
+  return out;
+}

@@ -1,0 +1,115 @@
+// Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
+import type { ChatMessage } from './backend';
+import type { ResponseRequest, TaskRecord, Usage } from './task';
+
+export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+export interface ResponseParts {
+  status: ResponseStatus;
+  text?: string;
+  messageId?: string;
+  itemStatus?: 'in_progress' | 'completed' | 'incomplete';
+  usage?: Usage | null;
+  error?: { code: string; message: string } | null;
+  incompleteReason?: string | null;
+  completedAt?: number | null;
+}
+
+export function responseObject(task: TaskRecord, parts: ResponseParts): Record<string, unknown> {
+  const input = task.input;
+  const output =
+    parts.messageId !== undefined
+      ? [
+          {
+            id: parts.messageId,
+            type: 'message',
+            status: parts.itemStatus ?? 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', text: parts.text ?? '', annotations: [], logprobs: [] }],
+          },
+        ]
+      : [];
+  return {
+    id: task.responseId,
+    object: 'response',
+    created_at: seconds(task.createdAt),
+    status: parts.status,
+    background: true,
+    completed_at: parts.completedAt ? seconds(parts.completedAt) : null,
+    model: task.model,
+    instructions: input.instructions ?? null,
+    max_output_tokens: input.max_output_tokens ?? null,
+    temperature: input.temperature ?? null,
+    top_p: input.top_p ?? null,
+    output,
+    output_text: parts.text ?? '',
+    parallel_tool_calls: false,
+    tool_choice: 'none',
+    tools: [],
+    text: { format: { type: 'text' } },
+    truncation: 'disabled',
+    previous_response_id: null,
+    store: true,
+    metadata: input.metadata ?? {},
+    usage: parts.usage ?? null,
+    error: parts.error ?? null,
+    incomplete_details: parts.incompleteReason ? { reason: parts.incompleteReason } : null,
+  };
+}
+
+/** Minimal LMSP-shaped task snapshot carried by `task_runtime:task.status` events. */
+export function taskStatusSnapshot(task: TaskRecord): Record<string, unknown> {
+  return {
+    task: {
+      id: task.id,
+      object: 'task',
+      status: task.status === 'input_required' ? 'running' : task.status,
+      status_message: task.statusMessage,
+      attempt: task.attempt,
+      updated_at: seconds(task.updatedAt),
+    },
+  };
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => {
+        if (part && typeof part === 'object' && 'text' in part && typeof (part as { text: unknown }).text === 'string') {
+          return (part as { text: string }).text;
+        }
+        return '';
+      })
+      .join('');
+  }
+  return '';
+}
+
+/** Chat messages for the backend from a Responses request (string input = one user message). */
+export function toChatMessages(input: ResponseRequest): ChatMessage[] {
+  if (typeof input.input === 'string') return [{ role: 'user', content: input.input }];
+  const messages: ChatMessage[] = [];
+  for (const item of input.input) {
+    if (!item || typeof item !== 'object') continue;
+    const it = item as { type?: string; role?: string; content?: unknown; output?: unknown };
+    if ((it.type === undefined || it.type === 'message') && typeof it.role === 'string') {
+      const role = (['system', 'developer', 'user', 'assistant'] as const).find((r) => r === it.role) ?? 'user';
+      messages.push({ role, content: contentText(it.content) });
+    } else if (it.type === 'function_call_output') {
+      messages.push({ role: 'user', content: typeof it.output === 'string' ? it.output : JSON.stringify(it.output) });
+    }
+  }
+  return messages;
+}
+
+/** A short title from the last user message. */
+export function titleOf(input: ResponseRequest): string {
+  const messages = toChatMessages(input);
+  const last = [...messages].reverse().find((m) => m.role === 'user') ?? messages[messages.length - 1];
+  const text = (last?.content ?? '').replace(/\s+/g, ' ').trim();
+  if (!text) return '(empty prompt)';
+  return text.length > 80 ? `${text.slice(0, 77)}…` : text;
+}

@@ -1,0 +1,156 @@
+// One writer per data directory. The lock file names its owner (pid, start, heartbeat, a random token);
+// a lock whose process is gone, or whose heartbeat stopped long ago, may be taken over.
+import * as fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { RuntimeError } from '../errors';
+
+export interface LockOwner {
+  pid: number;
+  host: string;
+  token: string;
+  startedAt: number;
+  heartbeatAt: number;
+  /** Whatever the owner wants other processes to know (e.g. its endpoint). */
+  info?: Record<string, unknown>;
+}
+
+const LOCK_FILE = 'owner.lock';
+const HEARTBEAT_MS = 5_000;
+const STALE_MS = 60_000;
+
+export function readLockOwner(dataDir: string): LockOwner | undefined {
+  try {
+    const owner = JSON.parse(fs.readFileSync(join(dataDir, LOCK_FILE), 'utf8')) as LockOwner;
+    return typeof owner?.pid === 'number' && typeof owner.token === 'string' ? owner : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function isLockStale(owner: LockOwner, now = Date.now()): boolean {
+  if (owner.host !== hostname()) return now - owner.heartbeatAt > STALE_MS;
+  return !processAlive(owner.pid) || now - owner.heartbeatAt > STALE_MS;
+}
+
+export class DataDirLock {
+  private timer: NodeJS.Timeout | undefined;
+  private owner: LockOwner;
+  private lost = false;
+
+  private constructor(
+    private readonly dataDir: string,
+    owner: LockOwner,
+    private readonly onLost: () => void,
+  ) {
+    this.owner = owner;
+    this.timer = setInterval(() => this.heartbeat(), HEARTBEAT_MS);
+    this.timer.unref();
+  }
+
+  static acquire(dataDir: string, onLost: () => void = () => {}): DataDirLock {
+    const path = join(dataDir, LOCK_FILE);
+    const now = Date.now();
+    const owner: LockOwner = {
+      pid: process.pid,
+      host: hostname(),
+      token: randomBytes(16).toString('hex'),
+      startedAt: now,
+      heartbeatAt: now,
+    };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const tmp = `${path}.${owner.token}.tmp`;
+      fs.writeFileSync(tmp, JSON.stringify(owner));
+      try {
+        fs.linkSync(tmp, path); // atomic create-if-absent
+        fs.unlinkSync(tmp);
+        return new DataDirLock(dataDir, owner, onLost);
+      } catch (e) {
+        fs.unlinkSync(tmp);
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      const current = readLockOwner(dataDir);
+      if (current && !isLockStale(current)) {
+        throw new RuntimeError(
+          'store_locked',
+          `The data directory is in use by process ${current.pid} (since ${new Date(current.startedAt).toISOString()}).`,
+        );
+      }
+      // Stale (or unreadable): move it aside, then make sure what we moved is what we judged stale.
+      const aside = `${path}.stale-${randomBytes(4).toString('hex')}`;
+      try {
+        fs.renameSync(path, aside);
+      } catch {
+        continue;
+      }
+      let moved: LockOwner | undefined;
+      try {
+        moved = JSON.parse(fs.readFileSync(aside, 'utf8'));
+      } catch {
+        moved = undefined;
+      }
+      if (current && moved && moved.token !== current.token) {
+        // Someone else took over between our read and our rename: give it back.
+        try {
+          fs.linkSync(aside, path);
+        } catch {
+          // they lost it; their heartbeat will notice
+        }
+      }
+      fs.rmSync(aside, { force: true });
+    }
+    throw new RuntimeError('store_locked', 'Could not take the data directory lock.');
+  }
+
+  get isLost(): boolean {
+    return this.lost;
+  }
+
+  setInfo(info: Record<string, unknown>): void {
+    this.owner = { ...this.owner, info };
+    this.heartbeat();
+  }
+
+  private heartbeat(): void {
+    if (this.lost) return;
+    const current = readLockOwner(this.dataDir);
+    if (!current || current.token !== this.owner.token) {
+      this.lost = true;
+      this.stopTimer();
+      this.onLost();
+      return;
+    }
+    this.owner = { ...this.owner, heartbeatAt: Date.now() };
+    const path = join(this.dataDir, LOCK_FILE);
+    const tmp = `${path}.${this.owner.token}.hb`;
+    try {
+      fs.writeFileSync(tmp, JSON.stringify(this.owner));
+      fs.renameSync(tmp, path);
+    } catch {
+      // a missed heartbeat is harmless; staleness needs many
+    }
+  }
+
+  private stopTimer(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  release(): void {
+    this.stopTimer();
+    if (this.lost) return;
+    const current = readLockOwner(this.dataDir);
+    if (current?.token === this.owner.token) fs.rmSync(join(this.dataDir, LOCK_FILE), { force: true });
+    this.lost = true;
+  }
+}

@@ -1,0 +1,79 @@
+// Numbered schema migrations. Each runs once, in order, inside its own transaction; the applied version is kept
+// in meta.schema_version. Never edit a released migration: add the next one.
+import type { Database } from 'sql.js';
+
+const MIGRATIONS: string[] = [
+  // 1: tasks, their event log, idempotency keys
+  `CREATE TABLE tasks (
+     id TEXT PRIMARY KEY,
+     response_id TEXT NOT NULL UNIQUE,
+     origin TEXT NOT NULL,
+     principal TEXT NOT NULL,
+     title TEXT NOT NULL,
+     model TEXT NOT NULL,
+     input_json TEXT NOT NULL,
+     status TEXT NOT NULL,
+     status_message TEXT,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL,
+     on_restart TEXT NOT NULL,
+     attempt INTEGER NOT NULL,
+     ttl_ms INTEGER,
+     expires_at INTEGER,
+     deadline_at INTEGER,
+     response_json TEXT,
+     error_json TEXT,
+     usage_json TEXT,
+     output_tokens INTEGER NOT NULL DEFAULT 0,
+     meta_json TEXT NOT NULL,
+     next_seq INTEGER NOT NULL,
+     oldest_seq INTEGER NOT NULL DEFAULT 0,
+     queue_order INTEGER NOT NULL,
+     snapshot_json TEXT
+   );
+   CREATE INDEX tasks_by_status ON tasks(status, queue_order);
+   CREATE INDEX tasks_by_created ON tasks(created_at DESC, id DESC);
+   CREATE INDEX tasks_by_principal ON tasks(principal, created_at DESC, id DESC);
+   CREATE INDEX tasks_by_expiry ON tasks(expires_at) WHERE expires_at IS NOT NULL;
+   CREATE INDEX tasks_by_updated ON tasks(updated_at);
+   CREATE TABLE events (
+     task_id TEXT NOT NULL,
+     seq INTEGER NOT NULL,
+     type TEXT NOT NULL,
+     data_json TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     PRIMARY KEY (task_id, seq)
+   ) WITHOUT ROWID;
+   CREATE TABLE idempotency_keys (
+     principal TEXT NOT NULL,
+     scope TEXT NOT NULL,
+     key TEXT NOT NULL,
+     fingerprint TEXT NOT NULL,
+     task_id TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     PRIMARY KEY (principal, scope, key)
+   ) WITHOUT ROWID;
+   CREATE INDEX idempotency_by_created ON idempotency_keys(created_at);`,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function migrate(db: Database): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+           INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '0'), ('journal_seq', '0');`);
+  const current = Number(db.exec("SELECT value FROM meta WHERE key = 'schema_version'")[0].values[0][0]);
+  if (current > MIGRATIONS.length) {
+    throw new Error(`The store was written by a newer version (schema ${current} > ${MIGRATIONS.length}).`);
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.exec('BEGIN');
+    try {
+      db.exec(MIGRATIONS[v]);
+      db.run("UPDATE meta SET value = ? WHERE key = 'schema_version'", [String(v + 1)]);
+      db.exec('COMMIT');
+    } catch (e) {
+      db.exec('ROLLBACK');
+      throw e;
+    }
+  }
+}

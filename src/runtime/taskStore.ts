@@ -1,0 +1,284 @@
+// Tasks, events and idempotency keys on the durable database: row mapping and the write batches that change them.
+import type { DurableDatabase, Row, SqlParam, WriteOp } from './store/database';
+import type { Problem, ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus, Usage } from './task';
+import type { GenerationSnapshot } from './backend';
+
+const TASK_COLUMNS = `id, response_id, origin, principal, title, model, input_json, status, status_message, created_at,
+  updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json, usage_json,
+  output_tokens, meta_json, next_seq, oldest_seq`;
+
+function parse<T>(v: SqlParam): T | null {
+  return v === null || v === undefined ? null : (JSON.parse(String(v)) as T);
+}
+
+function toTask(r: Row): TaskRecord {
+  return {
+    id: String(r.id),
+    responseId: String(r.response_id),
+    origin: r.origin as TaskOrigin,
+    principal: String(r.principal),
+    title: String(r.title),
+    model: String(r.model),
+    input: JSON.parse(String(r.input_json)) as ResponseRequest,
+    status: r.status as TaskStatus,
+    statusMessage: r.status_message === null ? null : String(r.status_message),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    onRestart: r.on_restart as RestartPolicy,
+    attempt: Number(r.attempt),
+    ttlMs: r.ttl_ms === null ? null : Number(r.ttl_ms),
+    expiresAt: r.expires_at === null ? null : Number(r.expires_at),
+    deadlineAt: r.deadline_at === null ? null : Number(r.deadline_at),
+    response: parse<Record<string, unknown>>(r.response_json),
+    error: parse<Problem>(r.error_json),
+    usage: parse<Usage>(r.usage_json),
+    outputTokens: Number(r.output_tokens),
+    meta: JSON.parse(String(r.meta_json)) as Record<string, unknown>,
+    nextSeq: Number(r.next_seq),
+    oldestSeq: Number(r.oldest_seq),
+  };
+}
+
+const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
+
+/** Fields a transition may change. */
+export interface TaskPatch {
+  status?: TaskStatus;
+  statusMessage?: string | null;
+  attempt?: number;
+  response?: Record<string, unknown> | null;
+  error?: Problem | null;
+  usage?: Usage | null;
+  outputTokens?: number;
+  snapshot?: GenerationSnapshot | null;
+  queueOrder?: number;
+}
+
+export interface NewEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export class TaskStore {
+  constructor(private readonly db: DurableDatabase) {}
+
+  get database(): DurableDatabase {
+    return this.db;
+  }
+
+  getTask(id: string): TaskRecord | undefined {
+    const r = this.db.get(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, [id]);
+    return r ? toTask(r) : undefined;
+  }
+
+  getTaskByResponseId(responseId: string): TaskRecord | undefined {
+    const r = this.db.get(`SELECT ${TASK_COLUMNS} FROM tasks WHERE response_id = ?`, [responseId]);
+    return r ? toTask(r) : undefined;
+  }
+
+  snapshotOf(id: string): GenerationSnapshot | null {
+    const r = this.db.get('SELECT snapshot_json FROM tasks WHERE id = ?', [id]);
+    return r ? parse<GenerationSnapshot>(r.snapshot_json) : null;
+  }
+
+  /** Non-terminal tasks in queue order. */
+  activeTasks(): TaskRecord[] {
+    return this.db
+      .all(
+        `SELECT ${TASK_COLUMNS} FROM tasks WHERE status NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY queue_order`,
+      )
+      .map(toTask);
+  }
+
+  maxQueueOrder(): number {
+    return Number(this.db.get('SELECT COALESCE(MAX(queue_order), 0) AS m FROM tasks')?.m ?? 0);
+  }
+
+  /** Newest first, keyset-paginated on (created_at, id). */
+  listTasks(q: {
+    principal?: string;
+    statuses?: readonly TaskStatus[];
+    origin?: TaskOrigin;
+    before?: { createdAt: number; id: string };
+    limit: number;
+  }): TaskRecord[] {
+    const where: string[] = [];
+    const params: SqlParam[] = [];
+    if (q.principal !== undefined) {
+      where.push('principal = ?');
+      params.push(q.principal);
+    }
+    if (q.statuses?.length) {
+      where.push(`status IN (${q.statuses.map(() => '?').join(', ')})`);
+      params.push(...q.statuses);
+    }
+    if (q.origin) {
+      where.push('origin = ?');
+      params.push(q.origin);
+    }
+    if (q.before) {
+      where.push('(created_at < ? OR (created_at = ? AND id < ?))');
+      params.push(q.before.createdAt, q.before.createdAt, q.before.id);
+    }
+    params.push(q.limit);
+    const sql = `SELECT ${TASK_COLUMNS} FROM tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at DESC, id DESC LIMIT ?`;
+    return this.db.all(sql, params).map(toTask);
+  }
+
+  countByStatus(principal?: string): Array<{ status: TaskStatus; n: number }> {
+    const rows =
+      principal === undefined
+        ? this.db.all('SELECT status, COUNT(*) AS n FROM tasks GROUP BY status')
+        : this.db.all('SELECT status, COUNT(*) AS n FROM tasks WHERE principal = ? GROUP BY status', [principal]);
+    return rows.map((r) => ({ status: r.status as TaskStatus, n: Number(r.n) }));
+  }
+
+  readEvents(taskId: string, afterSeq: number, limit = 100_000): TaskEvent[] {
+    return this.db
+      .all('SELECT seq, type, data_json, created_at FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?', [
+        taskId,
+        afterSeq,
+        limit,
+      ])
+      .map((r) => ({
+        taskId,
+        seq: Number(r.seq),
+        type: String(r.type),
+        data: JSON.parse(String(r.data_json)) as Record<string, unknown>,
+        createdAt: Number(r.created_at),
+      }));
+  }
+
+  findIdempotencyKey(principal: string, scope: string, key: string): { fingerprint: string; taskId: string; createdAt: number } | undefined {
+    const r = this.db.get('SELECT fingerprint, task_id, created_at FROM idempotency_keys WHERE principal = ? AND scope = ? AND key = ?', [
+      principal,
+      scope,
+      key,
+    ]);
+    return r ? { fingerprint: String(r.fingerprint), taskId: String(r.task_id), createdAt: Number(r.created_at) } : undefined;
+  }
+
+  // ---- write-batch builders: callers combine them and hand them to DurableDatabase.write in one batch ----
+
+  insertTaskOps(t: TaskRecord, queueOrder: number): WriteOp[] {
+    return [
+      [
+        `INSERT INTO tasks (id, response_id, origin, principal, title, model, input_json, status, status_message,
+          created_at, updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json,
+          usage_json, output_tokens, meta_json, next_seq, oldest_seq, queue_order, snapshot_json)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+        [
+          t.id,
+          t.responseId,
+          t.origin,
+          t.principal,
+          t.title,
+          t.model,
+          JSON.stringify(t.input),
+          t.status,
+          t.statusMessage,
+          t.createdAt,
+          t.updatedAt,
+          t.onRestart,
+          t.attempt,
+          t.ttlMs,
+          t.expiresAt,
+          t.deadlineAt,
+          json(t.response),
+          json(t.error),
+          json(t.usage),
+          t.outputTokens,
+          JSON.stringify(t.meta),
+          t.nextSeq,
+          t.oldestSeq,
+          queueOrder,
+        ],
+      ],
+    ];
+  }
+
+  updateTaskOps(id: string, patch: TaskPatch, updatedAt: number): WriteOp[] {
+    const sets: string[] = ['updated_at = ?'];
+    const params: SqlParam[] = [updatedAt];
+    const add = (col: string, v: SqlParam) => {
+      sets.push(`${col} = ?`);
+      params.push(v);
+    };
+    if (patch.status !== undefined) add('status', patch.status);
+    if (patch.statusMessage !== undefined) add('status_message', patch.statusMessage);
+    if (patch.attempt !== undefined) add('attempt', patch.attempt);
+    if (patch.response !== undefined) add('response_json', json(patch.response));
+    if (patch.error !== undefined) add('error_json', json(patch.error));
+    if (patch.usage !== undefined) add('usage_json', json(patch.usage));
+    if (patch.outputTokens !== undefined) add('output_tokens', patch.outputTokens);
+    if (patch.snapshot !== undefined) add('snapshot_json', json(patch.snapshot));
+    if (patch.queueOrder !== undefined) add('queue_order', patch.queueOrder);
+    params.push(id);
+    return [[`UPDATE tasks SET ${sets.join(', ')} WHERE id = ?`, params]];
+  }
+
+  /** Appends events at seqs firstSeq, firstSeq+1, … and advances next_seq. */
+  appendEventOps(taskId: string, firstSeq: number, events: NewEvent[], createdAt: number): WriteOp[] {
+    const ops: WriteOp[] = events.map((e, i) => [
+      'INSERT INTO events (task_id, seq, type, data_json, created_at) VALUES (?, ?, ?, ?, ?)',
+      [taskId, firstSeq + i, e.type, JSON.stringify(e.data), createdAt],
+    ]);
+    ops.push(['UPDATE tasks SET next_seq = ? WHERE id = ?', [firstSeq + events.length, taskId]]);
+    return ops;
+  }
+
+  insertIdempotencyOps(principal: string, scope: string, key: string, fingerprint: string, taskId: string, now: number): WriteOp[] {
+    return [
+      [
+        'INSERT OR REPLACE INTO idempotency_keys (principal, scope, key, fingerprint, task_id, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        [principal, scope, key, fingerprint, taskId, now],
+      ],
+    ];
+  }
+
+  deleteTaskOps(id: string): WriteOp[] {
+    return [
+      ['DELETE FROM events WHERE task_id = ?', [id]],
+      ['DELETE FROM tasks WHERE id = ?', [id]],
+    ];
+  }
+
+  purgeEventsOps(id: string, nextSeq: number): WriteOp[] {
+    return [
+      ['DELETE FROM events WHERE task_id = ?', [id]],
+      ['UPDATE tasks SET oldest_seq = ? WHERE id = ?', [nextSeq, id]],
+    ];
+  }
+
+  // ---- retention queries ----
+
+  expiredTaskIds(now: number, limit: number): string[] {
+    return this.db
+      .all('SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?', [now, limit])
+      .map((r) => String(r.id));
+  }
+
+  terminalTasksUpdatedBefore(cutoff: number, limit: number): string[] {
+    return this.db
+      .all(
+        `SELECT id FROM tasks WHERE updated_at < ? AND status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
+        [cutoff, limit],
+      )
+      .map((r) => String(r.id));
+  }
+
+  tasksWithHistoryBefore(cutoff: number, limit: number): Array<{ id: string; nextSeq: number }> {
+    return this.db
+      .all(
+        `SELECT id, next_seq FROM tasks WHERE updated_at < ? AND oldest_seq < next_seq
+           AND status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
+        [cutoff, limit],
+      )
+      .map((r) => ({ id: String(r.id), nextSeq: Number(r.next_seq) }));
+  }
+
+  purgeIdempotencyOps(cutoff: number): WriteOp[] {
+    return [['DELETE FROM idempotency_keys WHERE created_at < ?', [cutoff]]];
+  }
+}

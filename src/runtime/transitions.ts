@@ -1,0 +1,82 @@
+// The single place where a task changes: checks the transition table against the stored status, writes the
+// change and its events in one durable batch, then tells listeners. Everything here is synchronous, so the
+// first committed transition wins and a racing one sees the new status.
+import type { EventLog } from './eventLog';
+import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
+import { canTransition, isTerminal, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import type { WriteOp } from './store/database';
+
+export class TaskTransitions {
+  constructor(
+    private readonly store: TaskStore,
+    private readonly log: EventLog,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * Moves `id` to `to` if the table allows it from its current status (and, when given, only from one of `from`).
+   * Returns the updated task, or undefined when the transition is not allowed (someone else won).
+   */
+  transition(
+    id: string,
+    to: TaskStatus,
+    patch: Omit<TaskPatch, 'status'> | ((current: TaskRecord) => Omit<TaskPatch, 'status'>) = {},
+    events: (task: TaskRecord) => NewEvent[] = () => [],
+    from?: readonly TaskStatus[],
+  ): TaskRecord | undefined {
+    const current = this.store.getTask(id);
+    if (!current) return undefined;
+    if (from && !from.includes(current.status)) return undefined;
+    if (!canTransition(current.status, to)) return undefined;
+    const fields = typeof patch === 'function' ? patch(current) : patch;
+    return this.apply(current, { ...fields, status: to }, events);
+  }
+
+  /** Restart recovery only: moves a non-terminal task back to queued for another run. */
+  requeue(current: TaskRecord, patch: Omit<TaskPatch, 'status'>, events: (task: TaskRecord) => NewEvent[]): TaskRecord {
+    if (isTerminal(current.status)) throw new Error('terminal tasks are final');
+    return this.apply(current, { ...patch, status: 'queued' }, events);
+  }
+
+  /** Appends events (and progress fields) without a status change. Ignored once the task is terminal. */
+  append(id: string, patch: Omit<TaskPatch, 'status'>, events: NewEvent[], notifyChange = true): TaskRecord | undefined {
+    const current = this.store.getTask(id);
+    if (!current || isTerminal(current.status)) return undefined;
+    return this.apply(current, patch, () => events, notifyChange);
+  }
+
+  private apply(
+    current: TaskRecord,
+    patch: TaskPatch,
+    events: (task: TaskRecord) => NewEvent[],
+    notifyChange = true,
+  ): TaskRecord {
+    const now = Math.max(this.now(), current.updatedAt);
+    const next: TaskRecord = {
+      ...current,
+      updatedAt: now,
+      ...(patch.status !== undefined ? { status: patch.status } : {}),
+      ...(patch.statusMessage !== undefined ? { statusMessage: patch.statusMessage } : {}),
+      ...(patch.attempt !== undefined ? { attempt: patch.attempt } : {}),
+      ...(patch.response !== undefined ? { response: patch.response } : {}),
+      ...(patch.error !== undefined ? { error: patch.error } : {}),
+      ...(patch.usage !== undefined ? { usage: patch.usage } : {}),
+      ...(patch.outputTokens !== undefined ? { outputTokens: patch.outputTokens } : {}),
+    };
+    const newEvents = events(next);
+    const ops: WriteOp[] = this.store.updateTaskOps(current.id, patch, now);
+    if (newEvents.length) ops.push(...this.store.appendEventOps(current.id, current.nextSeq, newEvents, now));
+    this.store.database.write(ops);
+    next.nextSeq = current.nextSeq + newEvents.length;
+    const stored: TaskEvent[] = newEvents.map((e, i) => ({
+      taskId: current.id,
+      seq: current.nextSeq + i,
+      type: e.type,
+      data: e.data,
+      createdAt: now,
+    }));
+    this.log.publish(stored);
+    if (notifyChange) this.log.publishChange(next);
+    return next;
+  }
+}
