@@ -263,7 +263,7 @@ export class DurableDatabase {
     }
     this.db.exec('COMMIT');
     this.seq = seq;
-    if (this.journal.bytes >= this.options.checkpointBytes) void this.checkpoint().catch(() => {});
+    if (!this.checkpointing && this.journal.bytes >= this.options.checkpointBytes) void this.checkpoint().catch(() => {});
   }
 
   private maybeCheckpoint(): void {
@@ -275,7 +275,11 @@ export class DurableDatabase {
 
   /** Writes a database image containing every acknowledged batch, then drops journals no longer needed. */
   checkpoint(): Promise<void> {
-    if (this.checkpointing) return this.checkpointing.then(() => (this.journal.bytes > 0 ? this.checkpoint() : undefined));
+    if (this.checkpointing) {
+      // One more after the one under way, so the caller's writes are covered.
+      return this.checkpointing.then(() => (!this.closed && this.journal.bytes > 0 ? this.checkpoint() : undefined));
+    }
+    if (this.closed) return Promise.resolve();
     const run = async () => {
       const seq = this.seq;
       // export() closes and reopens the sqlite handle: prepared statements and pragmas do not survive it.
@@ -288,7 +292,7 @@ export class DurableDatabase {
       this.journal = new JournalWriter(join(this.dir, journalName(seq + 1)));
       old.close();
       const final = join(this.dir, checkpointName(seq));
-      const tmp = `${final}.tmp`;
+      const tmp = `${final}.${process.pid}.tmp`;
       const fh = await fs.promises.open(tmp, 'w');
       try {
         await fh.writeFile(image);

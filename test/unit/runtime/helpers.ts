@@ -28,6 +28,11 @@ export function prompt(text: string, maxOutputTokens = 8) {
   return { model: 'tiny', input: text, max_output_tokens: maxOutputTokens };
 }
 
+/** Greedy decoding on the tiny model never meets end-of-sequence: it runs until stopped or the context is full. */
+export function longPrompt(text: string) {
+  return { model: 'tiny', input: text, max_output_tokens: 100_000, temperature: 0 };
+}
+
 export function collect(runtime: TaskRuntime, id: string, after?: number): { events: TaskEvent[]; close(): void } {
   const events: TaskEvent[] = [];
   const sub = runtime.subscribe(id, after, (e) => events.push(e));

@@ -1,0 +1,121 @@
+// Raw node-llama-cpp generation speed (the API LlamaBackend uses: LlamaContextSequence.evaluate) versus the same
+// generation through LlamaBackend.generate. Both force a fixed number of tokens by never sampling end tokens.
+// Run directly: node out/bench/rawGeneration.js [tokens=400] [threads=1,2] [modelPath]
+
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { LlamaBackend } from '../src/backends/llama/llamaBackend';
+import { plainTextPrompt } from '../src/backends/llama/prompt';
+import { writeTestModel } from '../src/backends/llama/testModel';
+import type { ChatMessage } from '../src/runtime/backend';
+
+export interface GenerationBenchOptions {
+  modelPath: string;
+  tokens: number;
+  threads: number;
+}
+export interface GenerationBenchResult {
+  tokensPerSecond: number;
+  timeToFirstTokenMs: number;
+}
+
+const INSTRUCTIONS = 'You are a benchmark.';
+const MESSAGES: ChatMessage[] = [{ role: 'user', content: 'Write a long story about a durable task runtime.' }];
+
+export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<GenerationBenchResult> {
+  const nlc = await import('node-llama-cpp');
+  const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: nlc.LlamaLogLevel.error });
+  try {
+    const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: 0 });
+    const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: 1 });
+    const sequence = context.getSequence();
+    const bias = new nlc.TokenBias(model.tokenizer);
+    for (const t of [model.tokens.eos, model.tokens.eot]) if (t !== null) bias.set(t, 'never');
+    const prompt = model.tokenize(plainTextPrompt(INSTRUCTIONS, MESSAGES));
+    const input = model.tokens.bos !== null ? [model.tokens.bos, ...prompt] : prompt;
+    const started = performance.now();
+    let firstAt = 0;
+    let n = 0;
+    let chars = 0;
+    const last: number[] = [];
+    for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, tokenBias: bias })) {
+      if (n === 0) firstAt = performance.now();
+      // Decode each token as a streaming consumer must (the backend does the same).
+      chars += model.detokenize([token], false, last as never).length;
+      last.push(token);
+      if (++n >= opts.tokens) break;
+    }
+    const ended = performance.now();
+    await context.dispose();
+    await model.dispose();
+    return { tokensPerSecond: (n / (ended - started)) * 1000, timeToFirstTokenMs: firstAt - started };
+  } finally {
+    await llama.dispose();
+  }
+}
+
+export async function backendGenerationBench(opts: GenerationBenchOptions): Promise<GenerationBenchResult> {
+  const backend = new LlamaBackend({
+    models: [{ source: opts.modelPath }],
+    threads: opts.threads,
+    suppressEndOfGeneration: true,
+  });
+  try {
+    const id = backend.resolveModel(undefined)!;
+    await backend.load(id);
+    let firstAt = 0;
+    const started = performance.now();
+    const result = await backend.generate(
+      { model: id, instructions: INSTRUCTIONS, messages: MESSAGES, maxOutputTokens: opts.tokens, temperature: 0.8, seed: 1 },
+      {
+        signal: new AbortController().signal,
+        onText: () => {
+          if (!firstAt) firstAt = performance.now();
+        },
+      },
+    );
+    const ended = performance.now();
+    if (result.outputTokens !== opts.tokens) throw new Error(`expected ${opts.tokens} tokens, got ${result.outputTokens}`);
+    return { tokensPerSecond: (result.outputTokens / (ended - started)) * 1000, timeToFirstTokenMs: firstAt - started };
+  } finally {
+    await backend.dispose();
+  }
+}
+
+async function main(): Promise<void> {
+  const tokens = Number(process.argv[2] ?? 400);
+  const threadsList = (process.argv[3] ?? '1,2').split(',').map(Number);
+  let modelPath = process.argv[4];
+  let cleanup: string | undefined;
+  if (!modelPath) {
+    cleanup = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-bench-'));
+    modelPath = path.join(cleanup, 'tiny.gguf');
+    writeTestModel(modelPath);
+  }
+  try {
+    for (const threads of threadsList) {
+      for (const [name, fn] of [
+        ['raw', rawGenerationBench],
+        ['backend', backendGenerationBench],
+      ] as const) {
+        const runs: GenerationBenchResult[] = [];
+        for (let i = 0; i < 3; i++) runs.push(await fn({ modelPath, tokens, threads }));
+        const best = runs.reduce((a, b) => (b.tokensPerSecond > a.tokensPerSecond ? b : a));
+        console.log(
+          `${name.padEnd(8)} threads=${threads} tokens=${tokens}: best ${best.tokensPerSecond.toFixed(0)} tok/s, ` +
+            `ttft ${best.timeToFirstTokenMs.toFixed(1)} ms (runs: ${runs.map((r) => r.tokensPerSecond.toFixed(0)).join(', ')})`,
+        );
+      }
+    }
+  } finally {
+    if (cleanup) fs.rmSync(cleanup, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
