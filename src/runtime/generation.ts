@@ -9,6 +9,8 @@ import type { TaskTransitions } from './transitions';
 import type { Problem, TaskRecord } from './task';
 import { problem } from './problems';
 
+const MAX_FLUSH_MS = 100;
+
 export type StopReason = 'cancel' | 'deadline' | 'shutdown' | 'expired';
 
 export interface GenerationSettings {
@@ -129,6 +131,8 @@ export class GenerationRun {
     let tokens = resumed?.outputTokens ?? 0;
     let pending = '';
     let lastFlush = 0;
+    let writeMs = 0;
+    let flushEvery = this.settings.deltaFlushMs;
     let flushTimer: NodeJS.Timeout | undefined;
     const deltaEvent = (delta: string): NewEvent => ({
       type: 'response.output_text.delta',
@@ -141,6 +145,7 @@ export class GenerationRun {
       const events = pending ? [deltaEvent(pending)] : [];
       pending = '';
       lastFlush = Date.now();
+      const t0 = performance.now();
       this.transitions.append(
         id,
         {
@@ -150,6 +155,9 @@ export class GenerationRun {
         },
         events,
       );
+      // Keep durable writes to a small share of generation time: on a slow disk, batch longer.
+      writeMs = writeMs * 0.8 + (performance.now() - t0) * 0.2;
+      flushEvery = Math.min(MAX_FLUSH_MS, Math.max(this.settings.deltaFlushMs, writeMs * 20));
     };
     const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots;
     const snapDir = join(this.settings.snapshotDir, id);
@@ -174,8 +182,8 @@ export class GenerationRun {
             pending += piece;
             tokens += n;
             const now = Date.now();
-            if (now - lastFlush >= this.settings.deltaFlushMs) flush();
-            else flushTimer ??= setTimeout(() => flush(), this.settings.deltaFlushMs);
+            if (now - lastFlush >= flushEvery) flush();
+            else flushTimer ??= setTimeout(() => flush(), flushEvery);
           },
           snapshots: snapshotsWanted
             ? {

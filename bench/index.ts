@@ -1,0 +1,57 @@
+// `npm run bench`: every benchmark, measured side by side in one run; prints a table, writes bench/results.json.
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { writeTestModel } from '../src/backends/llama/testModel';
+import { createAckBench, recoveryBench, tokenPipelineBench } from './runtimeBench';
+
+type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
+
+function optional(file: string, name: string): BenchFn | undefined {
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(file)[name] as BenchFn | undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function main() {
+  const only = process.argv.slice(2);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-'));
+  const modelPath = path.join(dir, 'tiny.gguf');
+  writeTestModel(modelPath, { seed: 1 });
+  const suites: Array<[string, () => Promise<Record<string, unknown>>]> = [
+    ['create_ack', () => createAckBench(modelPath)],
+    ['token_pipeline', () => tokenPipelineBench(modelPath)],
+    ['recovery', () => recoveryBench(modelPath)],
+  ];
+  const lmsp = optional('./lmsp', 'lmspBench');
+  if (lmsp) suites.push(['lmsp', () => lmsp({ modelPath })]);
+  const mcp = optional('./mcp', 'mcpBench');
+  if (mcp) suites.push(['mcp', () => mcp({ modelPath })]);
+
+  const results: Record<string, unknown> = {
+    machine: { cpus: os.cpus().length, node: process.version, date: new Date().toISOString() },
+  };
+  for (const [name, run] of suites) {
+    if (only.length && !only.includes(name)) continue;
+    process.stderr.write(`bench: ${name} …\n`);
+    try {
+      results[name] = await run();
+    } catch (e) {
+      results[name] = { error: (e as Error).message };
+    }
+    console.log(`\n## ${name}`);
+    for (const [k, v] of Object.entries(results[name] as Record<string, unknown>)) {
+      console.log(`  ${k.padEnd(40)} ${typeof v === 'object' ? JSON.stringify(v) : v}`);
+    }
+  }
+  const out = path.join(__dirname, '../../bench/results.json');
+  fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
+  fs.rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
+
+void main();
