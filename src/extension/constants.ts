@@ -1,0 +1,49 @@
+// Every id the manifest (package.json contributes) and the code share, in one place.
+
+export const EXTENSION_ID = 'task-runtime.task-runtime';
+
+export const VIEW_CONTAINER_ID = 'taskRuntime';
+export const TASKS_VIEW_ID = 'taskRuntime.tasks';
+export const EVENTS_PANEL_VIEW_TYPE = 'taskRuntime.events';
+export const RESULT_DOCUMENT_SCHEME = 'task-runtime-result';
+export const TASK_URI_SCHEME = 'task-runtime';
+
+export const MCP_PROVIDER_ID = 'taskRuntime.mcp';
+export const MCP_SERVER_LABEL = 'Task Runtime';
+
+export const SECRET_TOKEN_KEY = 'taskRuntime.token';
+export const CONFIG_SECTION = 'taskRuntime';
+
+export const Commands = {
+  createTask: 'taskRuntime.createTask',
+  cancelTask: 'taskRuntime.cancelTask',
+  fetchResult: 'taskRuntime.fetchResult',
+  openEvents: 'taskRuntime.openEvents',
+  retryTask: 'taskRuntime.retryTask',
+  deleteTask: 'taskRuntime.deleteTask',
+  clearFinished: 'taskRuntime.clearFinished',
+  copyTaskId: 'taskRuntime.copyTaskId',
+  selectModel: 'taskRuntime.selectModel',
+  downloadModel: 'taskRuntime.downloadModel',
+  copyMcpConfig: 'taskRuntime.copyMcpConfig',
+  copyLmspEndpoint: 'taskRuntime.copyLmspEndpoint',
+  regenerateToken: 'taskRuntime.regenerateToken',
+  restartServer: 'taskRuntime.restartServer',
+  showLog: 'taskRuntime.showLog',
+  refresh: 'taskRuntime.refresh',
+  loadMore: 'taskRuntime.loadMore',
+  copyResult: 'taskRuntime.copyResult',
+  showView: 'taskRuntime.showView',
+} as const;
+export type CommandId = (typeof Commands)[keyof typeof Commands];
+
+/** The principal the editor's token maps to; editor-created tasks and VS Code's MCP client share it. */
+export const EDITOR_PRINCIPAL = 'editor';
+/** File the owning window writes in the data directory once it listens: `{ pid, url, port }`. */
+export const ENDPOINT_RECORD_FILE = 'endpoint.json';
+/** Context keys for `when` clauses. */
+export const ContextKeys = {
+  role: 'taskRuntime.role',
+  hasTasks: 'taskRuntime.hasTasks',
+} as const;
+export const OUTPUT_CHANNEL_NAME = 'Task Runtime';

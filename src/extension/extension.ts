@@ -1,0 +1,121 @@
+// Entry point: wires the task service (ownership), the Tasks view, the events panels, commands, the MCP server
+// definition provider, the status bar and settings. Activation stays fast: the store opens in the background and
+// node-llama-cpp loads only when a model is needed.
+import * as vscode from 'vscode';
+import { CommandRegistry } from './commands';
+import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME } from './constants';
+import { TaskService, type EndpointInfo } from './host/taskService';
+import { Disposable, toDisposable } from './lifecycle';
+import { McpServerProvider } from './mcpProvider';
+import { readSettings, restartNeeded, type ExtensionSettings } from './model/settings';
+import type { TaskSource } from './model/taskSource';
+import { TokenStore } from './tokenStore';
+import { CompletionNotifier } from './ui/completionNotifier';
+import { ResultDocumentProvider } from './ui/resultDocument';
+import { StatusBar } from './ui/statusBar';
+import { TasksTreeProvider } from './views/tasksTreeProvider';
+import { EventsPanelManager } from './webview/eventsPanelManager';
+
+/** What activate() returns; integration tests use it. */
+export interface TaskRuntimeExtensionApi {
+  getEndpoint(): { url: string; lmspUrl: string; mcpUrl: string } | undefined;
+  getTaskSource(): TaskSource;
+  isOwner(): boolean;
+  /** 'starting' | 'owner' | 'client' | 'waiting' | 'stopped' | 'failed' */
+  getRole(): string;
+  /** Resolves once this window owns the store or is attached to the owner (rejects after a timeout). */
+  whenReady(): Promise<void>;
+  /** Task ids with an open events panel. */
+  openEventPanels(): string[];
+}
+
+class TaskRuntimeExtension extends Disposable {
+  readonly log: vscode.LogOutputChannel;
+  readonly service: TaskService;
+  readonly panels: EventsPanelManager;
+  private settings: ExtensionSettings;
+
+  constructor(context: vscode.ExtensionContext) {
+    super();
+    this.log = this._register(vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME, { log: true }));
+    this.settings = this.readSettings();
+    const tokens = this._register(new TokenStore(context.secrets));
+    this.service = this._register(
+      new TaskService({
+        dataDir: context.globalStorageUri.fsPath,
+        settings: () => this.settings,
+        token: () => tokens.get(),
+        log: (m) => this.log.info(m),
+      }),
+    );
+    const source = this.service.source;
+    const tree = this._register(new TasksTreeProvider(source));
+    this.panels = this._register(new EventsPanelManager(context.extensionUri, source));
+    const notifier = this._register(new CompletionNotifier(source, () => this.settings));
+    this._register(new ResultDocumentProvider(source));
+    this._register(new StatusBar(this.service, tree.model));
+    this._register(new McpServerProvider(this.service, tokens));
+    this._register(
+      new CommandRegistry({ service: this.service, source, tree, panels: this.panels, notifier, tokens, log: this.log, settings: () => this.settings }),
+    );
+    this._register(tokens.onDidChange(() => void this.service.tokenChanged()));
+    this._register(this.service.onDidChangeState(() => void vscode.commands.executeCommand('setContext', ContextKeys.role, this.service.role)));
+    this._register(
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (!e.affectsConfiguration(CONFIG_SECTION)) return;
+        const before = this.settings;
+        this.settings = this.readSettings();
+        if (restartNeeded(before, this.settings) && this.service.role === 'owner') {
+          this.log.info('settings changed; restarting the task runtime');
+          void this.service.restart();
+        }
+      }),
+    );
+    this._register(toDisposable(() => void this.service.stop()));
+    void this.service.start();
+  }
+
+  private readSettings(): ExtensionSettings {
+    const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
+    const { settings, problems } = readSettings((key) => config.get(key), vscode.l10n.t);
+    for (const p of problems) {
+      this.log.warn(p);
+      void vscode.window.showWarningMessage(p);
+    }
+    return settings;
+  }
+
+  api(): TaskRuntimeExtensionApi {
+    return {
+      getEndpoint: () => {
+        const e: EndpointInfo | undefined = this.service.endpoint;
+        return e && { url: e.url, lmspUrl: e.lmspUrl, mcpUrl: e.mcpUrl };
+      },
+      getTaskSource: () => this.service.source,
+      isOwner: () => this.service.role === 'owner',
+      getRole: () => this.service.role,
+      whenReady: async () => {
+        await this.service.source.ready();
+      },
+      openEventPanels: () => this.panels.openTaskIds(),
+    };
+  }
+}
+
+let current: TaskRuntimeExtension | undefined;
+
+export function activate(context: vscode.ExtensionContext): TaskRuntimeExtensionApi {
+  current = new TaskRuntimeExtension(context);
+  context.subscriptions.push(current);
+  return current.api();
+}
+
+export async function deactivate(): Promise<void> {
+  const ext = current;
+  current = undefined;
+  if (ext) {
+    // Close the store and listener cleanly so another window can take over at once.
+    await ext.service.stop();
+    ext.dispose();
+  }
+}

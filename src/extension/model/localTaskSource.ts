@@ -1,0 +1,130 @@
+// TaskSource over the runtime this window owns. The editor sees every principal's tasks.
+import type { TaskRuntimeApi } from '../../runtime/api';
+import type { TaskRecord } from '../../runtime/task';
+import type { IDisposable } from '../lifecycle';
+import {
+  promptText,
+  type CreateTaskRequest,
+  type EventStreamHandlers,
+  type ModelSummary,
+  type TaskInfo,
+  type TaskListQuery,
+  type TaskPage,
+  type TaskSource,
+} from './taskSource';
+
+export function taskInfoFromRecord(t: TaskRecord): TaskInfo {
+  return {
+    id: t.id,
+    responseId: t.responseId,
+    status: t.status,
+    origin: t.origin,
+    title: t.title,
+    model: t.model,
+    statusMessage: t.statusMessage,
+    createdAt: t.createdAt,
+    updatedAt: t.updatedAt,
+    onRestart: t.onRestart,
+    attempt: t.attempt,
+    outputTokens: t.outputTokens,
+    usage: t.usage,
+    error: t.error,
+    response: t.response,
+    prompt: promptText(t.input.input),
+    oldestSeq: t.oldestSeq,
+    nextSeq: t.nextSeq,
+  };
+}
+
+export class LocalTaskSource implements TaskSource {
+  readonly kind = 'local' as const;
+  private readonly subscriptions = new Set<{ close(): void }>();
+
+  /** principal: who editor-created tasks belong to (the token's principal, so agents see them too). */
+  constructor(
+    private readonly runtime: TaskRuntimeApi,
+    private readonly principal: string,
+  ) {}
+
+  async list(query: TaskListQuery): Promise<TaskPage> {
+    const page = this.runtime.listTasks({ statuses: query.statuses, cursor: query.cursor, limit: query.limit });
+    return { tasks: page.tasks.map(taskInfoFromRecord), nextCursor: page.nextCursor };
+  }
+
+  async counts() {
+    return { ...this.runtime.countTasks().byStatus };
+  }
+
+  async get(id: string): Promise<TaskInfo | undefined> {
+    const t = this.runtime.getTask(id);
+    return t && taskInfoFromRecord(t);
+  }
+
+  async create(request: CreateTaskRequest): Promise<TaskInfo> {
+    const { task } = this.runtime.createTask({
+      origin: 'editor',
+      principal: this.principal,
+      input: {
+        input: request.prompt,
+        ...(request.model ? { model: request.model } : {}),
+        ...(request.instructions ? { instructions: request.instructions } : {}),
+        ...(request.maxOutputTokens ? { max_output_tokens: request.maxOutputTokens } : {}),
+      },
+      onRestart: request.onRestart,
+    });
+    return taskInfoFromRecord(task);
+  }
+
+  async cancel(id: string): Promise<TaskInfo> {
+    return taskInfoFromRecord(this.runtime.cancelTask(id, undefined, 'cancelled from the editor'));
+  }
+
+  async delete(id: string): Promise<void> {
+    this.runtime.deleteTask(id);
+  }
+
+  subscribeEvents(id: string, afterSeq: number | undefined, handlers: EventStreamHandlers): IDisposable {
+    let sub: { close(): void } | undefined;
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      if (sub) {
+        sub.close();
+        this.subscriptions.delete(sub);
+      }
+    };
+    try {
+      sub = this.runtime.subscribe(id, afterSeq, (e) => {
+        if (!closed) handlers.onEvent({ seq: e.seq, type: e.type, data: e.data });
+      });
+      if (closed) sub.close();
+      else this.subscriptions.add(sub);
+    } catch (e) {
+      closed = true;
+      // Report asynchronously so callers see the same timing as the remote source.
+      queueMicrotask(() => handlers.onError?.(e instanceof Error ? e : new Error(String(e))));
+    }
+    return { dispose: close };
+  }
+
+  onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable {
+    const sub = this.runtime.onTaskChange((t, deleted) => listener(taskInfoFromRecord(t), deleted));
+    this.subscriptions.add(sub);
+    return {
+      dispose: () => {
+        sub.close();
+        this.subscriptions.delete(sub);
+      },
+    };
+  }
+
+  async listModels(): Promise<ModelSummary[]> {
+    return this.runtime.listModels().map((m) => ({ id: m.id, source: m.source, state: m.state, demo: m.demo }));
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions) s.close();
+    this.subscriptions.clear();
+  }
+}

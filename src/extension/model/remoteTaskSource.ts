@@ -1,0 +1,379 @@
+// TaskSource over the owner window's LMSP endpoint, for a window that does not own the store. Node fetch, bearer
+// token; the live tree comes from the owner's `task_runtime/changes` SSE feed.
+import { RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
+import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskStatus, type Usage } from '../../runtime/task';
+import type { IDisposable } from '../lifecycle';
+import { SseParser } from './sseParser';
+import {
+  emptyCounts,
+  type CreateTaskRequest,
+  type EventStreamHandlers,
+  type ModelSummary,
+  type TaskInfo,
+  type TaskListQuery,
+  type TaskPage,
+  type TaskSource,
+} from './taskSource';
+
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+  'response.cancelled',
+]);
+
+const CHANGE_EVENT = 'task_runtime:task.changed';
+const RECONNECT_MS = 1000;
+/** The LMSP list route's largest page. */
+const REMOTE_PAGE_MAX = 100;
+
+export interface RemoteTaskSourceOptions {
+  /** e.g. http://127.0.0.1:4567/lmsp/v1 */
+  lmspUrl: string;
+  token: string;
+  log?: (message: string) => void;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return !!v && typeof v === 'object' && !Array.isArray(v);
+}
+
+function pick<T extends string>(values: readonly T[], v: unknown, fallback: T): T {
+  return values.includes(v as T) ? (v as T) : fallback;
+}
+
+/** Maps an LMSP task object (with the optional `task_runtime` vendor member) onto TaskInfo. */
+export function taskInfoFromLmsp(o: unknown): TaskInfo {
+  if (!isObject(o) || typeof o['id'] !== 'string') throw new Error('malformed task object');
+  const vendor = isObject(o['task_runtime']) ? o['task_runtime'] : {};
+  const response = isObject(o['response']) ? o['response'] : null;
+  const usage = response && isObject(response['usage']) ? (response['usage'] as unknown as Usage) : null;
+  const createdSec = typeof o['created_at'] === 'number' ? o['created_at'] * 1000 : Date.now();
+  const updatedSec = typeof o['updated_at'] === 'number' ? o['updated_at'] * 1000 : createdSec;
+  const num = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? v : d);
+  const str = (v: unknown, d: string) => (typeof v === 'string' ? v : d);
+  return {
+    id: o['id'],
+    responseId: typeof o['response_id'] === 'string' ? o['response_id'] : null,
+    status: pick(TASK_STATUSES, o['status'], 'queued'),
+    origin: TASK_ORIGINS.includes(vendor['origin'] as never) ? (vendor['origin'] as TaskInfo['origin']) : undefined,
+    title: str(vendor['title'], o['id']),
+    model: str(vendor['model'], response && typeof response['model'] === 'string' ? response['model'] : ''),
+    statusMessage: typeof vendor['status_message'] === 'string' ? vendor['status_message'] : null,
+    createdAt: num(vendor['created_at_ms'], createdSec),
+    updatedAt: num(vendor['updated_at_ms'], updatedSec),
+    onRestart: pick(RESTART_POLICIES, o['on_restart'], 'fail' as RestartPolicy),
+    attempt: num(vendor['attempt'], 1),
+    outputTokens: num(vendor['output_tokens'], usage ? usage.output_tokens : 0),
+    usage,
+    error: isObject(o['error']) ? (o['error'] as unknown as Problem) : null,
+    response,
+    prompt: typeof vendor['prompt'] === 'string' ? vendor['prompt'] : undefined,
+  };
+}
+
+export class RemoteTaskSource implements TaskSource {
+  readonly kind = 'remote' as const;
+  private readonly base: string;
+  private readonly changeListeners = new Set<(task: TaskInfo, deleted: boolean) => void>();
+  private readonly invalidateListeners = new Set<() => void>();
+  private changesAbort: AbortController | undefined;
+  private readonly streams = new Set<AbortController>();
+  private disposed = false;
+
+  constructor(private readonly options: RemoteTaskSourceOptions) {
+    this.base = options.lmspUrl.replace(/\/+$/, '');
+  }
+
+  private headers(extra?: Record<string, string>): Record<string, string> {
+    return { authorization: `Bearer ${this.options.token}`, accept: 'application/json', ...extra };
+  }
+
+  private async request(method: string, path: string, body?: unknown): Promise<unknown> {
+    const res = await fetch(this.base + path, {
+      method,
+      headers: this.headers(body === undefined ? undefined : { 'content-type': 'application/json' }),
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let json: unknown = undefined;
+    if (text) {
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
+    }
+    if (!res.ok) throw problemError(res.status, json);
+    return json;
+  }
+
+  async list(query: TaskListQuery): Promise<TaskPage> {
+    const params = new URLSearchParams();
+    if (query.statuses?.length) {
+      // LMSP shows input_required as running and has no filter for it.
+      const statuses = query.statuses.filter((s) => s !== 'input_required');
+      if (!statuses.length) return { tasks: [], nextCursor: null };
+      params.set('status', statuses.join(','));
+    }
+    if (query.cursor) params.set('cursor', query.cursor);
+    if (query.limit) params.set('limit', String(Math.min(query.limit, REMOTE_PAGE_MAX)));
+    const qs = params.toString();
+    const body = await this.request('GET', `/tasks${qs ? `?${qs}` : ''}`);
+    if (!isObject(body) || !Array.isArray(body['data'])) throw new Error('malformed task list');
+    const tasks = body['data'].map(taskInfoFromLmsp);
+    let nextCursor: string | null = null;
+    if (typeof body['next_cursor'] === 'string') nextCursor = body['next_cursor'];
+    else if (body['has_more'] === true && typeof body['last_id'] === 'string') nextCursor = body['last_id'];
+    return { tasks, nextCursor };
+  }
+
+  async counts(): Promise<Record<TaskStatus, number>> {
+    // Prefer the owner's counts route; fall back to paging (fine for the hundreds a client window shows).
+    try {
+      const body = await this.request('GET', '/task_runtime/counts');
+      if (isObject(body) && isObject(body['by_status'])) {
+        const counts = emptyCounts();
+        for (const s of TASK_STATUSES) {
+          const n = body['by_status'][s];
+          if (typeof n === 'number') counts[s] = n;
+        }
+        return counts;
+      }
+    } catch (e) {
+      // An owner without the counts route answers a problem: page instead. Transport failures propagate.
+      if (!(e instanceof RuntimeError)) throw e;
+    }
+    const counts = emptyCounts();
+    let cursor: string | undefined;
+    for (let i = 0; i < 100; i++) {
+      const page = await this.list({ cursor, limit: REMOTE_PAGE_MAX });
+      for (const t of page.tasks) counts[t.status]++;
+      if (!page.nextCursor) break;
+      cursor = page.nextCursor;
+    }
+    return counts;
+  }
+
+  async get(id: string): Promise<TaskInfo | undefined> {
+    try {
+      return taskInfoFromLmsp(await this.request('GET', `/tasks/${encodeURIComponent(id)}`));
+    } catch (e) {
+      if (e instanceof RuntimeError && e.code === 'task_not_found') return undefined;
+      throw e;
+    }
+  }
+
+  async create(request: CreateTaskRequest): Promise<TaskInfo> {
+    const input: Record<string, unknown> = { input: request.prompt };
+    if (request.model) input['model'] = request.model;
+    if (request.instructions) input['instructions'] = request.instructions;
+    if (request.maxOutputTokens) input['max_output_tokens'] = request.maxOutputTokens;
+    const body = await this.request('POST', '/tasks', {
+      type: 'response',
+      input,
+      on_restart: request.onRestart ?? 'fail',
+    });
+    return taskInfoFromLmsp(body);
+  }
+
+  async cancel(id: string): Promise<TaskInfo> {
+    return taskInfoFromLmsp(await this.request('POST', `/tasks/${encodeURIComponent(id)}/cancel`));
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.request('DELETE', `/tasks/${encodeURIComponent(id)}`);
+  }
+
+  async listModels(): Promise<ModelSummary[]> {
+    const body = await this.request('GET', '/models');
+    if (!isObject(body) || !Array.isArray(body['data'])) return [];
+    return body['data'].filter(isObject).map((m) => ({
+      id: String(m['id']),
+      source: typeof m['source'] === 'string' ? m['source'] : String(m['id']),
+      state: typeof m['state'] === 'string' ? m['state'] : 'unknown',
+      demo: m['demo'] === true,
+    }));
+  }
+
+  subscribeEvents(id: string, afterSeq: number | undefined, handlers: EventStreamHandlers): IDisposable {
+    const abort = new AbortController();
+    this.streams.add(abort);
+    let last = afterSeq;
+    let ended = false;
+    const run = async (): Promise<void> => {
+      const headers = this.headers({ accept: 'text/event-stream' });
+      if (last !== undefined) headers['last-event-id'] = String(last);
+      const res = await fetch(`${this.base}/tasks/${encodeURIComponent(id)}/events`, { headers, signal: abort.signal });
+      if (!res.ok) {
+        const text = await res.text().catch(() => '');
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          json = undefined;
+        }
+        throw problemError(res.status, json);
+      }
+      if (res.status === 204 || !res.body) {
+        ended = true;
+        return;
+      }
+      const parser = new SseParser((m) => {
+        let data: unknown;
+        try {
+          data = JSON.parse(m.data);
+        } catch {
+          return;
+        }
+        if (!isObject(data)) return;
+        const seq = m.id !== undefined && /^\d+$/.test(m.id) ? Number(m.id) : Number(data['sequence_number']);
+        if (!Number.isInteger(seq) || (last !== undefined && seq <= last)) return;
+        last = seq;
+        const { type: _t, sequence_number: _s, ...rest } = data;
+        const type = typeof data['type'] === 'string' ? data['type'] : m.event;
+        if (TERMINAL_EVENT_TYPES.has(type)) ended = true;
+        handlers.onEvent({ seq, type, data: rest });
+      });
+      const decoder = new TextDecoder();
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        parser.push(decoder.decode(chunk, { stream: true }));
+      }
+    };
+    void (async () => {
+      let failures = 0;
+      while (!abort.signal.aborted && !ended) {
+        try {
+          await run();
+          failures = 0;
+        } catch (e) {
+          if (abort.signal.aborted) return;
+          // HTTP problems (not found, history expired) are final; transport failures get a few retries.
+          if (e instanceof RuntimeError || ++failures > 3) {
+            handlers.onError?.(e instanceof Error ? e : new Error(String(e)));
+            this.streams.delete(abort);
+            return;
+          }
+        }
+        if (!ended && !abort.signal.aborted) await delay(RECONNECT_MS, abort.signal);
+      }
+      this.streams.delete(abort);
+      if (ended && !abort.signal.aborted) handlers.onEnd?.();
+    })();
+    return {
+      dispose: () => {
+        abort.abort();
+        this.streams.delete(abort);
+      },
+    };
+  }
+
+  onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable {
+    this.changeListeners.add(listener);
+    this.ensureChangesFeed();
+    return {
+      dispose: () => {
+        this.changeListeners.delete(listener);
+        if (!this.changeListeners.size) {
+          this.changesAbort?.abort();
+          this.changesAbort = undefined;
+        }
+      },
+    };
+  }
+
+  /** Fired when the feed reconnected and changes may have been missed: reload everything. */
+  onDidInvalidate(listener: () => void): IDisposable {
+    this.invalidateListeners.add(listener);
+    return { dispose: () => this.invalidateListeners.delete(listener) };
+  }
+
+  private ensureChangesFeed(): void {
+    if (this.changesAbort || this.disposed) return;
+    const abort = new AbortController();
+    this.changesAbort = abort;
+    void (async () => {
+      let connectedBefore = false;
+      while (!abort.signal.aborted) {
+        try {
+          const res = await fetch(`${this.base}/task_runtime/changes`, {
+            headers: this.headers({ accept: 'text/event-stream' }),
+            signal: abort.signal,
+          });
+          if (!res.ok || !res.body) throw new Error(`changes feed answered ${res.status}`);
+          if (connectedBefore) for (const l of this.invalidateListeners) l();
+          connectedBefore = true;
+          const parser = new SseParser((m) => {
+            if (m.event !== CHANGE_EVENT && m.event !== 'message') return;
+            try {
+              const data = JSON.parse(m.data) as unknown;
+              if (!isObject(data)) return;
+              const task = taskInfoFromLmsp(data['task']);
+              const deleted = data['deleted'] === true;
+              for (const l of this.changeListeners) l(task, deleted);
+            } catch (e) {
+              this.options.log?.(`ignored a malformed change event: ${String(e)}`);
+            }
+          });
+          const decoder = new TextDecoder();
+          for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+            parser.push(decoder.decode(chunk, { stream: true }));
+          }
+        } catch (e) {
+          if (abort.signal.aborted) return;
+          this.options.log?.(`changes feed dropped: ${String(e)}`);
+        }
+        await delay(RECONNECT_MS, abort.signal);
+      }
+    })();
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    this.changesAbort?.abort();
+    this.changesAbort = undefined;
+    for (const a of this.streams) a.abort();
+    this.streams.clear();
+    this.changeListeners.clear();
+    this.invalidateListeners.clear();
+  }
+}
+
+const KNOWN_CODES: ReadonlySet<string> = new Set<RuntimeErrorCode>([
+  'task_not_found',
+  'task_not_cancelable',
+  'task_not_deletable',
+  'event_history_expired',
+  'invalid_last_event_id',
+  'idempotency_key_reused',
+  'model_not_found',
+  'unsupported_capability',
+  'invalid_request',
+  'queue_full',
+]);
+
+/** Turns an LMSP problem+json answer into the RuntimeError the local source would have thrown. */
+export function problemError(status: number, body: unknown): RuntimeError {
+  const problem = isObject(body) ? body : {};
+  const rawCode = typeof problem['code'] === 'string' ? problem['code'] : '';
+  const code: RuntimeErrorCode = KNOWN_CODES.has(rawCode)
+    ? (rawCode as RuntimeErrorCode)
+    : status === 404
+      ? 'task_not_found'
+      : 'invalid_request';
+  const detail = typeof problem['detail'] === 'string' ? problem['detail'] : typeof problem['title'] === 'string' ? problem['title'] : `HTTP ${status}`;
+  return new RuntimeError(code, detail);
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}

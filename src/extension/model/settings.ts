@@ -1,0 +1,134 @@
+// Reads and validates the extension's settings (pure: the caller passes a getter over the configuration).
+// Invalid values fall back to the default and are reported with a message naming the setting.
+import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
+import type { Localize } from './format';
+
+export interface ExtensionSettings {
+  /** 0 = pick a free port. */
+  port: number;
+  /** Local .gguf path or model URI; '' = the generated demo model. */
+  model: string;
+  /** 0 = the backend's default. */
+  threads: number;
+  concurrency: number;
+  maxQueued: number;
+  defaultRestartPolicy: RestartPolicy;
+  defaultTtlMinutes: number;
+  maxTtlMinutes: number;
+  retentionDays: number;
+  eventHistoryHours: number;
+  notifyOnCompletion: 'always' | 'failures' | 'never';
+}
+
+export const SETTING_KEYS = {
+  port: 'server.port',
+  model: 'model',
+  threads: 'threads',
+  concurrency: 'concurrency',
+  maxQueued: 'maxQueuedTasks',
+  defaultRestartPolicy: 'defaultRestartPolicy',
+  defaultTtlMinutes: 'ttl.defaultMinutes',
+  maxTtlMinutes: 'ttl.maxMinutes',
+  retentionDays: 'retention.days',
+  eventHistoryHours: 'retention.eventHistoryHours',
+  notifyOnCompletion: 'notifications.onCompletion',
+} as const satisfies Record<keyof ExtensionSettings, string>;
+
+export const DEFAULT_SETTINGS: ExtensionSettings = {
+  port: 0,
+  model: '',
+  threads: 1,
+  concurrency: 1,
+  maxQueued: 1000,
+  defaultRestartPolicy: 'fail',
+  defaultTtlMinutes: 60,
+  maxTtlMinutes: 60 * 24,
+  retentionDays: 1,
+  eventHistoryHours: 1,
+  notifyOnCompletion: 'always',
+};
+
+/** Settings whose change needs the runtime (store, backend, listener) restarted. */
+export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
+  'port',
+  'model',
+  'threads',
+  'concurrency',
+  'maxQueued',
+  'defaultTtlMinutes',
+  'maxTtlMinutes',
+  'retentionDays',
+  'eventHistoryHours',
+];
+
+export interface SettingsResult {
+  settings: ExtensionSettings;
+  problems: string[];
+}
+
+function integer(
+  get: (key: string) => unknown,
+  key: string,
+  min: number,
+  max: number,
+  fallback: number,
+  problems: string[],
+  t: Localize,
+): number {
+  const v = get(key);
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    problems.push(t('Setting taskRuntime.{0} must be a whole number from {1} to {2}; using {3}.', key, min, max, fallback));
+    return fallback;
+  }
+  return v;
+}
+
+export function readSettings(get: (key: string) => unknown, t: Localize): SettingsResult {
+  const d = DEFAULT_SETTINGS;
+  const p: string[] = [];
+  const k = SETTING_KEYS;
+  const modelRaw = get(k.model);
+  let model = d.model;
+  if (typeof modelRaw === 'string') model = modelRaw.trim();
+  else if (modelRaw !== undefined && modelRaw !== null) p.push(t('Setting taskRuntime.{0} must be a file path or a model URI.', k.model));
+  if (model && !/\.gguf$/i.test(model) && !/^(hf|https?):/i.test(model)) {
+    p.push(t('Setting taskRuntime.model must name a .gguf file or a model URI (hf:owner/repo:quant); using the demo model.'));
+    model = '';
+  }
+  const policyRaw = get(k.defaultRestartPolicy);
+  let defaultRestartPolicy = d.defaultRestartPolicy;
+  if (policyRaw !== undefined && policyRaw !== null) {
+    if (RESTART_POLICIES.includes(policyRaw as RestartPolicy)) defaultRestartPolicy = policyRaw as RestartPolicy;
+    else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.defaultRestartPolicy, RESTART_POLICIES.join(', '), d.defaultRestartPolicy));
+  }
+  const notifyRaw = get(k.notifyOnCompletion);
+  let notifyOnCompletion = d.notifyOnCompletion;
+  if (notifyRaw !== undefined && notifyRaw !== null) {
+    if (notifyRaw === 'always' || notifyRaw === 'failures' || notifyRaw === 'never') notifyOnCompletion = notifyRaw;
+    else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.notifyOnCompletion, 'always, failures, never', d.notifyOnCompletion));
+  }
+  const settings: ExtensionSettings = {
+    port: integer(get, k.port, 0, 65535, d.port, p, t),
+    model,
+    threads: integer(get, k.threads, 0, 256, d.threads, p, t),
+    concurrency: integer(get, k.concurrency, 1, 64, d.concurrency, p, t),
+    maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
+    defaultRestartPolicy,
+    defaultTtlMinutes: integer(get, k.defaultTtlMinutes, 1, 525600, d.defaultTtlMinutes, p, t),
+    maxTtlMinutes: integer(get, k.maxTtlMinutes, 1, 5256000, d.maxTtlMinutes, p, t),
+    retentionDays: integer(get, k.retentionDays, 1, 3650, d.retentionDays, p, t),
+    eventHistoryHours: integer(get, k.eventHistoryHours, 1, 87600, d.eventHistoryHours, p, t),
+    notifyOnCompletion,
+  };
+  if (settings.defaultTtlMinutes > settings.maxTtlMinutes) {
+    p.push(t('Setting taskRuntime.ttl.defaultMinutes is larger than taskRuntime.ttl.maxMinutes; using the maximum.'));
+    settings.defaultTtlMinutes = settings.maxTtlMinutes;
+  }
+  return { settings, problems: p };
+}
+
+/** The settings that differ and need a runtime restart. */
+export function restartNeeded(a: ExtensionSettings, b: ExtensionSettings): boolean {
+  return RESTART_KEYS.some((key) => a[key] !== b[key]);
+}

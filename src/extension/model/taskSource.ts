@@ -1,0 +1,139 @@
+// What the editor UI needs from the tasks, whether this window owns the store (local) or talks to the owner's
+// LMSP endpoint (remote). Pure: no vscode.
+import type { Problem, RestartPolicy, TaskOrigin, TaskStatus, Usage } from '../../runtime/task';
+import type { IDisposable } from '../lifecycle';
+
+/** A task as the editor shows it; both sources map their own shape onto it. */
+export interface TaskInfo {
+  id: string;
+  responseId: string | null;
+  status: TaskStatus;
+  /** undefined when the remote owner did not say (older endpoint). */
+  origin: TaskOrigin | undefined;
+  title: string;
+  model: string;
+  statusMessage: string | null;
+  /** Unix milliseconds. */
+  createdAt: number;
+  updatedAt: number;
+  onRestart: RestartPolicy;
+  attempt: number;
+  outputTokens: number;
+  usage: Usage | null;
+  error: Problem | null;
+  response: Record<string, unknown> | null;
+  /** The full prompt text, when the source has it (local always; remote with the vendor member). */
+  prompt?: string;
+  /** Oldest stored event sequence, when the source knows it (local). */
+  oldestSeq?: number;
+  /** Next event sequence to be assigned, when the source knows it (local). */
+  nextSeq?: number;
+}
+
+/** One stored or live event of a task's stream. */
+export interface TaskEventInfo {
+  seq: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface CreateTaskRequest {
+  prompt: string;
+  model?: string;
+  onRestart?: RestartPolicy;
+  maxOutputTokens?: number;
+  instructions?: string;
+}
+
+export interface TaskPage {
+  tasks: TaskInfo[];
+  nextCursor: string | null;
+}
+
+export interface TaskListQuery {
+  statuses?: readonly TaskStatus[];
+  cursor?: string;
+  limit?: number;
+}
+
+export interface ModelSummary {
+  id: string;
+  source: string;
+  state: string;
+  demo: boolean;
+}
+
+export interface EventStreamHandlers {
+  onEvent(event: TaskEventInfo): void;
+  /** The stream failed (history expired, task deleted, owner gone); the caller falls back to a snapshot. */
+  onError?(error: Error): void;
+  /** The stream ended normally (terminal task, everything delivered). */
+  onEnd?(): void;
+}
+
+export interface TaskSource extends IDisposable {
+  readonly kind: 'local' | 'remote';
+  list(query: TaskListQuery): Promise<TaskPage>;
+  counts(): Promise<Record<TaskStatus, number>>;
+  get(id: string): Promise<TaskInfo | undefined>;
+  create(request: CreateTaskRequest): Promise<TaskInfo>;
+  cancel(id: string): Promise<TaskInfo>;
+  delete(id: string): Promise<void>;
+  /** Stored events after afterSeq (undefined = from the first), then live ones, in order, without duplicates. */
+  subscribeEvents(id: string, afterSeq: number | undefined, handlers: EventStreamHandlers): IDisposable;
+  /** Every change of any visible task. */
+  onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable;
+  listModels(): Promise<ModelSummary[]>;
+  /** Fired when changes may have been missed (a feed reconnected): reload everything. */
+  onDidInvalidate?(listener: () => void): IDisposable;
+}
+
+export function emptyCounts(): Record<TaskStatus, number> {
+  return {
+    queued: 0,
+    loading: 0,
+    running: 0,
+    input_required: 0,
+    cancelling: 0,
+    succeeded: 0,
+    failed: 0,
+    cancelled: 0,
+  };
+}
+
+/** The text output of a Responses object (concatenated output_text parts). */
+export function responseText(response: Record<string, unknown> | null): string {
+  if (!response) return '';
+  const output = response['output'];
+  if (!Array.isArray(output)) return typeof response['output_text'] === 'string' ? (response['output_text'] as string) : '';
+  const parts: string[] = [];
+  for (const item of output) {
+    if (!item || typeof item !== 'object') continue;
+    const content = (item as { content?: unknown }).content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content) {
+      if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') {
+        parts.push((part as { text: string }).text);
+      }
+    }
+  }
+  return parts.join('');
+}
+
+/** The prompt text of a create request's input (string or message list). */
+export function promptText(input: unknown): string {
+  if (typeof input === 'string') return input;
+  if (!Array.isArray(input)) return '';
+  const texts: string[] = [];
+  for (const msg of input) {
+    if (!msg || typeof msg !== 'object') continue;
+    const content = (msg as { content?: unknown }).content;
+    if (typeof content === 'string') texts.push(content);
+    else if (Array.isArray(content)) {
+      for (const part of content) {
+        if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') texts.push((part as { text: string }).text);
+      }
+    }
+  }
+  return texts.join('\n');
+}
