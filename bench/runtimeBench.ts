@@ -9,6 +9,8 @@ import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { TaskRuntime } from '../src/runtime/runtime';
 import { DurableDatabase } from '../src/runtime/store/database';
 import { TaskStore } from '../src/runtime/taskStore';
+import { MIGRATIONS } from '../src/runtime/store/migrations';
+import type { TaskRecord } from '../src/runtime/task';
 import { rawGenerationBench } from './rawGeneration';
 
 export function percentile(sorted: number[], p: number): number {
@@ -22,6 +24,34 @@ function tmp(prefix: string): string {
 
 const round = (n: number, d = 3) => Number(n.toFixed(d));
 
+function benchTask(id: string, status: 'queued' | 'succeeded', at = Date.now()): TaskRecord {
+  return {
+    id,
+    responseId: id.replace('task_', 'resp_'),
+    origin: 'lmsp',
+    principal: 'p',
+    title: `bench ${id}`,
+    model: 'tiny',
+    input: { model: 'tiny', input: `bench prompt ${id}` },
+    status,
+    statusMessage: status,
+    createdAt: at,
+    updatedAt: at,
+    onRestart: 'fail',
+    attempt: 1,
+    ttlMs: null,
+    expiresAt: null,
+    deadlineAt: null,
+    response: status === 'succeeded' ? { id, object: 'response', status: 'completed', output_text: 'lorem ipsum dolor sit amet' } : null,
+    error: null,
+    usage: status === 'succeeded' ? { input_tokens: 5, output_tokens: 7, total_tokens: 12 } : null,
+    outputTokens: 7,
+    meta: {},
+    nextSeq: 0,
+    oldestSeq: 0,
+  };
+}
+
 /** Inserts `n` finished tasks straight through the store (big batches), like a long-lived installation. */
 function seedTasks(store: TaskStore, n: number, eventsPerTask: number): void {
   const now = Date.now() - 1000;
@@ -33,31 +63,7 @@ function seedTasks(store: TaskStore, n: number, eventsPerTask: number): void {
       const id = `task_seed${String(i).padStart(22, '0')}`;
       ops.push(
         ...store.insertTaskOps(
-          {
-            id,
-            responseId: `resp_seed${String(i).padStart(22, '0')}`,
-            origin: 'lmsp',
-            principal: 'p',
-            title: `seeded task ${i}`,
-            model: 'tiny',
-            input: { model: 'tiny', input: `seeded prompt ${i}` },
-            status: 'succeeded',
-            statusMessage: 'completed',
-            createdAt: now + i,
-            updatedAt: now + i,
-            onRestart: 'fail',
-            attempt: 1,
-            ttlMs: null,
-            expiresAt: null,
-            deadlineAt: null,
-            response: { id: `resp_${i}`, object: 'response', status: 'completed', output_text: 'lorem ipsum dolor sit amet' },
-            error: null,
-            usage: { input_tokens: 5, output_tokens: 7, total_tokens: 12 },
-            outputTokens: 7,
-            meta: {},
-            nextSeq: 0,
-            oldestSeq: 0,
-          },
+          benchTask(id, 'succeeded', now + i),
           ++order,
         ),
       );
@@ -90,6 +96,7 @@ async function createLatencies(runtime: TaskRuntime, n: number): Promise<number[
   return lat.sort((a, b) => a - b);
 }
 
+/** better-sqlite3 (native SQLite, WAL, synchronous=FULL) running the very same schema and write batch. */
 function nativeLatencies(n: number, preload: number): number[] {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Database = require('better-sqlite3');
@@ -97,23 +104,37 @@ function nativeLatencies(n: number, preload: number): number[] {
   const db = new Database(path.join(dir, 'native.db'));
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
-  db.exec(`CREATE TABLE tasks (id TEXT PRIMARY KEY, principal TEXT, status TEXT, input_json TEXT, created_at INTEGER, response_json TEXT);
-           CREATE TABLE events (task_id TEXT, seq INTEGER, type TEXT, data_json TEXT, PRIMARY KEY (task_id, seq)) WITHOUT ROWID;`);
-  const insTask = db.prepare('INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?)');
-  const insEvent = db.prepare('INSERT INTO events VALUES (?, ?, ?, ?)');
-  const seed = db.transaction((count: number) => {
-    for (let i = 0; i < count; i++) insTask.run(`seed${i}`, 'p', 'succeeded', '{"input":"x"}', Date.now(), '{"status":"completed"}');
+  db.exec(MIGRATIONS.join(';\n'));
+  const builder = new TaskStore(undefined as never); // only its batch builders are used
+  const statements = new Map<string, { run(...p: unknown[]): unknown }>();
+  const run = db.transaction((ops: Array<[string, unknown[]]>) => {
+    for (const [sql, params] of ops) {
+      let st = statements.get(sql);
+      if (!st) {
+        st = db.prepare(sql) as { run(...p: unknown[]): unknown };
+        statements.set(sql, st);
+      }
+      st.run(...params);
+    }
   });
-  seed(preload);
-  const create = db.transaction((id: string) => {
-    insTask.run(id, 'p', 'queued', JSON.stringify({ model: 'tiny', input: id }), Date.now(), null);
-    insEvent.run(id, 0, 'response.created', JSON.stringify({ response: { id, status: 'queued' } }));
-    insEvent.run(id, 1, 'response.queued', JSON.stringify({ response: { id, status: 'queued' } }));
-  });
+  for (let start = 0; start < preload; start += 2000) {
+    const ops = [];
+    for (let i = start; i < Math.min(preload, start + 2000); i++) ops.push(...builder.insertTaskOps(benchTask(`task_seed${i}`, 'succeeded'), i));
+    run(ops);
+  }
   const lat: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    create(`task_bench_${i}`);
+    // What createTask writes: the task row and its first two events.
+    const task = benchTask(`task_bench_${i}_${Math.random().toString(36).slice(2)}`, 'queued');
+    const queued = { response: { id: task.responseId, object: 'response', status: 'queued', model: 'tiny' } };
+    run([
+      ...builder.insertTaskOps(task, preload + i),
+      ...builder.appendEventOps(task.id, 0, [
+        { type: 'response.created', data: queued },
+        { type: 'response.queued', data: queued },
+      ], Date.now()),
+    ]);
     lat.push(performance.now() - t0);
   }
   db.close();

@@ -70,7 +70,8 @@ export class TaskRuntime implements TaskRuntimeApi {
   readonly limits: RuntimeLimits;
   private readonly log = new EventLog();
   private readonly transitions: TaskTransitions;
-  private readonly queue: string[] = [];
+  /** Queued tasks in order, with their model: scheduling needs no store read per queued task. */
+  private readonly queue: Array<{ id: string; model: string }> = [];
   private readonly running = new Map<string, GenerationRun>();
   private readonly resumePoints = new Map<string, ResumePoint>();
   private readonly deadlines = new Map<string, NodeJS.Timeout>();
@@ -110,7 +111,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     const runtime = new TaskRuntime(options, store, lock, recovery);
     for (const [id, point] of recovery.resumePoints) runtime.resumePoints.set(id, point);
     for (const t of store.activeTasks()) {
-      if (t.status === 'queued') runtime.queue.push(t.id);
+      if (t.status === 'queued') runtime.queue.push({ id: t.id, model: t.model });
       runtime.armDeadline(t);
     }
     runtime.sweepNow();
@@ -197,7 +198,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     this.store.database.write(ops);
     this.log.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: now })));
     this.log.publishChange(task);
-    this.queue.push(task.id);
+    this.queue.push({ id: task.id, model: task.model });
     this.armDeadline(task);
     queueMicrotask(() => this.pump());
     return { task, replayed: false };
@@ -255,7 +256,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   queuePosition(id: string): number | null {
-    const i = this.queue.indexOf(id);
+    const i = this.queue.findIndex((q) => q.id === id);
     return i < 0 ? null : i + 1;
   }
 
@@ -373,7 +374,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   // ---------------- scheduling ----------------
 
   private dropFromQueue(id: string): void {
-    const i = this.queue.indexOf(id);
+    const i = this.queue.findIndex((q) => q.id === id);
     if (i >= 0) this.queue.splice(i, 1);
   }
 
@@ -387,19 +388,16 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (this.closed) return;
     const busy = this.busyModels();
     for (let i = 0; i < this.queue.length; ) {
-      const id = this.queue[i];
-      const task = this.store.getTask(id);
-      if (!task || task.status !== 'queued') {
-        this.queue.splice(i, 1);
-        continue;
-      }
+      const { id, model } = this.queue[i];
       // Concurrency is per model: a busy model does not hold up tasks for another one.
-      if ((busy.get(task.model) ?? 0) >= this.limits.maxConcurrentTasks) {
+      if ((busy.get(model) ?? 0) >= this.limits.maxConcurrentTasks) {
         i++;
         continue;
       }
       this.queue.splice(i, 1);
-      busy.set(task.model, (busy.get(task.model) ?? 0) + 1);
+      const task = this.store.getTask(id);
+      if (!task || task.status !== 'queued') continue;
+      busy.set(model, (busy.get(model) ?? 0) + 1);
       this.start(task);
     }
   }

@@ -2,7 +2,7 @@
 // in meta.schema_version. Never edit a released migration: add the next one.
 import type { Database } from 'sql.js';
 
-const MIGRATIONS: string[] = [
+export const MIGRATIONS: readonly string[] = [
   // 1: tasks, their event log, idempotency keys
   `CREATE TABLE tasks (
      id TEXT PRIMARY KEY,

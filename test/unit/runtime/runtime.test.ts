@@ -245,7 +245,7 @@ test('restart: fail → failed/server_restarted, retry → runs again with a fre
 
   // A retry task interrupted while running starts a new attempt.
   rt = await openRuntime(dir);
-  const again = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('again', 40), onRestart: 'retry' }).task;
+  const again = rt.createTask({ origin: 'lmsp', principal: 'p', input: { ...longPrompt('again'), max_output_tokens: 400 }, onRestart: 'retry' }).task;
   await waitFor(() => (rt.getTask(again.id)?.outputTokens ?? 0) > 3 && rt.getTask(again.id)!.status === 'running', 'running');
   const seqBefore = rt.getTask(again.id)!.nextSeq;
   await rt.close();
