@@ -44,8 +44,12 @@ export interface GenerateOptions {
   signal: AbortSignal;
   /** Called for every decoded piece of text, in order. `tokens` is the number of tokens the piece covers. */
   onText(text: string, tokens: number): void;
-  /** Continue from this snapshot instead of starting over (only when `supportsSnapshots`). */
-  resumeFrom?: GenerationSnapshot;
+  /**
+   * Continue from this snapshot instead of starting over (only when `supportsSnapshots`). `continueText` is output
+   * that clients already received after the snapshot was taken: the backend feeds it to the model (without emitting
+   * it again) before generating further, so no delivered text is generated twice.
+   */
+  resumeFrom?: GenerationSnapshot & { continueText?: string };
   /**
    * Ask the backend to save its state into `dir` about every `everyMs`; it calls `onSnapshot` after each save,
    * with text/outputTokens covering everything emitted through onText before the save.

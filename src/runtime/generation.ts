@@ -23,6 +23,10 @@ export interface GenerationSettings {
 
 export interface ResumePoint {
   snapshot: GenerationSnapshot;
+  /** Text delivered after the snapshot was taken. */
+  continueText: string;
+  /** Output tokens delivered before the restart. */
+  outputTokens: number;
   messageId: string;
 }
 
@@ -92,7 +96,7 @@ export class GenerationRun {
     if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
 
     const messageId = this.resume?.messageId ?? newMessageId();
-    const resumed = this.resume?.snapshot;
+    const resumed = this.resume;
     const running = this.transitions.transition(
       id,
       'running',
@@ -127,7 +131,7 @@ export class GenerationRun {
       return;
     }
 
-    let text = resumed?.text ?? '';
+    let text = resumed ? resumed.snapshot.text + resumed.continueText : '';
     let tokens = resumed?.outputTokens ?? 0;
     let pending = '';
     let lastFlush = 0;
@@ -176,7 +180,7 @@ export class GenerationRun {
         },
         {
           signal: this.abort.signal,
-          resumeFrom: resumed,
+          resumeFrom: resumed ? { ...resumed.snapshot, continueText: resumed.continueText } : undefined,
           onText: (piece, n) => {
             text += piece;
             pending += piece;

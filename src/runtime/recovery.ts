@@ -58,13 +58,18 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
     if (task.onRestart === 'resume' && backend.supportsSnapshots) {
       const snapshot = store.snapshotOf(task.id);
       const { text, messageId } = outputText(store, task);
-      // Resume only when the stored snapshot covers exactly the text clients already received; otherwise the
-      // attempt starts over like a retry (clients drop partial output on the new response.created).
-      if (snapshot && messageId && snapshot.text === text) {
+      // The snapshot covers a prefix of what clients received; the rest is fed back to the model on resume. Without
+      // a usable snapshot the attempt starts over like a retry (clients drop partial output on response.created).
+      if (snapshot && messageId && text.startsWith(snapshot.text)) {
         transitions.requeue(task, { statusMessage: 'resuming after restart' }, (t) => [
           { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
         ]);
-        out.resumePoints.set(task.id, { snapshot, messageId });
+        out.resumePoints.set(task.id, {
+          snapshot,
+          continueText: text.slice(snapshot.text.length),
+          outputTokens: task.outputTokens,
+          messageId,
+        });
         out.resumed++;
         continue;
       }

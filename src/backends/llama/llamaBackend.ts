@@ -330,10 +330,12 @@ export class LlamaBackend implements ModelBackend {
     let text = '';
     if (resumeFrom) {
       const restored = await this.restore(loaded, sequence, resumeFrom);
-      input = [restored.lastToken];
+      // Text delivered after the snapshot is fed back, not generated again.
+      const delivered = resumeFrom.continueText ? model.tokenize(resumeFrom.continueText, false) : [];
+      input = [restored.lastToken, ...delivered];
       inputTokens = restored.contextTokens - resumeFrom.outputTokens;
-      outputTokens = resumeFrom.outputTokens;
-      text = resumeFrom.text;
+      outputTokens = resumeFrom.outputTokens + delivered.length;
+      text = resumeFrom.text + (resumeFrom.continueText ?? '');
     } else {
       input = this.promptTokens(loaded, request);
       inputTokens = input.length;

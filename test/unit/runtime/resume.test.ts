@@ -1,0 +1,101 @@
+// on_restart "resume" end to end: a generation killed with SIGKILL continues from its last snapshot after the
+// restart, in the same event sequence, without generating delivered text twice.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import * as fs from 'node:fs';
+import { testModelPath } from '../../fixtures/testModel';
+import { backend, openRuntime, tempDir } from './helpers';
+
+after(() => backend().dispose());
+
+const CHILD = join(__dirname, '../../fixtures/runtimeChild.js');
+
+interface Seen {
+  taskId: string;
+  events: Array<{ seq: number; type: string; delta: string }>;
+}
+
+/** Runs the child until it has delivered `deltas` text deltas and at least `afterMs` passed, then SIGKILLs it. */
+function runAndKill(dataDir: string, onRestart: string, max: number, deltas: number, afterMs: number): Promise<Seen> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CHILD, dataDir, testModelPath(), onRestart, String(max)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const seen: Seen = { taskId: '', events: [] };
+    let buf = '';
+    let err = '';
+    let firstDeltaAt = 0;
+    child.stdout.on('data', (c: Buffer) => {
+      buf += c.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.startsWith('READY ')) seen.taskId = line.slice(6);
+        if (!line.startsWith('E ')) continue;
+        const [, seq, type, ...rest] = line.split(' ');
+        seen.events.push({ seq: Number(seq), type, delta: JSON.parse(rest.join(' ')) });
+        const n = seen.events.filter((e) => e.type === 'response.output_text.delta').length;
+        if (n === 1) firstDeltaAt = Date.now();
+        if (n >= deltas && Date.now() - firstDeltaAt >= afterMs && !child.killed) child.kill('SIGKILL');
+      }
+    });
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('exit', (_code, signal) => (signal === 'SIGKILL' ? resolve(seen) : reject(new Error(`child ended before the kill: ${err}`))));
+  });
+}
+
+test('resume: killed mid-generation, the task continues from its snapshot with no text generated twice', async () => {
+  const dataDir = tempDir('tr-resume-');
+  const seen = await runAndKill(dataDir, 'resume', 3000, 6, 250);
+  const deliveredBefore = seen.events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+  assert.ok(deliveredBefore.length > 0);
+  assert.ok(fs.readdirSync(join(dataDir, 'snapshots', seen.taskId)).length > 0, 'a snapshot was written');
+
+  const rt = await openRuntime(dataDir);
+  try {
+    assert.equal(rt.recovery.resumed, 1, 'recovered by resuming, not by starting over');
+    const done = await rt.waitForTerminal(seen.taskId);
+    assert.equal(done.status, 'succeeded');
+    assert.equal(done.attempt, 1);
+    const events = rt.readEvents(seen.taskId);
+    events.forEach((e, i) => assert.equal(e.seq, i, 'gap-free across the restart'));
+    for (const e of seen.events) assert.equal(events[e.seq].type, e.type, `event ${e.seq} unchanged`);
+    assert.equal(events.filter((e) => e.type === 'response.created').length, 1, 'no new attempt announced');
+    assert.ok(events.some((e) => e.type === 'task_runtime:task.status' && /resum/.test(String((e.data.task as { status_message?: string }).status_message))));
+    const allText = events.filter((e) => e.type === 'response.output_text.delta').map((e) => String(e.data.delta)).join('');
+    const finalText = (done.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0].text;
+    assert.equal(finalText, allText, 'the final response holds the whole text, each part once');
+    assert.ok(finalText.startsWith(deliveredBefore), 'what clients saw before the crash is the start of the result');
+    assert.ok(finalText.length > deliveredBefore.length, 'and generation went on after the restart');
+    assert.equal(fs.existsSync(join(dataDir, 'snapshots', seen.taskId)), false, 'snapshots are deleted when the task ends');
+  } finally {
+    await rt.close();
+  }
+});
+
+test('retry after SIGKILL starts a new attempt in the same sequence; fail ends with server_restarted', async () => {
+  for (const policy of ['retry', 'fail'] as const) {
+    const dataDir = tempDir(`tr-${policy}-`);
+    const seen = await runAndKill(dataDir, policy, 3000, 3, 50);
+    const lastSeq = Math.max(...seen.events.map((e) => e.seq));
+    const rt = await openRuntime(dataDir);
+    try {
+      const done = await rt.waitForTerminal(seen.taskId);
+      const events = rt.readEvents(seen.taskId);
+      events.forEach((e, i) => assert.equal(e.seq, i));
+      assert.ok(events.length > lastSeq + 1, 'the sequence continued after the restart');
+      if (policy === 'retry') {
+        assert.equal(done.status, 'succeeded');
+        assert.equal(done.attempt, 2);
+        assert.equal(events.filter((e) => e.type === 'response.created').length, 2);
+      } else {
+        assert.equal(done.status, 'failed');
+        assert.equal(done.error?.code, 'server_restarted');
+        assert.deepEqual(events.slice(-2).map((e) => e.type), ['error', 'response.failed']);
+      }
+    } finally {
+      await rt.close();
+    }
+  }
+});
