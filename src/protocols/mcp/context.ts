@@ -1,0 +1,22 @@
+// What every MCP handler needs, built once per door.
+import type { TaskRuntimeApi } from '../../runtime/api';
+import type { CreationGuard } from './limits';
+import type { TaskNotifier } from './notifier';
+import type { TaskViewOptions } from './taskView';
+
+export interface McpContext {
+  runtime: TaskRuntimeApi;
+  view: TaskViewOptions;
+  guard: CreationGuard;
+  notifier: TaskNotifier;
+  /** tasks/list page size. */
+  pageSize: number;
+  log: (m: string) => void;
+}
+
+/** Per-request facts the handlers get from the session that received it. */
+export interface CallerContext {
+  principal: string;
+  /** Aborted when the HTTP request carrying this JSON-RPC request goes away (or the request is cancelled). */
+  signal: AbortSignal;
+}

@@ -1,0 +1,47 @@
+// JSON-RPC error forms of the MCP door, and the translation of runtime errors into them.
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { isRuntimeError } from '../../runtime/errors';
+
+/** Implementation-defined server error (JSON-RPC reserves -32000..-32099): rate or concurrency limit hit. */
+export const TOO_MANY_TASKS = -32029;
+
+export function invalidParams(message: string, data?: unknown): McpError {
+  return new McpError(ErrorCode.InvalidParams, message, data);
+}
+
+export function methodNotFound(message: string): McpError {
+  return new McpError(ErrorCode.MethodNotFound, message);
+}
+
+export function taskNotFound(taskId: string): McpError {
+  // One answer for unknown, expired and foreign ids, so ids of other principals cannot be probed.
+  return invalidParams(`Failed to retrieve task: Task not found (unknown, expired, or not yours): ${taskId}`);
+}
+
+export function tooManyTasks(message: string, retryAfterMs?: number): McpError {
+  return new McpError(TOO_MANY_TASKS, message, retryAfterMs === undefined ? undefined : { retryAfterMs });
+}
+
+/** Any error thrown while serving a request → the McpError the client should see. */
+export function toMcpError(e: unknown): McpError {
+  if (e instanceof McpError) return e;
+  if (isRuntimeError(e)) {
+    switch (e.code) {
+      case 'task_not_found':
+        return invalidParams(`Failed to retrieve task: ${e.message}`);
+      case 'task_not_cancelable':
+      case 'invalid_request':
+      case 'model_not_found':
+      case 'unsupported_capability':
+      case 'idempotency_key_reused':
+      case 'invalid_last_event_id':
+      case 'event_history_expired':
+        return invalidParams(e.message, e.param ? { param: e.param, code: e.code } : { code: e.code });
+      case 'queue_full':
+        return tooManyTasks(`Server busy: ${e.message}`);
+      default:
+        return new McpError(ErrorCode.InternalError, `${e.code}: ${e.message}`);
+    }
+  }
+  return new McpError(ErrorCode.InternalError, e instanceof Error ? e.message : String(e));
+}

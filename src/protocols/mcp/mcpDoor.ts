@@ -1,0 +1,134 @@
+// The MCP door: Streamable HTTP JSON-RPC at /mcp over the shared task runtime (MCP 2025-11-25 tasks).
+// Stateful sessions (for notifications on the GET stream), tasks bound to the authenticated principal.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import type { TaskRuntimeApi } from '../../runtime/api';
+import type { DoorHandler, RequestContext } from '../http/types';
+import type { CallerContext, McpContext } from './context';
+import { toMcpError } from './errors';
+import { readJsonBody, sendJson, sendJsonRpcError } from './httpBody';
+import { CreationGuard, DEFAULT_CREATION_LIMITS, type CreationLimits } from './limits';
+import { TaskNotifier } from './notifier';
+import { McpSessions, type SessionLimits } from './sessions';
+import { getTask } from './taskMethods';
+
+export interface McpDoorOptions {
+  log?: (m: string) => void;
+  /** Suggested tasks/get interval reported in every unfinished task (ms). */
+  pollIntervalMs?: number;
+  /** tasks/list page size. */
+  pageSize?: number;
+  /** Largest accepted POST body. */
+  maxBodyBytes?: number;
+  limits?: Partial<CreationLimits>;
+  sessions?: Partial<SessionLimits>;
+}
+
+export interface McpDoor {
+  handle: DoorHandler;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_POLL_INTERVAL_MS = 1000;
+export const DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024;
+
+export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions = {}): McpDoor {
+  const log = options.log ?? (() => {});
+  const view = { pollIntervalMs: options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS };
+  const notifier = new TaskNotifier(runtime, view, 250, log);
+  const ctx: McpContext = {
+    runtime,
+    view,
+    guard: new CreationGuard(runtime, { ...DEFAULT_CREATION_LIMITS, ...options.limits }),
+    notifier,
+    pageSize: options.pageSize ?? 50,
+    log,
+  };
+  const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  let closed = false;
+
+  async function handle(req: IncomingMessage, res: ServerResponse, rc: RequestContext): Promise<void> {
+    if (closed) return sendJsonRpcError(res, 503, -32000, 'MCP server is shutting down');
+    const sessionId = header(req, 'mcp-session-id');
+    try {
+      if (req.method === 'POST') {
+        const body = await readJsonBody(req, maxBodyBytes);
+        if (!body.ok) {
+          sendJsonRpcError(res, body.status, body.code, body.message, null, body.status === 413 ? { connection: 'close' } : {});
+          req.resume();
+          return;
+        }
+        if (sessionId === undefined) {
+          if (!isInitialize(body.value)) {
+            return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required (initialize first)');
+          }
+          const session = await sessions.open(rc.principal);
+          await session.dispatch(req, res, rc.signal, body.value);
+          if (session.id === undefined) await session.close(); // the transport refused it: keep no half-open session
+          return;
+        }
+        const session = sessions.get(sessionId, rc.principal);
+        if (!session) return sendJsonRpcError(res, 404, -32001, 'Session not found');
+        if (answerTaskGet(req, res, body.value, sessionId, { principal: rc.principal, signal: rc.signal })) {
+          session.lastSeen = Date.now();
+          return;
+        }
+        return await session.dispatch(req, res, rc.signal, body.value);
+      }
+      if (req.method === 'GET' || req.method === 'DELETE') {
+        if (sessionId === undefined) return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+        const session = sessions.get(sessionId, rc.principal);
+        if (!session) return sendJsonRpcError(res, 404, -32001, 'Session not found');
+        return await session.dispatch(req, res, rc.signal);
+      }
+      res.setHeader('allow', 'GET, POST, DELETE');
+      return sendJsonRpcError(res, 405, -32000, 'Method not allowed');
+    } catch (e) {
+      log(`mcp: request failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+      if (!res.headersSent) sendJsonRpcError(res, 500, -32603, 'Internal error');
+      else res.end();
+    }
+  }
+
+  /**
+   * tasks/get answered as plain JSON without the SDK transport: the spec says servers SHOULD NOT upgrade it to
+   * SSE, and it is the hot path of every polling client. Anything unusual falls through to the transport.
+   */
+  function answerTaskGet(req: IncomingMessage, res: ServerResponse, msg: unknown, sessionId: string, caller: CallerContext): boolean {
+    const m = msg as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown } | null;
+    if (!m || typeof m !== 'object' || Array.isArray(m) || m.jsonrpc !== '2.0' || m.method !== 'tasks/get') return false;
+    if (typeof m.id !== 'string' && typeof m.id !== 'number') return false;
+    const version = header(req, 'mcp-protocol-version');
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return false;
+    let reply: unknown;
+    try {
+      reply = { jsonrpc: '2.0', id: m.id, result: getTask(ctx, caller, m.params) };
+    } catch (e) {
+      const err = toMcpError(e);
+      reply = { jsonrpc: '2.0', id: m.id, error: { code: err.code, message: err.message, ...(err.data !== undefined && { data: err.data }) } };
+    }
+    sendJson(res, 200, reply, { 'mcp-session-id': sessionId });
+    return true;
+  }
+
+  return {
+    handle,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await sessions.closeAll();
+      notifier.close();
+    },
+  };
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  const first = Array.isArray(v) ? v[0] : v;
+  return first === '' ? undefined : first;
+}
+
+function isInitialize(body: unknown): boolean {
+  return !!body && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'initialize';
+}

@@ -1,0 +1,90 @@
+// tasks/get, tasks/result, tasks/list, tasks/cancel over the runtime, scoped to the caller's principal.
+import { RELATED_TASK_META_KEY, McpError, type Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { isRuntimeError } from '../../runtime/errors';
+import type { TaskRecord } from '../../runtime/task';
+import type { CallerContext, McpContext } from './context';
+import { invalidParams, taskNotFound, toMcpError } from './errors';
+import { describeIssues } from './tools';
+import { isMcpTerminal, mcpStatus, toMcpTask, toolOutcome } from './taskView';
+
+const TASK_ID_PARAMS = z.object({ taskId: z.string().min(1).max(200) }).passthrough();
+const LIST_PARAMS = z.object({ cursor: z.string().max(1000).optional() }).passthrough().optional();
+
+function parseTaskId(params: unknown): string {
+  const parsed = TASK_ID_PARAMS.safeParse(params);
+  if (!parsed.success) throw invalidParams(`Invalid params: ${describeIssues(parsed.error)}`);
+  return parsed.data.taskId;
+}
+
+/** Only tasks created through this door (they carry a tool call) are MCP tasks; others are read via get_task_text. */
+export function visibleTask(ctx: McpContext, caller: CallerContext, taskId: string): TaskRecord {
+  const task = ctx.runtime.getTask(taskId, caller.principal);
+  if (!task || task.origin !== 'mcp' || typeof task.meta['tool'] !== 'string') throw taskNotFound(taskId);
+  return task;
+}
+
+export function taskView(ctx: McpContext, task: TaskRecord): McpTask {
+  return toMcpTask(task, task.status === 'queued' ? ctx.runtime.queuePosition(task.id) : null, ctx.view);
+}
+
+export function getTask(ctx: McpContext, caller: CallerContext, params: unknown): McpTask {
+  return taskView(ctx, visibleTask(ctx, caller, parseTaskId(params)));
+}
+
+/** Blocks until the runtime task is terminal, woken by the runtime (not polling); gives up when the caller leaves. */
+export async function waitTerminal(ctx: McpContext, caller: CallerContext, task: TaskRecord): Promise<TaskRecord> {
+  if (task.status === 'succeeded' || task.status === 'failed' || task.status === 'cancelled') return task;
+  try {
+    return await ctx.runtime.waitForTerminal(task.id, caller.signal);
+  } catch (e) {
+    if (caller.signal.aborted) throw new McpError(-32000, 'Request abandoned by the client');
+    if (isRuntimeError(e, 'task_not_found')) throw taskNotFound(task.id);
+    throw toMcpError(e);
+  }
+}
+
+export async function getTaskResult(ctx: McpContext, caller: CallerContext, params: unknown): Promise<Record<string, unknown>> {
+  const taskId = parseTaskId(params);
+  // A runtime `cancelling` task is already `cancelled` to MCP; waiting for the stop yields its final partial text.
+  const final = await waitTerminal(ctx, caller, visibleTask(ctx, caller, taskId));
+  const outcome = toolOutcome(final);
+  if (!outcome) throw new McpError(-32603, `Task ${taskId} ended in unexpected state ${final.status}`);
+  const related = { [RELATED_TASK_META_KEY]: { taskId } };
+  if ('error' in outcome) {
+    const data = { ...(outcome.error.data as object | undefined), _meta: related };
+    throw new McpError(outcome.error.code, outcome.error.message, data);
+  }
+  return { ...outcome.result, _meta: { ...outcome.result._meta, ...related } };
+}
+
+export function listTasks(ctx: McpContext, caller: CallerContext, params: unknown): { tasks: McpTask[]; nextCursor?: string } {
+  const parsed = LIST_PARAMS.safeParse(params);
+  if (!parsed.success) throw invalidParams(`Invalid params: ${describeIssues(parsed.error)}`);
+  let page;
+  try {
+    page = ctx.runtime.listTasks({ principal: caller.principal, origin: 'mcp', cursor: parsed.data?.cursor, limit: ctx.pageSize });
+  } catch (e) {
+    if (isRuntimeError(e, 'invalid_request')) throw invalidParams(`Invalid cursor: ${e.message}`);
+    throw toMcpError(e);
+  }
+  const tasks = page.tasks.filter((t) => typeof t.meta['tool'] === 'string').map((t) => taskView(ctx, t));
+  return page.nextCursor ? { tasks, nextCursor: page.nextCursor } : { tasks };
+}
+
+export function cancelTask(ctx: McpContext, caller: CallerContext, params: unknown): McpTask {
+  const taskId = parseTaskId(params);
+  const task = visibleTask(ctx, caller, taskId);
+  const status = mcpStatus(task.status);
+  if (isMcpTerminal(status)) throw invalidParams(`Cannot cancel task: already in terminal status '${status}'`);
+  try {
+    // queued → cancelled at once; running → cancelling (MCP: cancelled) while the backend aborts the generation.
+    return taskView(ctx, ctx.runtime.cancelTask(taskId, caller.principal, 'cancelled by the MCP client'));
+  } catch (e) {
+    if (isRuntimeError(e, 'task_not_cancelable')) {
+      const now = ctx.runtime.getTask(taskId, caller.principal);
+      throw invalidParams(`Cannot cancel task: already in terminal status '${now ? mcpStatus(now.status) : 'unknown'}'`);
+    }
+    throw toMcpError(e);
+  }
+}

@@ -1,0 +1,157 @@
+// How a runtime task looks to an MCP client: status mapping (ARCHITECTURE.md "One task, many views"),
+// status messages, and the tools/call outcome derived from the stored record.
+import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import type { TaskRecord } from '../../runtime/task';
+
+export type McpTaskStatus = McpTask['status'];
+
+export function mcpStatus(status: TaskRecord['status']): McpTaskStatus {
+  switch (status) {
+    case 'queued':
+    case 'loading':
+    case 'running':
+      return 'working';
+    case 'input_required':
+      return 'input_required';
+    case 'cancelling':
+    case 'cancelled':
+      return 'cancelled';
+    case 'succeeded':
+      return 'completed';
+    case 'failed':
+      return 'failed';
+  }
+}
+
+export function isMcpTerminal(status: McpTaskStatus): boolean {
+  return status === 'completed' || status === 'failed' || status === 'cancelled';
+}
+
+/** The runtime's cancel reason without its own status prefix. */
+function cancelReason(task: TaskRecord): string {
+  const reason = (task.statusMessage ?? '').replace(/^(cancelling|cancelled):?\s*/i, '').trim();
+  return reason && reason !== 'cancelling' ? ` (${reason})` : '';
+}
+
+function tokens(n: number): string {
+  return `${n} token${n === 1 ? '' : 's'}`;
+}
+
+/** VS Code shows this text while polling and, for failed tasks, as the only diagnostics it ever fetches. */
+export function statusMessage(task: TaskRecord, queuePosition: number | null): string {
+  switch (task.status) {
+    case 'queued':
+      return queuePosition === null ? 'queued: waiting for the model' : `queued: position ${queuePosition} in line`;
+    case 'loading':
+      return `loading model ${task.model} …`;
+    case 'running':
+      return `generating: ${tokens(task.outputTokens)}`;
+    case 'input_required':
+      return task.statusMessage ?? 'waiting for input';
+    case 'cancelling':
+      return `cancelled: stopping generation after ${tokens(task.outputTokens)}`;
+    case 'cancelled':
+      return `cancelled after ${tokens(task.outputTokens)}${cancelReason(task)}`;
+    case 'succeeded':
+      return `completed: ${tokens(task.outputTokens)}`;
+    case 'failed':
+      return failureDiagnostics(task);
+  }
+}
+
+function failureDiagnostics(task: TaskRecord): string {
+  const e = task.error;
+  const what = (e ? `${e.code}: ${e.detail || e.title}` : (task.statusMessage ?? 'unknown error')).replace(/\.+$/, '');
+  const hint = e && /restart|interrupt/i.test(`${e.code} ${e.detail}`) ? ' Re-issue the tool call to run it again.' : '';
+  return `failed after ${tokens(task.outputTokens)}: ${what}.${hint}`;
+}
+
+export interface TaskViewOptions {
+  pollIntervalMs: number;
+}
+
+export function toMcpTask(task: TaskRecord, queuePosition: number | null, opts: TaskViewOptions): McpTask {
+  const status = mcpStatus(task.status);
+  const view: McpTask = {
+    taskId: task.id,
+    status,
+    statusMessage: statusMessage(task, queuePosition),
+    createdAt: new Date(task.createdAt).toISOString(),
+    lastUpdatedAt: new Date(task.updatedAt).toISOString(),
+    ttl: task.ttlMs,
+  };
+  if (!isMcpTerminal(status)) view.pollInterval = opts.pollIntervalMs;
+  return view;
+}
+
+/** Concatenated output_text of a Responses object (message items only). */
+export function responseText(response: Record<string, unknown> | null): string {
+  const output = response?.['output'];
+  if (!Array.isArray(output)) return '';
+  let text = '';
+  for (const item of output) {
+    const content = (item as { content?: unknown })?.content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content) {
+      const t = (part as { text?: unknown })?.text;
+      if (typeof t === 'string') text += t;
+    }
+  }
+  return text;
+}
+
+/** Runtime failure codes that mean the tools/call request itself was unacceptable: a JSON-RPC error, not a tool error. */
+const REQUEST_ERROR_CODES = new Set(['invalid_request', 'model_not_found', 'unsupported_capability']);
+
+export type ToolOutcome = { result: CallToolResult } | { error: { code: number; message: string; data?: unknown } };
+
+/**
+ * What the original tools/call would have returned, derived from the stored record alone (so it survives a
+ * restart). Cancelled tasks answer an isError result carrying the partial text (decision in MCP-door notes).
+ */
+export function toolOutcome(task: TaskRecord): ToolOutcome | undefined {
+  const text = responseText(task.response);
+  const base = {
+    taskId: task.id,
+    model: task.model,
+    outputTokens: task.outputTokens,
+    usage: task.usage,
+  };
+  switch (task.status) {
+    case 'succeeded':
+      return {
+        result: {
+          content: [{ type: 'text', text }],
+          structuredContent: { status: 'completed', text, ...base },
+          isError: false,
+        },
+      };
+    case 'failed': {
+      const problem = task.error;
+      if (problem && REQUEST_ERROR_CODES.has(problem.code)) {
+        return { error: { code: ErrorCode.InvalidParams, message: problem.detail || problem.title, data: { problem } } };
+      }
+      const diag = failureDiagnostics(task);
+      return {
+        result: {
+          content: [{ type: 'text', text: text ? `${diag}\n\nPartial output:\n${text}` : diag }],
+          structuredContent: { status: 'failed', error: problem, text, ...base },
+          isError: true,
+        },
+      };
+    }
+    case 'cancelled': {
+      const msg = `Task was cancelled after ${tokens(task.outputTokens)}${cancelReason(task)}.`;
+      return {
+        result: {
+          content: [{ type: 'text', text: text ? `${msg}\n\nPartial output:\n${text}` : msg }],
+          structuredContent: { status: 'cancelled', text, ...base },
+          isError: true,
+        },
+      };
+    }
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,144 @@
+// The tools the MCP door offers: argument schemas (zod, also published as JSON Schema), task support, and the
+// mapping of generation arguments onto a Responses-style runtime request.
+import { z } from 'zod';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { ResponseRequest } from '../../runtime/task';
+
+export type TaskSupport = 'forbidden' | 'optional' | 'required';
+
+/** Input caps: oversized arguments are rejected with -32602 before any task exists. */
+export const MAX_PROMPT_CHARS = 200_000;
+export const MAX_MESSAGES = 256;
+export const MAX_OUTPUT_TOKENS = 8192;
+
+const message = z
+  .object({
+    role: z.enum(['system', 'developer', 'user', 'assistant']),
+    content: z.string().max(MAX_PROMPT_CHARS),
+  })
+  .strict();
+
+function generationArgs(defaultMaxTokens: number) {
+  return z
+    .object({
+      prompt: z.string().min(1).max(MAX_PROMPT_CHARS).optional().describe('The user prompt. Give this or `messages`.'),
+      messages: z
+        .array(message)
+        .min(1)
+        .max(MAX_MESSAGES)
+        .optional()
+        .describe('A conversation to continue, oldest first. Give this or `prompt`.'),
+      instructions: z.string().max(MAX_PROMPT_CHARS).optional().describe('System instructions for the model.'),
+      model: z.string().min(1).max(256).optional().describe('Model id from list_models; default model when omitted.'),
+      max_output_tokens: z
+        .number()
+        .int()
+        .min(1)
+        .max(MAX_OUTPUT_TOKENS)
+        .optional()
+        .describe(`Upper bound on generated tokens (default ${defaultMaxTokens}).`),
+      temperature: z.number().min(0).max(2).optional().describe('Sampling temperature, 0..2.'),
+    })
+    .strict()
+    .refine((a) => (a.prompt === undefined) !== (a.messages === undefined), {
+      message: 'give exactly one of `prompt` or `messages`',
+    });
+}
+
+export const GENERATE_ARGS = generationArgs(512);
+export const GENERATE_LONG_ARGS = generationArgs(2048);
+export type GenerationArgs = z.infer<typeof GENERATE_ARGS>;
+
+export const GET_TASK_TEXT_ARGS = z
+  .object({
+    taskId: z.string().min(1).max(200).describe('Id of a task you started here, through LMSP, or in the editor.'),
+    maxChars: z.number().int().min(0).max(1_000_000).optional().describe('Return at most the last N characters.'),
+  })
+  .strict();
+
+export const LIST_MODELS_ARGS = z.object({}).strict();
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  taskSupport: TaskSupport;
+  args: z.ZodType;
+  readOnly: boolean;
+  /** Default max_output_tokens of a generation tool; undefined for the read-only helpers. */
+  defaultMaxTokens?: number;
+}
+
+export const TOOL_SPECS: readonly ToolSpec[] = [
+  {
+    name: 'generate',
+    description:
+      'Generate a response with a local model. Runs as an MCP task when the client asks for one, otherwise waits ' +
+      'for the answer. Returns the text and, in structuredContent, the task id, model and token usage.',
+    taskSupport: 'optional',
+    args: GENERATE_ARGS,
+    readOnly: false,
+    defaultMaxTokens: 512,
+  },
+  {
+    name: 'generate_long',
+    description:
+      'Long-form generation with a local model (larger default output). Always runs as an MCP task: poll ' +
+      'tasks/get, then fetch the text with tasks/result.',
+    taskSupport: 'required',
+    args: GENERATE_LONG_ARGS,
+    readOnly: false,
+    defaultMaxTokens: 2048,
+  },
+  {
+    name: 'get_task_text',
+    description:
+      "Read a task's status and the text generated so far, by id — also for tasks started elsewhere (the LMSP " +
+      'endpoint or the editor). Read-only.',
+    taskSupport: 'forbidden',
+    args: GET_TASK_TEXT_ARGS,
+    readOnly: true,
+  },
+  {
+    name: 'list_models',
+    description: 'List the local models this server can run, with their load state.',
+    taskSupport: 'forbidden',
+    args: LIST_MODELS_ARGS,
+    readOnly: true,
+  },
+];
+
+export const TOOLS_BY_NAME = new Map(TOOL_SPECS.map((t) => [t.name, t]));
+
+function inputSchema(spec: ToolSpec): Tool['inputSchema'] {
+  const json = z.toJSONSchema(spec.args, { io: 'input' }) as Record<string, unknown>;
+  delete json['$schema'];
+  return json as Tool['inputSchema'];
+}
+
+let listed: Tool[] | undefined;
+export function listTools(): Tool[] {
+  listed ??= TOOL_SPECS.map((spec) => ({
+    name: spec.name,
+    description: spec.description,
+    inputSchema: inputSchema(spec),
+    execution: { taskSupport: spec.taskSupport },
+    annotations: { readOnlyHint: spec.readOnly, openWorldHint: false },
+  }));
+  return listed;
+}
+
+/** zod issues → one readable line for the -32602 message. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'arguments'}: ${i.message}`).join('; ');
+}
+
+export function toResponseRequest(args: GenerationArgs, defaultMaxTokens: number): ResponseRequest {
+  const request: ResponseRequest = {
+    input: args.prompt ?? (args.messages ?? []).map((m) => ({ type: 'message', role: m.role, content: m.content })),
+    max_output_tokens: args.max_output_tokens ?? defaultMaxTokens,
+  };
+  if (args.model !== undefined) request.model = args.model;
+  if (args.instructions !== undefined) request.instructions = args.instructions;
+  if (args.temperature !== undefined) request.temperature = args.temperature;
+  return request;
+}

@@ -1,0 +1,222 @@
+// Test servers for the MCP door: an in-process listener (door options under test control, two principals) and
+// a real `task-runtime serve` process (restart tests). Plus a raw JSON-RPC-over-HTTP helper.
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
+import { startListener, type Listener } from '../../../src/protocols/http/listener';
+import { createLmspDoor } from '../../../src/protocols/lmsp/lmspDoor';
+import { LMSP_PREFIX } from '../../../src/protocols/lmsp/lmspConstants';
+import { createMcpDoor, type McpDoorOptions } from '../../../src/protocols/mcp/mcpDoor';
+import type { RuntimeLimits } from '../../../src/runtime/api';
+import { TaskRuntime } from '../../../src/runtime/runtime';
+import { writeTestModel } from '../../../src/backends/llama/testModel';
+
+export const ROOT = path.resolve(__dirname, '../../../..');
+
+export const MODEL_ID = 'test-256';
+
+let modelPath: string | undefined;
+/**
+ * A generated model a little wider than the default tiny one (~2 ms/token here), so a 1,500-token generation
+ * lasts long enough to be cancelled or killed mid-way. With temperature 0 it runs to max_output_tokens.
+ */
+export function slowModelPath(): string {
+  if (modelPath && fs.existsSync(modelPath)) return modelPath;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-door-model-'));
+  modelPath = path.join(dir, `${MODEL_ID}.gguf`);
+  writeTestModel(modelPath, { seed: 1, embd: 256, layers: 4 });
+  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return modelPath;
+}
+
+export const TOKENS = { alice: 'tok-alice-0123456789abcdef', bob: 'tok-bob-0123456789abcdef' } as const;
+
+export interface InProcessServer {
+  url: string;
+  mcpUrl: string;
+  runtime: TaskRuntime;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+export async function startInProcess(
+  opts: { door?: McpDoorOptions; limits?: Partial<RuntimeLimits>; suppressEos?: boolean } = {},
+): Promise<InProcessServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-door-test-'));
+  const backend = new LlamaBackend({
+    models: [{ id: MODEL_ID, source: slowModelPath(), demo: true }],
+    suppressEndOfGeneration: opts.suppressEos ?? true,
+  });
+  const runtime = await TaskRuntime.open({ dataDir, backend, limits: opts.limits });
+  const mcp = createMcpDoor(runtime, opts.door);
+  const lmsp = createLmspDoor(runtime, {});
+  const listener: Listener = await startListener({
+    port: 0,
+    tokens: new Map([
+      [TOKENS.alice, 'alice'],
+      [TOKENS.bob, 'bob'],
+    ]),
+    doors: [
+      { prefix: '/mcp', handler: mcp.handle, problemStyle: 'jsonrpc' },
+      { prefix: LMSP_PREFIX, handler: lmsp.handle, problemStyle: 'problem+json' },
+    ],
+  });
+  return {
+    url: listener.url,
+    mcpUrl: listener.url + '/mcp',
+    runtime,
+    dataDir,
+    async close() {
+      await mcp.close();
+      await lmsp.close();
+      await listener.close();
+      await runtime.close();
+      await backend.dispose();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function connect(mcpUrl: string, token: string, name = 'mcp-door-test'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { authorization: `Bearer ${token}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  mcpUrl: string;
+  token: string;
+  stderr: string[];
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts `node dist/cli.js serve` and waits for its JSON ready line. */
+export async function startProcess(dataDir: string, extraArgs: string[] = []): Promise<ServerProcess> {
+  const cli = path.join(ROOT, 'dist/cli.js');
+  const child = spawn(process.execPath, [cli, 'serve', '--data-dir', dataDir, '--model', slowModelPath(), '--port', '0', ...extraArgs], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stderr: string[] = [];
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => stderr.push(d));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = await new Promise<{ url: string; mcp?: string; tokenFile: string }>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    const timer = setTimeout(() => reject(new Error(`server not ready: ${stderr.join('')}`)), 60_000);
+    lines.on('line', (line) => {
+      try {
+        const msg = JSON.parse(line) as { event?: string; url: string; mcp?: string; tokenFile: string };
+        if (msg.event === 'listening') {
+          clearTimeout(timer);
+          resolve(msg);
+        }
+      } catch {
+        /* not JSON */
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code}) before ready: ${stderr.join('')}`));
+    });
+  });
+  const token = fs.readFileSync(ready.tokenFile, 'utf8').trim();
+  return {
+    child,
+    url: ready.url,
+    mcpUrl: ready.mcp ?? ready.url + '/mcp',
+    token,
+    stderr,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** A raw MCP session over fetch, for what the SDK client will not send. */
+export class RawSession {
+  sessionId = '';
+  private nextId = 1;
+  constructor(
+    readonly mcpUrl: string,
+    readonly token: string,
+  ) {}
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    const h: Record<string, string> = {
+      authorization: `Bearer ${this.token}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+      ...extra,
+    };
+    if (this.sessionId) h['mcp-session-id'] = this.sessionId;
+    return h;
+  }
+
+  async initialize(): Promise<void> {
+    const r = await this.post({
+      jsonrpc: '2.0',
+      id: this.nextId++,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    if (r.status !== 200) throw new Error(`initialize failed: ${r.status} ${JSON.stringify(r.messages)}`);
+    await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  }
+
+  /** Sends a body (object or raw string); returns status and the JSON-RPC messages (JSON or SSE). */
+  async post(body: unknown, extraHeaders: Record<string, string> = {}): Promise<{ status: number; messages: any[] }> {
+    const res = await fetch(this.mcpUrl, {
+      method: 'POST',
+      headers: this.headers(extraHeaders),
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const sid = res.headers.get('mcp-session-id');
+    if (sid) this.sessionId = sid;
+    const text = await res.text();
+    const type = res.headers.get('content-type') ?? '';
+    let messages: any[] = [];
+    if (type.includes('text/event-stream')) {
+      messages = text
+        .split('\n')
+        .filter((l) => l.startsWith('data: ') && l.length > 6)
+        .map((l) => JSON.parse(l.slice(6)));
+    } else if (text) {
+      const parsed = JSON.parse(text);
+      messages = Array.isArray(parsed) ? parsed : [parsed];
+    }
+    return { status: res.status, messages };
+  }
+
+  async call(method: string, params?: unknown): Promise<any> {
+    const id = this.nextId++;
+    const r = await this.post({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
+    return r.messages.find((m) => m.id === id) ?? { status: r.status, messages: r.messages };
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `check` until it returns a value (not undefined), up to a generous bound (no timing assertions). */
+export async function until<T>(check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
