@@ -1,0 +1,104 @@
+// Runs the Playwright UI suite (out/test/e2e/**/*.test.js, mocha) against code-server with the packaged .vsix
+// installed into a clean extensions dir. The tests reach the server and browser through a harness object on
+// globalThis (see test/e2e/support/harness.ts), so they can restart the editor.
+// Usage: node scripts/editor-harness/runE2E.mjs [--vsix FILE] [--artifacts DIR]
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { launchBrowser } from './browser.mjs';
+import { installExtension, makeProfile, startCodeServer, workbenchUrl } from './codeServer.mjs';
+import { packageVsix } from './package.mjs';
+import { repoRoot } from './paths.mjs';
+
+const require = createRequire(join(repoRoot, 'package.json'));
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+}
+
+function testFiles(dir, acc = []) {
+  if (!existsSync(dir)) return acc;
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) testFiles(p, acc);
+    else if (name.endsWith('.test.js')) acc.push(p);
+  }
+  return acc;
+}
+
+export async function runE2E() {
+  const artifacts = resolve(arg('--artifacts', join(repoRoot, 'test-results/e2e')));
+  const files = testFiles(join(repoRoot, 'out/test/e2e'));
+  if (!files.length) throw new Error('editor harness: no UI tests under out/test/e2e; run `npm run build` first');
+  rmSync(artifacts, { recursive: true, force: true });
+  mkdirSync(artifacts, { recursive: true });
+  const vsix = arg('--vsix') ? resolve(arg('--vsix')) : packageVsix({ out: join(artifacts, 'task-runtime-linux-x64.vsix') });
+
+  // Two llama threads on two cores slow the tiny demo model to tens of tokens/s (see llamaBackend's
+  // DEFAULT_THREADS note), so a person (and this suite) can see a task running and cancel it.
+  const profile = makeProfile(mkdtempSync(join(tmpdir(), 'task-runtime-e2e-')), { 'taskRuntime.threads': 2 });
+  const logFile = join(artifacts, 'code-server.log');
+  const installStarted = Date.now();
+  installExtension(profile, vsix);
+  console.log(`[e2e] installed ${vsix} in ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
+
+  let server;
+  let port;
+  const browser = await launchBrowser();
+  const harness = {
+    artifactsDir: artifacts,
+    profile,
+    get url() {
+      if (!server) throw new Error('code-server is not running');
+      return server.url;
+    },
+    async startEditor() {
+      // The same port after a restart keeps the workbench origin (and its browser-side state) the same.
+      server = await startCodeServer(profile, { logFile, port });
+      port = server.port;
+      return server.url;
+    },
+    async stopEditor() {
+      await server?.stop();
+      server = undefined;
+    },
+    workbenchUrl() {
+      return workbenchUrl(server);
+    },
+    newPage() {
+      return browser.newPage({ viewport: { width: 1400, height: 900 } });
+    },
+  };
+  globalThis.taskRuntimeEditorHarness = harness;
+
+  const Mocha = require('mocha');
+  const mocha = new Mocha({ ui: 'bdd', color: false, timeout: 180_000, reporter: 'spec', bail: true });
+  for (const f of files) mocha.addFile(f);
+  const started = Date.now();
+  try {
+    await harness.startEditor();
+    const { failures, passes } = await new Promise((r) => {
+      const runner = mocha.run((failures) => r({ failures, passes: runner.stats?.passes ?? 0 }));
+    });
+    console.log(`[e2e] suite took ${((Date.now() - started) / 1000).toFixed(1)} s; artifacts in ${artifacts}`);
+    console.log(`e2e: ${passes} passed, ${failures} failed`);
+    return failures ? 1 : 0;
+  } finally {
+    delete globalThis.taskRuntimeEditorHarness;
+    await browser.close().catch(() => {});
+    await harness.stopEditor();
+    rmSync(profile.root, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runE2E().then(
+    (code) => process.exit(code),
+    (e) => {
+      console.error(e?.message ?? e);
+      process.exit(1);
+    },
+  );
+}

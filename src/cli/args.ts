@@ -1,0 +1,92 @@
+// Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export const USAGE = `Usage:
+  task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
+                     [--threads N] [--concurrency N]
+  task-runtime make-test-model <out.gguf>
+  task-runtime --help
+
+serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoints on 127.0.0.1.
+           --data-dir     where tasks and the token live (default ./.task-runtime)
+           --port         TCP port (default: a free one)
+           --model        a .gguf file or a model URI; repeat for more (default: the generated demo model)
+           --token-file   bearer token file, created with mode 0600 if missing (default DATA_DIR/token)
+           --threads      CPU threads per generation
+           --concurrency  tasks generating at the same time
+make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
+
+export interface ServeArgs {
+  command: 'serve';
+  dataDir: string;
+  port: number;
+  models: string[];
+  tokenFile?: string;
+  threads?: number;
+  concurrency?: number;
+}
+
+export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
+
+type FlagKind = 'string' | 'int' | 'list';
+const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }> = {
+  'data-dir': { kind: 'string' },
+  port: { kind: 'int', min: 0, max: 65535 },
+  model: { kind: 'list' },
+  'token-file': { kind: 'string' },
+  threads: { kind: 'int', min: 1, max: 256 },
+  concurrency: { kind: 'int', min: 1, max: 64 },
+};
+
+export function parseArgs(argv: readonly string[]): CliArgs {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') return { command: 'help' };
+  if (command === 'make-test-model') {
+    if (rest.length !== 1 || rest[0].startsWith('-')) throw new UsageError('make-test-model takes exactly one argument: the output .gguf path.');
+    return { command: 'make-test-model', out: rest[0] };
+  }
+  if (command !== 'serve') throw new UsageError(`Unknown command "${command}".`);
+  return parseServe(rest);
+}
+
+function parseServe(args: readonly string[]): ServeArgs {
+  const values = new Map<string, string[]>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (!arg.startsWith('--')) throw new UsageError(`Unexpected argument "${arg}".`);
+    const eq = arg.indexOf('=');
+    const name = eq >= 0 ? arg.slice(2, eq) : arg.slice(2);
+    const spec = SERVE_FLAGS[name];
+    if (!spec) throw new UsageError(`Unknown option "--${name}".`);
+    let value: string | undefined;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else if (i + 1 < args.length && !args[i + 1].startsWith('--')) value = args[++i];
+    if (value === undefined || value === '') throw new UsageError(`Option --${name} needs a value.`);
+    if (spec.kind !== 'list' && values.has(name)) throw new UsageError(`Option --${name} given more than once.`);
+    values.set(name, [...(values.get(name) ?? []), value]);
+  }
+  const int = (name: string): number | undefined => {
+    const raw = values.get(name)?.[0];
+    if (raw === undefined) return undefined;
+    const spec = SERVE_FLAGS[name];
+    if (!/^[0-9]+$/.test(raw) || Number(raw) < (spec.min ?? 0) || Number(raw) > (spec.max ?? Infinity)) {
+      throw new UsageError(`--${name} must be an integer from ${spec.min} to ${spec.max}, got "${raw}".`);
+    }
+    return Number(raw);
+  };
+  return {
+    command: 'serve',
+    dataDir: values.get('data-dir')?.[0] ?? '.task-runtime',
+    port: int('port') ?? 0,
+    models: values.get('model') ?? [],
+    tokenFile: values.get('token-file')?.[0],
+    threads: int('threads'),
+    concurrency: int('concurrency'),
+  };
+}

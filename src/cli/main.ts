@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+// Entry point of the `task-runtime` command (bundled to dist/cli.js).
+import * as path from 'node:path';
+import { writeTestModel } from '../backends/llama/testModel';
+import { parseArgs, USAGE, UsageError } from './args';
+import { serve } from './serve';
+
+async function main(argv: string[]): Promise<void> {
+  const args = parseArgs(argv);
+  switch (args.command) {
+    case 'help':
+      process.stdout.write(USAGE + '\n');
+      return;
+    case 'make-test-model': {
+      const out = path.resolve(args.out);
+      writeTestModel(out);
+      process.stderr.write(`wrote the tiny random-weight test model to ${out} (its output is noise)\n`);
+      return;
+    }
+    case 'serve':
+      await serve(args);
+      return;
+  }
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  if (e instanceof UsageError) {
+    process.stderr.write(`task-runtime: ${e.message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`task-runtime: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,131 @@
+// `task-runtime serve`: the runtime and both doors with no editor. Prints one JSON ready line on stdout, logs on
+// stderr, and on SIGINT/SIGTERM stops accepting, closes the runtime (checkpoint) and exits 0.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { z } from 'zod';
+import { LlamaBackend } from '../backends/llama/llamaBackend';
+import { ensureDemoModel } from '../backends/llama/testModel';
+import { startEndpoint } from '../protocols/endpoint';
+import type { RuntimeLimits } from '../runtime/api';
+import { RESTART_POLICIES } from '../runtime/task';
+import { TaskRuntime } from '../runtime/runtime';
+import { UsageError, type ServeArgs } from './args';
+import { loadOrCreateTokens } from './tokenFile';
+
+/** Hidden knobs for tests and benchmarks (tiny retention windows, fast heartbeats). */
+export const ENV_LIMITS = 'TASK_RUNTIME_LIMITS';
+export const ENV_HEARTBEAT_MS = 'TASK_RUNTIME_HEARTBEAT_MS';
+export const ENV_SWEEP_MS = 'TASK_RUNTIME_SWEEP_MS';
+
+const limitsSchema = z.strictObject({
+  onRestart: z.array(z.enum(RESTART_POLICIES)).optional(),
+  eventHistorySeconds: z.number().min(0).optional(),
+  taskRetentionSeconds: z.number().min(0).optional(),
+  idempotencyKeyTtlSeconds: z.number().min(0).optional(),
+  maxConcurrentTasks: z.number().int().min(1).optional(),
+  maxQueuedTasks: z.number().int().min(0).optional(),
+  defaultTtlMs: z.number().min(0).optional(),
+  maxTtlMs: z.number().min(0).optional(),
+});
+
+function log(msg: string): void {
+  process.stderr.write(`${new Date().toISOString()} ${msg}\n`);
+}
+
+function envLimits(): Partial<RuntimeLimits> {
+  const raw = process.env[ENV_LIMITS];
+  if (!raw) return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new UsageError(`${ENV_LIMITS} is not valid JSON.`);
+  }
+  const parsed = limitsSchema.safeParse(json);
+  if (!parsed.success) throw new UsageError(`${ENV_LIMITS}: ${parsed.error.issues[0].message} at ${parsed.error.issues[0].path.join('.')}.`);
+  return parsed.data;
+}
+
+function envInt(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[0-9]{1,9}$/.test(raw)) throw new UsageError(`${name} must be a non-negative integer (milliseconds).`);
+  return Number(raw);
+}
+
+function demoWarning(modelPath: string): string {
+  const bar = '!'.repeat(78);
+  return [
+    bar,
+    '!! No --model given: serving the generated DEMO model (random weights).',
+    '!! Its output is NOISE. It exists so that the server, the protocols and the tests run offline.',
+    `!! Demo model: ${modelPath}`,
+    '!! For real answers pass a GGUF file:   task-runtime serve --model /path/to/model.gguf',
+    bar,
+  ].join('\n');
+}
+
+export async function serve(args: ServeArgs): Promise<void> {
+  const dataDir = path.resolve(args.dataDir);
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const limits = envLimits();
+  if (args.concurrency !== undefined) limits.maxConcurrentTasks = args.concurrency;
+  const heartbeatMs = envInt(ENV_HEARTBEAT_MS);
+  const sweepIntervalMs = envInt(ENV_SWEEP_MS);
+
+  const tokenFile = path.resolve(args.tokenFile ?? path.join(dataDir, 'token'));
+  const tokens = loadOrCreateTokens(tokenFile, log);
+
+  const models = args.models.map((source) => {
+    const local = !/^[a-z][a-z0-9+.-]*:/i.test(source) || /^[a-z]:[\\/]/i.test(source);
+    if (local && !fs.existsSync(source)) throw new UsageError(`--model ${source}: no such file.`);
+    return { source: local ? path.resolve(source) : source };
+  });
+  if (models.length === 0) {
+    const demo = ensureDemoModel(path.join(dataDir, 'models'));
+    process.stderr.write(demoWarning(demo) + '\n');
+    models.push({ source: demo, demo: true } as { source: string; demo?: boolean });
+  }
+
+  const backend = new LlamaBackend({ models, threads: args.threads, modelsDir: path.join(dataDir, 'models'), log });
+  const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs });
+  const endpoint = await startEndpoint(runtime, { port: args.port, tokens, log, lmsp: { heartbeatMs } }).catch(async (e) => {
+    await runtime.close();
+    throw e;
+  });
+
+  process.stdout.write(
+    JSON.stringify({ event: 'listening', url: endpoint.url, lmsp: endpoint.lmspUrl, mcp: endpoint.mcpUrl, tokenFile }) + '\n',
+  );
+  log(`task-runtime listening on ${endpoint.url} (LMSP ${endpoint.lmspUrl}, MCP ${endpoint.mcpUrl}); data in ${dataDir}`);
+  log(`bearer token in ${tokenFile}`);
+
+  let stoppingSince = 0;
+  const stop = (signal: string) => {
+    if (stoppingSince) {
+      // A second signal soon after the first is usually the same stop relayed twice (timeout, process managers).
+      if (Date.now() - stoppingSince < 2000) return;
+      log(`${signal} again: exiting without a clean shutdown`);
+      process.exit(1);
+    }
+    stoppingSince = Date.now();
+    log(`${signal}: shutting down`);
+    const force = setTimeout(() => {
+      log('shutdown took too long; exiting');
+      process.exit(1);
+    }, 15_000);
+    force.unref();
+    void (async () => {
+      await endpoint.close();
+      await runtime.close();
+      await backend.dispose().catch(() => {});
+      log('stopped');
+      process.exit(0);
+    })().catch((e) => {
+      log(`shutdown failed: ${e instanceof Error ? e.message : String(e)}`);
+      process.exit(1);
+    });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}

@@ -1,0 +1,62 @@
+// Mounts both doors on the one loopback listener: LMSP at /lmsp/v1, MCP at /mcp.
+import type { TaskRuntimeApi } from '../runtime/api';
+import { startListener, type ListenerLimits } from './http/listener';
+import { LMSP_PREFIX } from './lmsp/lmspConstants';
+import { createLmspDoor, type LmspDoorOptions } from './lmsp/lmspDoor';
+import { createMcpDoor } from './mcp/mcpDoor';
+
+export const MCP_PREFIX = '/mcp';
+
+export interface EndpointOptions {
+  /** 0 picks a free port. */
+  port: number;
+  /** Bearer token → principal. */
+  tokens: Map<string, string>;
+  allowedOrigins?: string[];
+  log?: (msg: string) => void;
+  lmsp?: Omit<LmspDoorOptions, 'log'>;
+  listenerLimits?: Partial<ListenerLimits>;
+}
+
+export interface Endpoint {
+  url: string;
+  port: number;
+  lmspUrl: string;
+  mcpUrl: string;
+  setTokens(tokens: Map<string, string>): void;
+  close(): Promise<void>;
+}
+
+export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptions): Promise<Endpoint> {
+  const lmsp = createLmspDoor(runtime, { ...opts.lmsp, log: opts.log });
+  const mcp = createMcpDoor(runtime, { log: opts.log });
+  const listener = await startListener({
+    port: opts.port,
+    tokens: opts.tokens,
+    allowedOrigins: opts.allowedOrigins,
+    log: opts.log,
+    limits: opts.listenerLimits,
+    doors: [
+      { prefix: LMSP_PREFIX, handler: lmsp.handle, problemStyle: 'problem+json' },
+      { prefix: MCP_PREFIX, handler: mcp.handle, problemStyle: 'jsonrpc' },
+    ],
+  }).catch(async (e) => {
+    await Promise.all([lmsp.close(), mcp.close()]);
+    throw e;
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    url: listener.url,
+    port: listener.port,
+    lmspUrl: listener.url + LMSP_PREFIX,
+    mcpUrl: listener.url + MCP_PREFIX,
+    setTokens: (tokens) => listener.setTokens(tokens),
+    close() {
+      closing ??= (async () => {
+        await Promise.all([lmsp.close(), mcp.close()]);
+        await listener.close();
+      })();
+      return closing;
+    },
+  };
+}

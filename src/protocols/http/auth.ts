@@ -1,0 +1,43 @@
+// Bearer-token authentication with a constant-time comparison against every known token.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+export const WWW_AUTHENTICATE = 'Bearer realm="lmsp"';
+
+export class TokenTable {
+  // Compared as SHA-256 digests so every comparison has the same length and cost.
+  private entries: Array<{ digest: Buffer; principal: string }> = [];
+
+  constructor(tokens: Map<string, string>) {
+    this.set(tokens);
+  }
+
+  set(tokens: Map<string, string>): void {
+    this.entries = [...tokens].map(([token, principal]) => ({ digest: digest(token), principal }));
+  }
+
+  /** The principal of a token, or undefined; looks at every entry whatever matches. */
+  lookup(token: string): string | undefined {
+    const d = digest(token);
+    let found: string | undefined;
+    for (const e of this.entries) {
+      if (timingSafeEqual(d, e.digest) && found === undefined) found = e.principal;
+    }
+    return found;
+  }
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}
+
+export type AuthResult = { ok: true; principal: string } | { ok: false; presented: boolean };
+
+export function authenticate(req: IncomingMessage, table: TokenTable): AuthResult {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return { ok: false, presented: false };
+  const m = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i.exec(header);
+  if (!m) return { ok: false, presented: true };
+  const principal = table.lookup(m[1]);
+  return principal === undefined ? { ok: false, presented: true } : { ok: true, principal };
+}

@@ -1,0 +1,171 @@
+// The one loopback HTTP listener shared by the LMSP and MCP doors: Host/Origin checks, bearer auth, routing by
+// path prefix, connection limits against slow clients, and an orderly shutdown.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { authenticate, TokenTable, WWW_AUTHENTICATE } from './auth';
+import { isAllowedHost, isAllowedOrigin } from './hostOrigin';
+import { HttpProblem, writeProblem, type ProblemStyle } from './problem';
+import type { DoorHandler } from './types';
+
+export interface MountedDoor {
+  /** Path prefix without a trailing slash, e.g. `/lmsp/v1`. */
+  prefix: string;
+  handler: DoorHandler;
+  problemStyle: ProblemStyle;
+}
+
+export interface ListenerLimits {
+  /** Time allowed to receive the request headers (slow-loris). */
+  headersTimeoutMs: number;
+  /** Time allowed to receive a whole request (headers and body). */
+  requestTimeoutMs: number;
+  /** A socket with no traffic for this long is closed (SSE heartbeats keep live streams open). */
+  idleTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+  /** Time the shutdown waits for in-flight requests before cutting connections. */
+  shutdownGraceMs: number;
+}
+
+export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 120_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 1024,
+  shutdownGraceMs: 2_000,
+};
+
+export interface ListenerOptions {
+  host?: '127.0.0.1' | '::1';
+  /** 0 picks a free port. */
+  port: number;
+  /** Bearer token → principal. */
+  tokens: Map<string, string>;
+  allowedOrigins?: string[];
+  doors: MountedDoor[];
+  limits?: Partial<ListenerLimits>;
+  log?: (msg: string) => void;
+}
+
+export interface Listener {
+  port: number;
+  url: string;
+  setTokens(tokens: Map<string, string>): void;
+  close(): Promise<void>;
+}
+
+export async function startListener(options: ListenerOptions): Promise<Listener> {
+  const limits = { ...DEFAULT_LISTENER_LIMITS, ...options.limits };
+  const host = options.host ?? '127.0.0.1';
+  const tokens = new TokenTable(options.tokens);
+  const allowedOrigins = options.allowedOrigins ?? [];
+  const log = options.log ?? (() => {});
+  const doors = [...options.doors].sort((a, b) => b.prefix.length - a.prefix.length);
+  // Aborted at shutdown: long requests (SSE, synchronous generations) end instead of holding the port.
+  const inFlight = new Set<AbortController>();
+  let closing = false;
+  let port = 0;
+
+  const server = createServer({ requestTimeout: limits.requestTimeoutMs, headersTimeout: limits.headersTimeoutMs });
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  server.setTimeout(limits.idleTimeoutMs, (socket) => socket.destroy());
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    } catch {
+      writeProblem(res, new HttpProblem(400, 'invalid_request', 'The request target is not a valid path.'), 'problem+json');
+      return;
+    }
+    const door = doors.find((d) => url.pathname === d.prefix || url.pathname.startsWith(d.prefix + '/'));
+    const style: ProblemStyle = door?.problemStyle ?? 'problem+json';
+    const instance = url.pathname;
+    if (closing) {
+      res.setHeader('Connection', 'close');
+      writeProblem(res, new HttpProblem(503, 'unavailable', 'The server is shutting down.', { headers: { 'Retry-After': '1' } }), style, instance);
+      return;
+    }
+    if (!isAllowedHost(req.headers.host, port)) {
+      writeProblem(res, new HttpProblem(403, 'forbidden', 'The Host header is not a loopback address of this server.'), style, instance);
+      return;
+    }
+    if (!isAllowedOrigin(req, allowedOrigins)) {
+      writeProblem(res, new HttpProblem(403, 'forbidden', 'Requests from this Origin are not allowed.'), style, instance);
+      return;
+    }
+    if (!door) {
+      writeProblem(res, new HttpProblem(404, 'not_found', 'No such endpoint.'), style, instance);
+      return;
+    }
+    const auth = authenticate(req, tokens);
+    if (!auth.ok) {
+      const challenge = auth.presented ? `${WWW_AUTHENTICATE}, error="invalid_token"` : WWW_AUTHENTICATE;
+      const detail = auth.presented ? 'The bearer token is not valid.' : 'A bearer token is required.';
+      writeProblem(res, new HttpProblem(401, 'unauthorized', detail, { headers: { 'WWW-Authenticate': challenge } }), style, instance);
+      return;
+    }
+    const requestAbort = new AbortController();
+    inFlight.add(requestAbort);
+    res.on('close', () => {
+      inFlight.delete(requestAbort);
+      requestAbort.abort();
+    });
+    try {
+      await door.handler(req, res, { principal: auth.principal, url, signal: requestAbort.signal });
+    } catch (e) {
+      if (e instanceof HttpProblem) {
+        writeProblem(res, e, style, instance);
+      } else {
+        log(`listener: ${req.method} ${url.pathname} failed: ${e instanceof Error ? e.message : String(e)}`);
+        writeProblem(res, new HttpProblem(500, 'internal_error', 'The server could not complete the request.'), style, instance);
+      }
+    }
+  }
+
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    void handle(req, res).catch((e) => {
+      log(`listener: unhandled ${e instanceof Error ? e.message : String(e)}`);
+      if (!res.headersSent) res.statusCode = 500;
+      res.end();
+    });
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host, port: options.port, exclusive: true }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  port = (server.address() as AddressInfo).port;
+  const hostInUrl = host === '::1' ? '[::1]' : host;
+  let closed: Promise<void> | undefined;
+
+  return {
+    port,
+    url: `http://${hostInUrl}:${port}`,
+    setTokens: (map) => tokens.set(map),
+    close() {
+      closed ??= new Promise<void>((resolve) => {
+        closing = true;
+        server.close(() => resolve());
+        for (const c of [...inFlight]) c.abort();
+        server.closeIdleConnections();
+        const cut = setTimeout(() => server.closeAllConnections(), limits.shutdownGraceMs);
+        cut.unref();
+      });
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,53 @@
+// Error answers of the shared listener and the doors: RFC 9457 problem+json with a stable `code`, or a JSON-RPC
+// error body for the MCP door. Details are written for the client; they never carry stacks, paths or secrets.
+import type { ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+
+export type ProblemStyle = 'problem+json' | 'jsonrpc';
+
+export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';
+
+/** An error a handler throws to be answered as a problem; everything else becomes a 500 without detail. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly extra: { param?: string | null; headers?: Record<string, string>; title?: string } = {},
+  ) {
+    super(detail);
+    this.name = 'HttpProblem';
+  }
+}
+
+export function problemBody(p: HttpProblem, instance?: string): Record<string, unknown> {
+  return {
+    type: PROBLEM_TYPE_BASE + p.code,
+    title: p.extra.title ?? STATUS_CODES[p.status] ?? 'Error',
+    status: p.status,
+    detail: p.detail,
+    instance,
+    code: p.code,
+    param: p.extra.param ?? null,
+  };
+}
+
+// JSON-RPC has no HTTP-status vocabulary; these are the codes MCP clients see for transport-level refusals.
+const JSONRPC_CODES: Record<number, number> = { 400: -32600, 404: -32601, 413: -32600, 415: -32600 };
+
+export function writeProblem(res: ServerResponse, p: HttpProblem, style: ProblemStyle, instance?: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  for (const [k, v] of Object.entries(p.extra.headers ?? {})) res.setHeader(k, v);
+  res.statusCode = p.status;
+  if (style === 'jsonrpc') {
+    res.setHeader('Content-Type', 'application/json');
+    const code = JSONRPC_CODES[p.status] ?? -32000;
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message: p.detail, data: { code: p.code, status: p.status } } }));
+    return;
+  }
+  res.setHeader('Content-Type', 'application/problem+json');
+  res.end(JSON.stringify(problemBody(p, instance)));
+}

@@ -1,0 +1,114 @@
+// Server-Sent Events writer: id/event/data framing, heartbeat comments, a bounded buffer when the client reads
+// slowly (the stream is dropped rather than buffered without end; the client resumes with Last-Event-ID), and
+// clean shutdown when the client goes away.
+import type { ServerResponse } from 'node:http';
+
+export interface SseFrame {
+  id?: number | string;
+  event?: string;
+  data: string;
+}
+
+export interface SseWriterOptions {
+  heartbeatMs?: number;
+  /** Bytes queued while the socket is not draining before the stream is dropped. */
+  maxBufferedBytes?: number;
+  signal?: AbortSignal;
+}
+
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+
+export class SseWriter {
+  private closed = false;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private readonly closeListeners: Array<() => void> = [];
+  private readonly maxBuffered: number;
+
+  constructor(
+    private readonly res: ServerResponse,
+    options: SseWriterOptions = {},
+  ) {
+    this.maxBuffered = options.maxBufferedBytes ?? 8 * 1024 * 1024;
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    res.socket?.setNoDelay(true);
+    res.on('close', () => this.finish());
+    options.signal?.addEventListener('abort', () => this.close(), { once: true });
+    const every = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+    if (every > 0) {
+      this.heartbeat = setInterval(() => this.comment('ping'), every);
+      this.heartbeat.unref();
+    }
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  onClose(listener: () => void): void {
+    if (this.closed) listener();
+    else this.closeListeners.push(listener);
+  }
+
+  send(frame: SseFrame): void {
+    let text = '';
+    if (frame.id !== undefined) text += `id: ${frame.id}\n`;
+    if (frame.event !== undefined) text += `event: ${frame.event}\n`;
+    for (const line of frame.data.split('\n')) text += `data: ${line}\n`;
+    this.write(text + '\n');
+  }
+
+  comment(text: string): void {
+    this.write(`: ${text}\n\n`);
+  }
+
+  /** Ends the stream after everything queued has been written. */
+  close(): void {
+    if (this.closed) return;
+    this.res.end();
+    this.finish();
+  }
+
+  private write(text: string): void {
+    if (this.closed) return;
+    this.res.write(text);
+    // writableLength counts what the socket has not taken yet: a reader that stops reading gets cut off.
+    if (this.res.writableLength > this.maxBuffered) {
+      this.res.destroy();
+      this.finish();
+    }
+  }
+
+  private finish(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const l of this.closeListeners.splice(0)) l();
+  }
+}
+
+/** Caps the number of simultaneously open SSE streams of a door. */
+export class SseGate {
+  private open = 0;
+  constructor(readonly max: number) {}
+
+  tryAcquire(): (() => void) | undefined {
+    if (this.open >= this.max) return undefined;
+    this.open++;
+    let released = false;
+    return () => {
+      if (!released) {
+        released = true;
+        this.open--;
+      }
+    };
+  }
+
+  get count(): number {
+    return this.open;
+  }
+}

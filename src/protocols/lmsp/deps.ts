@@ -1,0 +1,13 @@
+// What every LMSP route needs from the door.
+import type { TaskRuntimeApi } from '../../runtime/api';
+import type { SseGate, SseWriter } from '../http/sse';
+
+export interface LmspDeps {
+  runtime: TaskRuntimeApi;
+  maxBodyBytes: number;
+  heartbeatMs: number;
+  sseGate: SseGate;
+  /** Open streams, closed when the door closes. */
+  streams: Set<SseWriter>;
+  log: (msg: string) => void;
+}

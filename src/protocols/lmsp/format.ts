@@ -1,0 +1,109 @@
+// Formats runtime records in LMSP's wire vocabulary (ch.7 task object, Responses objects, models, discovery).
+import type { RuntimeLimits } from '../../runtime/api';
+import type { ModelInfo } from '../../runtime/backend';
+import type { TaskRecord, TaskStatus } from '../../runtime/task';
+import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+export function lmspStatus(status: TaskStatus): LmspTaskStatus {
+  return status === 'input_required' ? 'running' : status;
+}
+
+/** Runtime statuses a LMSP status filter covers. */
+export function runtimeStatuses(statuses: readonly LmspTaskStatus[]): TaskStatus[] {
+  return statuses.flatMap((s): TaskStatus[] => (s === 'running' ? ['running', 'input_required'] : [s]));
+}
+
+export function eventsUrl(taskId: string): string {
+  return `${LMSP_PREFIX}${PATHS.tasks}/${taskId}/events`;
+}
+
+/**
+ * A Responses object as it goes on the wire. `output_text` is a convenience the OpenAI SDK computes itself and
+ * only when the field is absent, so a server-sent one (even empty) would hide the text from its stream helper.
+ */
+export function wireResponse(response: Record<string, unknown>): Record<string, unknown>;
+export function wireResponse(response: Record<string, unknown> | null): Record<string, unknown> | null;
+export function wireResponse(response: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!response || !('output_text' in response)) return response;
+  const { output_text: _sdkComputes, ...rest } = response;
+  return rest;
+}
+
+/** The task object exactly as ch.7 §7.1 lists it: `response` only when succeeded, `error` only when failed. */
+export function toTaskObject(task: TaskRecord): Record<string, unknown> {
+  const status = lmspStatus(task.status);
+  return {
+    id: task.id,
+    object: OBJECTS.task,
+    type: TASK_TYPE_RESPONSE,
+    status,
+    created_at: seconds(task.createdAt),
+    updated_at: seconds(task.updatedAt),
+    response_id: task.responseId,
+    events_url: eventsUrl(task.id),
+    on_restart: task.onRestart,
+    response: status === 'succeeded' ? wireResponse(task.response) : null,
+    error: status === 'failed' ? task.error : null,
+  };
+}
+
+/** The stored Responses object, or a snapshot of one still being produced. */
+export function toResponseObject(task: TaskRecord): Record<string, unknown> {
+  if (task.response) return wireResponse(task.response);
+  const status = task.status === 'queued' ? 'queued' : 'in_progress';
+  return {
+    id: task.responseId,
+    object: OBJECTS.response,
+    created_at: seconds(task.createdAt),
+    status,
+    model: task.model,
+    output: [],
+    usage: null,
+    error: null,
+    incomplete_details: null,
+    instructions: task.input.instructions ?? null,
+    max_output_tokens: task.input.max_output_tokens ?? null,
+    metadata: task.input.metadata ?? {},
+  };
+}
+
+export function toModelObject(model: ModelInfo): Record<string, unknown> {
+  return {
+    id: model.id,
+    object: OBJECTS.model,
+    state: model.state,
+    max_context_length: model.maxContextLength,
+    capabilities: { tools: false, vision: false, reasoning: false },
+    owned_by: 'local',
+    demo: model.demo,
+  };
+}
+
+export function capabilitiesDocument(limits: RuntimeLimits, supportsResume: boolean, maxBodyBytes: number): Record<string, unknown> {
+  return {
+    object: OBJECTS.service,
+    protocol: LMSP_PROTOCOL,
+    version: LMSP_VERSION,
+    capabilities: {
+      responses: true,
+      streaming: true,
+      tasks: true,
+      event_resume: true,
+      idempotency: true,
+      on_restart: limits.onRestart.filter((p) => p !== 'resume' || supportsResume),
+      model_management: false,
+      task_list: true,
+      task_delete: true,
+    },
+    limits: {
+      event_history_seconds: limits.eventHistorySeconds,
+      task_retention_seconds: limits.taskRetentionSeconds,
+      idempotency_key_ttl_seconds: limits.idempotencyKeyTtlSeconds,
+      max_concurrent_tasks: limits.maxConcurrentTasks,
+      max_queued_tasks: limits.maxQueuedTasks,
+      max_body_bytes: maxBodyBytes,
+    },
+  };
+}

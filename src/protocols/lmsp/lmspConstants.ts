@@ -1,0 +1,98 @@
+// Every LMSP name this door uses that is not settled by chapter 7 lives here, so it is cheap to rename when the
+// rest of the spec is found (LMSP-PROFILE.md §0). Names marked ch.7 are from the published chapter.
+
+export const LMSP_PREFIX = '/lmsp/v1';
+export const LMSP_PROTOCOL = 'lmsp';
+export const LMSP_VERSION = '1.0';
+
+/** Paths below LMSP_PREFIX. */
+export const PATHS = {
+  capabilities: '/capabilities', // INFERENCE
+  models: '/models', // INFERENCE
+  responses: '/responses', // known to exist; shape INFERENCE
+  tasks: '/tasks', // ch.7
+  changes: '/task_runtime/changes', // vendor
+} as const;
+
+export const OBJECTS = {
+  service: 'service',
+  list: 'list',
+  model: 'model',
+  task: 'task', // ch.7
+  taskDeleted: 'task.deleted',
+  response: 'response',
+} as const;
+
+export const TASK_TYPE_RESPONSE = 'response'; // ch.7
+
+/** Task statuses as LMSP shows them; the runtime's input_required (an MCP notion) shows as running. */
+export const LMSP_TASK_STATUSES = ['queued', 'loading', 'running', 'cancelling', 'succeeded', 'failed', 'cancelled'] as const;
+export type LmspTaskStatus = (typeof LMSP_TASK_STATUSES)[number];
+
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
+  'response.completed',
+  'response.incomplete',
+  'response.failed',
+  'response.cancelled',
+]); // ch.7
+
+export const VENDOR_PREFIX = 'task_runtime:';
+export const EVENT_TASK_CHANGED = 'task_runtime:task.changed';
+
+export const HEADERS = {
+  idempotencyKey: 'idempotency-key', // ch.7
+  idempotentReplayed: 'Idempotent-Replayed', // Stripe-style marker
+  lastEventId: 'last-event-id',
+} as const;
+
+export const QUERY = {
+  after: 'after',
+  status: 'status',
+  cursor: 'cursor',
+  limit: 'limit',
+} as const;
+
+/** Idempotency scopes: method and path of the creating route. */
+export const IDEMPOTENCY_SCOPES = {
+  tasks: `POST ${LMSP_PREFIX}${PATHS.tasks}`,
+  responses: `POST ${LMSP_PREFIX}${PATHS.responses}`,
+} as const;
+
+/** Problem codes and their HTTP statuses (profile §9.3). */
+export const CODES = {
+  invalid_request: 400,
+  invalid_last_event_id: 400,
+  invalid_idempotency_key: 400,
+  unsupported_capability: 400, // ch.7
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  task_not_found: 404, // ch.7
+  response_not_found: 404,
+  model_not_found: 404,
+  method_not_allowed: 405,
+  task_not_cancelable: 409, // ch.7
+  task_not_deletable: 409,
+  idempotency_request_in_progress: 409,
+  event_history_expired: 410, // ch.7
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  idempotency_key_reused: 422,
+  queue_full: 429,
+  internal_error: 500,
+  unavailable: 503,
+} as const;
+export type LmspCode = keyof typeof CODES;
+
+/** In task.error of a task failed by a restart under on_restart "fail" (ch.7). */
+export const SERVER_RESTARTED = 'server_restarted';
+
+export const DEFAULTS = {
+  maxBodyBytes: 4 * 1024 * 1024,
+  maxInputItems: 256,
+  maxSseStreams: 256,
+  heartbeatMs: 15_000,
+  listLimit: 20,
+  maxListLimit: 100,
+  queueFullRetryAfterSeconds: 5,
+} as const;

@@ -1,0 +1,99 @@
+// The LMSP door: routes /lmsp/v1/* requests to their handlers. Holds no task state; everything is the runtime's.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TaskRuntimeApi } from '../../runtime/api';
+import { SseGate, type SseWriter } from '../http/sse';
+import type { DoorHandler, RequestContext } from '../http/types';
+import { streamChanges } from './changesRoute';
+import type { LmspDeps } from './deps';
+import { getCapabilities, getModel, listModels } from './discoveryRoutes';
+import { DEFAULTS, LMSP_PREFIX, PATHS } from './lmspConstants';
+import { lmspProblem } from './problems';
+import { createResponse, getResponse } from './responsesRoutes';
+import { cancelTask, createTask, deleteTask, getTask, listTasks, taskEvents } from './tasksRoutes';
+import { checkResponseId, checkTaskId } from './wire';
+
+export interface LmspDoorOptions {
+  maxBodyBytes?: number;
+  heartbeatMs?: number;
+  maxSseStreams?: number;
+  log?: (msg: string) => void;
+}
+
+export interface LmspDoor {
+  handle: DoorHandler;
+  close(): Promise<void>;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext, param: string) => void | Promise<void>;
+interface Route {
+  pattern: RegExp;
+  methods: Record<string, Handler>;
+}
+
+export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions = {}): LmspDoor {
+  const deps: LmspDeps = {
+    runtime,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+    heartbeatMs: options.heartbeatMs ?? DEFAULTS.heartbeatMs,
+    sseGate: new SseGate(options.maxSseStreams ?? DEFAULTS.maxSseStreams),
+    streams: new Set<SseWriter>(),
+    log: options.log ?? (() => {}),
+  };
+  const seg = '([^/]+)';
+  const routes: Route[] = [
+    { pattern: exact(PATHS.capabilities), methods: { GET: (_q, r) => getCapabilities(deps, r) } },
+    { pattern: exact(PATHS.models), methods: { GET: (_q, r) => listModels(deps, r) } },
+    { pattern: exact(`${PATHS.models}/(.+)`), methods: { GET: (_q, r, _c, id) => getModel(deps, r, id) } },
+    { pattern: exact(PATHS.responses), methods: { POST: (q, r, c) => createResponse(deps, q, r, c) } },
+    { pattern: exact(`${PATHS.responses}/${seg}`), methods: { GET: (_q, r, c, id) => getResponse(deps, r, c, checkResponseId(id)) } },
+    {
+      pattern: exact(PATHS.tasks),
+      methods: { POST: (q, r, c) => createTask(deps, q, r, c), GET: (_q, r, c) => listTasks(deps, r, c) },
+    },
+    {
+      pattern: exact(`${PATHS.tasks}/${seg}`),
+      methods: {
+        GET: (_q, r, c, id) => getTask(deps, r, c, checkTaskId(id)),
+        DELETE: (_q, r, c, id) => deleteTask(deps, r, c, checkTaskId(id)),
+      },
+    },
+    { pattern: exact(`${PATHS.tasks}/${seg}/cancel`), methods: { POST: (_q, r, c, id) => cancelTask(deps, r, c, checkTaskId(id)) } },
+    { pattern: exact(`${PATHS.tasks}/${seg}/events`), methods: { GET: (q, r, c, id) => taskEvents(deps, q, r, c, checkTaskId(id)) } },
+    { pattern: exact(PATHS.changes), methods: { GET: (_q, r, c) => streamChanges(deps, r, c) } },
+  ];
+
+  const handle: DoorHandler = async (req, res, ctx) => {
+    const path = ctx.url.pathname.slice(LMSP_PREFIX.length) || '/';
+    for (const route of routes) {
+      const m = route.pattern.exec(path);
+      if (!m) continue;
+      const method = req.method ?? 'GET';
+      const handler = route.methods[method];
+      if (!handler) {
+        throw lmspProblem('method_not_allowed', `${req.method} is not allowed here.`, { headers: { Allow: Object.keys(route.methods).join(', ') } });
+      }
+      let param = '';
+      if (m[1] !== undefined) {
+        try {
+          param = decodeURIComponent(m[1]);
+        } catch {
+          throw lmspProblem('invalid_request', 'The path is not validly encoded.');
+        }
+      }
+      await handler(req, res, ctx, param);
+      return;
+    }
+    throw lmspProblem('not_found', 'No such endpoint.');
+  };
+
+  return {
+    handle,
+    async close() {
+      for (const writer of [...deps.streams]) writer.close();
+    },
+  };
+}
+
+function exact(path: string): RegExp {
+  return new RegExp(`^${path}$`);
+}

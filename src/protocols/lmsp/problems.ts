@@ -1,0 +1,67 @@
+// The one place where runtime errors become LMSP problems.
+import { RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
+import { HttpProblem } from '../http/problem';
+import { CODES, DEFAULTS, type LmspCode } from './lmspConstants';
+
+const RUNTIME_TO_LMSP: Record<RuntimeErrorCode, LmspCode> = {
+  task_not_found: 'task_not_found',
+  task_not_cancelable: 'task_not_cancelable',
+  task_not_deletable: 'task_not_deletable',
+  event_history_expired: 'event_history_expired',
+  invalid_last_event_id: 'invalid_last_event_id',
+  idempotency_key_reused: 'idempotency_key_reused',
+  model_not_found: 'model_not_found',
+  unsupported_capability: 'unsupported_capability',
+  invalid_request: 'invalid_request',
+  queue_full: 'queue_full',
+  store_locked: 'unavailable',
+  store_unwritable: 'internal_error',
+  store_corrupt: 'internal_error',
+  runtime_closed: 'unavailable',
+};
+
+// Runtime messages of these codes describe the client's request; others may name files, so they are replaced.
+const CLIENT_FACING: ReadonlySet<RuntimeErrorCode> = new Set([
+  'task_not_found',
+  'task_not_cancelable',
+  'task_not_deletable',
+  'event_history_expired',
+  'invalid_last_event_id',
+  'idempotency_key_reused',
+  'model_not_found',
+  'unsupported_capability',
+  'invalid_request',
+  'queue_full',
+]);
+
+export function lmspProblem(code: LmspCode, detail: string, extra: ConstructorParameters<typeof HttpProblem>[3] = {}): HttpProblem {
+  return new HttpProblem(CODES[code], code, detail, extra);
+}
+
+export function fromRuntimeError(e: RuntimeError): HttpProblem {
+  const code = RUNTIME_TO_LMSP[e.code];
+  const detail = CLIENT_FACING.has(e.code) ? e.message : code === 'unavailable' ? 'The service is unavailable; retry shortly.' : 'The server could not complete the request.';
+  const headers: Record<string, string> = {};
+  if (code === 'queue_full') headers['Retry-After'] = String(DEFAULTS.queueFullRetryAfterSeconds);
+  if (code === 'unavailable') headers['Retry-After'] = '1';
+  return lmspProblem(code, detail, { param: e.param ?? null, headers });
+}
+
+/** Runs `fn`, turning RuntimeErrors into problems. */
+export function translate<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof RuntimeError) throw fromRuntimeError(e);
+    throw e;
+  }
+}
+
+export async function translateAsync<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof RuntimeError) throw fromRuntimeError(e);
+    throw e;
+  }
+}

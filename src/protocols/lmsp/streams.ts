@@ -1,0 +1,86 @@
+// Task event streams: subscribe (replay then live) first, so a bad cursor is still answered as a problem, then
+// open the SSE response; close after the terminal event.
+import type { ServerResponse } from 'node:http';
+import type { Subscription } from '../../runtime/api';
+import { isTerminal, type TaskEvent } from '../../runtime/task';
+import { SseWriter } from '../http/sse';
+import type { LmspDeps } from './deps';
+import { TERMINAL_EVENT_TYPES } from './lmspConstants';
+import { lmspProblem, translate } from './problems';
+import { sendEvent } from './wire';
+
+export interface TaskStreamOptions {
+  taskId: string;
+  principal: string;
+  afterSeq: number | undefined;
+  signal: AbortSignal;
+  /** Which events to send (all when absent). */
+  filter?: (event: TaskEvent) => boolean;
+  /** Written after the terminal event, before closing (e.g. `[DONE]` on /responses). */
+  trailer?: string;
+  /** Answer 204 when the task is terminal and nothing is left to send (stops EventSource reconnects). */
+  noContentWhenDone: boolean;
+}
+
+/** Reserves a stream slot or answers 503. */
+export function acquireStreamSlot(deps: LmspDeps): () => void {
+  const release = deps.sseGate.tryAcquire();
+  if (!release) {
+    throw lmspProblem('unavailable', 'Too many open event streams; retry shortly.', { headers: { 'Retry-After': '1' } });
+  }
+  return release;
+}
+
+export function openWriter(deps: LmspDeps, res: ServerResponse, signal: AbortSignal, release: () => void): SseWriter {
+  const writer = new SseWriter(res, { heartbeatMs: deps.heartbeatMs, signal });
+  deps.streams.add(writer);
+  writer.onClose(() => {
+    deps.streams.delete(writer);
+    release();
+  });
+  return writer;
+}
+
+export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts: TaskStreamOptions): Promise<void> {
+  const release = acquireStreamSlot(deps);
+  const pending: TaskEvent[] = [];
+  let writer: SseWriter | undefined;
+  let ended = false;
+
+  const deliver = (event: TaskEvent) => {
+    if (ended) return;
+    if (!writer) {
+      pending.push(event);
+      return;
+    }
+    if (!opts.filter || opts.filter(event)) sendEvent(writer, event);
+    if (TERMINAL_EVENT_TYPES.has(event.type)) {
+      ended = true;
+      if (opts.trailer !== undefined) writer.send({ data: opts.trailer });
+      writer.close();
+    }
+  };
+
+  let subscription: Subscription;
+  try {
+    subscription = translate(() => deps.runtime.subscribe(opts.taskId, opts.afterSeq, deliver, opts.principal));
+  } catch (e) {
+    release();
+    throw e;
+  }
+  if (pending.length === 0) {
+    const task = deps.runtime.getTask(opts.taskId, opts.principal);
+    if ((!task || isTerminal(task.status)) && opts.noContentWhenDone) {
+      subscription.close();
+      release();
+      res.statusCode = 204;
+      res.end();
+      return;
+    }
+  }
+  writer = openWriter(deps, res, opts.signal, release);
+  const closed = new Promise<void>((resolve) => writer!.onClose(resolve));
+  writer.onClose(() => subscription.close());
+  for (const event of pending.splice(0)) deliver(event);
+  await closed;
+}

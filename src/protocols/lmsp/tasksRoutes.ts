@@ -1,0 +1,66 @@
+// /lmsp/v1/tasks: create (202, persisted first), read, list, cancel, delete, events (ch.7).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RequestContext } from '../http/types';
+import { readJsonBody } from '../http/body';
+import type { LmspDeps } from './deps';
+import { runtimeStatuses, toTaskObject } from './format';
+import { idempotencyOf } from './idempotency';
+import { HEADERS, IDEMPOTENCY_SCOPES, LMSP_PREFIX, OBJECTS, PATHS, QUERY } from './lmspConstants';
+import { lmspProblem, translate } from './problems';
+import { parseBody, parseLastEventId, parseListQuery, rejectUnsupported, taskCreateSchema, toRuntimeRequest } from './schemas';
+import { streamTaskEvents } from './streams';
+import { sendJson } from './wire';
+
+export async function createTask(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
+  const body = await readJsonBody(req, deps.maxBodyBytes);
+  const idempotency = idempotencyOf(req, IDEMPOTENCY_SCOPES.tasks, body);
+  if (typeof body === 'object' && body !== null) rejectUnsupported((body as Record<string, unknown>).input, 'input.');
+  const parsed = parseBody(taskCreateSchema, body);
+  const onRestart = parsed.on_restart ?? 'fail';
+  const advertised = deps.runtime.limits.onRestart.includes(onRestart) && (onRestart !== 'resume' || deps.runtime.supportsResume);
+  if (!advertised) {
+    throw lmspProblem('unsupported_capability', `on_restart "${onRestart}" is not supported by this server.`, { param: 'on_restart' });
+  }
+  // ch.7: the `stream` field of the wrapped request is ignored.
+  const input = toRuntimeRequest(parsed.input);
+  const result = translate(() =>
+    deps.runtime.createTask({ origin: 'lmsp', principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),
+  );
+  const headers: Record<string, string> = { Location: `${LMSP_PREFIX}${PATHS.tasks}/${result.task.id}` };
+  if (result.replayed) headers[HEADERS.idempotentReplayed] = 'true';
+  sendJson(res, 202, toTaskObject(result.task), headers);
+}
+
+export function getTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {
+  const task = deps.runtime.getTask(id, ctx.principal);
+  if (!task) throw lmspProblem('task_not_found', `No task ${id}.`, { param: 'task_id' });
+  sendJson(res, 200, toTaskObject(task));
+}
+
+export function listTasks(deps: LmspDeps, res: ServerResponse, ctx: RequestContext): void {
+  const query = parseListQuery(ctx.url.searchParams);
+  const page = translate(() =>
+    deps.runtime.listTasks({
+      principal: ctx.principal,
+      statuses: query.status ? runtimeStatuses(query.status) : undefined,
+      cursor: query.cursor,
+      limit: query.limit ?? 20,
+    }),
+  );
+  sendJson(res, 200, { object: OBJECTS.list, data: page.tasks.map(toTaskObject), next_cursor: page.nextCursor, has_more: page.nextCursor !== null });
+}
+
+export function cancelTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {
+  const task = translate(() => deps.runtime.cancelTask(id, ctx.principal, 'cancelled by the client'));
+  sendJson(res, 200, toTaskObject(task));
+}
+
+export function deleteTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {
+  translate(() => deps.runtime.deleteTask(id, ctx.principal));
+  sendJson(res, 200, { id, object: OBJECTS.taskDeleted, deleted: true });
+}
+
+export async function taskEvents(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext, id: string): Promise<void> {
+  const afterSeq = parseLastEventId(req.headers[HEADERS.lastEventId], ctx.url.searchParams.get(QUERY.after));
+  await streamTaskEvents(deps, res, { taskId: id, principal: ctx.principal, afterSeq, signal: ctx.signal, noContentWhenDone: true });
+}

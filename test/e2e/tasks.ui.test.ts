@@ -1,0 +1,102 @@
+// The packaged extension in code-server, driven through the browser the way a person uses it: the Task Runtime
+// container, Create Task from the command palette, the tree's status groups, the events panel, cancelling,
+// fetching a result, and the tasks surviving an editor restart. Screenshots go to the artifacts dir.
+import * as assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
+import { editorHarness, type EditorHarness } from './support/harness';
+import { Workbench } from './support/workbench';
+
+describe('Task Runtime in the editor (UI)', function () {
+  let harness: EditorHarness;
+  let page: Page;
+  let wb: Workbench;
+  const stamp = Date.now().toString(36);
+  const donePrompt = `Tell a short tale ${stamp}`;
+  const cancelPrompt = `Write an endless saga ${stamp}`;
+
+  before(async () => {
+    harness = editorHarness();
+    page = await harness.newPage();
+    wb = new Workbench(page, harness.artifactsDir);
+    await wb.open(harness.workbenchUrl());
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') {
+      await wb.screenshot(`failed-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 60)}`).catch(() => {});
+    }
+  });
+
+  after(async () => {
+    await page?.close();
+  });
+
+  it('shows the Task Runtime container with its Tasks view', async () => {
+    await wb.openContainer();
+    assert.ok(await wb.tasksView().isVisible());
+    await wb.screenshot('01-container');
+  });
+
+  it('creates a task from the command palette and shows it reaching Succeeded', async () => {
+    await wb.runCommand('Create Task');
+    await wb.answerInput(donePrompt);
+    await wb.acceptQuickPicksUntilClosed();
+    // The row moves between groups as the status changes; its accessible label names the status.
+    const seen = await wb.watchRowStatuses(donePrompt, 'Succeeded', 120_000);
+    assert.equal(seen.at(-1), 'Succeeded', `statuses seen: ${seen.join(' → ')}`);
+    await wb.expandGroup('Succeeded');
+    await wb.row(donePrompt).first().waitFor();
+    await wb.screenshot('02-tree-succeeded');
+  });
+
+  it('opens the events panel of the task and shows its text', async () => {
+    await wb.row(donePrompt).first().click();
+    const frame = await wb.webviewFrame(donePrompt.slice(0, 20));
+    const body = await frame.locator('body').innerText();
+    assert.match(body, /succeeded/i);
+    assert.ok(body.length > donePrompt.length, 'the panel shows more than the title');
+    await wb.screenshot('03-events-panel');
+  });
+
+  it('cancels a running task, which then shows under Cancelled', async () => {
+    await wb.runCommand('Create Task');
+    await wb.answerInput(cancelPrompt);
+    await wb.acceptQuickPicksUntilClosed();
+    const active = await wb.row(`${cancelPrompt}, `).first();
+    await active.waitFor({ timeout: 60_000 });
+    const label = (await active.getAttribute('aria-label')) ?? '';
+    assert.match(label, /, (Queued|Loading model|Running)/, `the new task is active: ${label}`);
+    await wb.screenshot('04-running');
+    await wb.runCommand('Cancel Task');
+    await wb.pickQuickItem(cancelPrompt);
+    await wb.expandGroup('Cancelled');
+    await wb.row(`${cancelPrompt}, Cancelled`).first().waitFor({ timeout: 60_000 });
+    await wb.screenshot('05-cancelled');
+  });
+
+  it('fetches a result into an editor', async () => {
+    await wb.runCommand('Fetch Result');
+    await wb.pickQuickItem(donePrompt);
+    const tab = page.locator('.tabs-container .tab.active');
+    await tab.waitFor({ timeout: 30_000 });
+    await page.locator('.editor-instance .monaco-editor .view-line').first().waitFor({ timeout: 30_000 });
+    const text = await wb.activeEditorText();
+    assert.ok(text.trim().length > 0, 'the result editor has text');
+    await wb.screenshot('06-result-editor');
+  });
+
+  it('finds the tasks still there after the editor restarts', async () => {
+    await page.close();
+    await harness.stopEditor();
+    await harness.startEditor();
+    page = await harness.newPage();
+    wb = new Workbench(page, harness.artifactsDir);
+    await wb.open(harness.workbenchUrl());
+    await wb.openContainer();
+    await wb.expandGroup('Succeeded');
+    await wb.row(`${donePrompt}, Succeeded`).first().waitFor({ timeout: 60_000 });
+    await wb.expandGroup('Cancelled');
+    await wb.row(`${cancelPrompt}, Cancelled`).first().waitFor({ timeout: 60_000 });
+    await wb.screenshot('07-after-restart');
+  });
+});

@@ -1,0 +1,76 @@
+// The editor commands drive the real runtime: create, cancel, fetch the result, open the events panel.
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { Commands, EVENTS_PANEL_VIEW_TYPE } from '../../src/extension/constants';
+import { responseText } from '../../src/extension/model/taskSource';
+import { activateExtension, waitFor, waitForStatus } from './support/extensionApi';
+
+describe('commands', () => {
+  it('createTask runs a task from the editor to Succeeded', async () => {
+    const source = (await activateExtension()).getTaskSource();
+    const id = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'Say hello', maxOutputTokens: 16 });
+    assert.equal(typeof id, 'string');
+    const created = await source.get(id);
+    assert.equal(created?.origin, 'editor');
+    const done = await waitForStatus(source, id, ['succeeded', 'failed', 'cancelled']);
+    assert.equal(done.status, 'succeeded', `task ended ${done.status}: ${JSON.stringify(done.error)}`);
+    assert.ok(done.outputTokens > 0 && done.outputTokens <= 16, `outputTokens ${done.outputTokens}`);
+    assert.ok(responseText(done.response).length > 0);
+  });
+
+  it('fetchResult opens the task output in an editor', async () => {
+    const source = (await activateExtension()).getTaskSource();
+    const id = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'Fetch me', maxOutputTokens: 12 });
+    const done = await waitForStatus(source, id, ['succeeded']);
+    await vscode.commands.executeCommand(Commands.fetchResult, id);
+    const editor = await waitFor('an editor showing the result', () => {
+      const e = vscode.window.activeTextEditor;
+      return e && e.document.getText().includes(responseText(done.response)) ? e : undefined;
+    });
+    assert.ok(responseText(done.response).length > 0);
+    assert.ok(editor.document.getText().includes(responseText(done.response)));
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+
+  it('cancelTask stops a running task, which ends Cancelled with partial output kept', async () => {
+    const source = (await activateExtension()).getTaskSource();
+    const id = await vscode.commands.executeCommand<string>(Commands.createTask, {
+      prompt: 'Write a very long story',
+      maxOutputTokens: 8192,
+    });
+    const running = await waitForStatus(source, id, ['loading', 'running', 'succeeded']);
+    assert.notEqual(running.status, 'succeeded', 'the task finished before it could be cancelled');
+    await vscode.commands.executeCommand(Commands.cancelTask, id);
+    const done = await waitForStatus(source, id, ['cancelled', 'succeeded', 'failed']);
+    assert.equal(done.status, 'cancelled');
+    assert.ok(done.outputTokens < 8192);
+  });
+
+  it('openEvents opens the events panel for a task', async () => {
+    const source = (await activateExtension()).getTaskSource();
+    const id = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'Events please', maxOutputTokens: 8 });
+    await waitForStatus(source, id, ['succeeded']);
+    await vscode.commands.executeCommand(Commands.openEvents, id);
+    const tab = await waitFor('an events panel tab', () =>
+      vscode.window.tabGroups.all
+        .flatMap((g) => g.tabs)
+        .find((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith(EVENTS_PANEL_VIEW_TYPE)),
+    );
+    assert.ok(tab.label.length > 0);
+    await vscode.window.tabGroups.close(tab);
+  });
+
+  it('the task source lists what the commands created, newest first', async () => {
+    const source = (await activateExtension()).getTaskSource();
+    const a = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'first', maxOutputTokens: 4 });
+    const b = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'second', maxOutputTokens: 4 });
+    await waitForStatus(source, b, ['succeeded']);
+    await waitForStatus(source, a, ['succeeded']);
+    const page = await source.list({ statuses: ['succeeded'], limit: 1000 });
+    const ids = page.tasks.map((t) => t.id);
+    assert.ok(ids.includes(a) && ids.includes(b));
+    assert.ok(ids.indexOf(b) < ids.indexOf(a), 'newest first');
+    const counts = await source.counts();
+    assert.ok(counts.succeeded >= 2);
+  });
+});
