@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { LlamaBackend } from '../src/backends/llama/llamaBackend';
+import { LlamaBackend, neverEndBias } from '../src/backends/llama/llamaBackend';
 import { plainTextPrompt } from '../src/backends/llama/prompt';
 import { writeTestModel } from '../src/backends/llama/testModel';
 import type { ChatMessage } from '../src/runtime/backend';
@@ -30,8 +30,7 @@ export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<
     const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: 0 });
     const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: 1 });
     const sequence = context.getSequence();
-    const bias = new nlc.TokenBias(model.tokenizer);
-    for (const t of [model.tokens.eos, model.tokens.eot]) if (t !== null) bias.set(t, 'never');
+    const bias = neverEndBias(nlc, model);
     const prompt = model.tokenize(plainTextPrompt(INSTRUCTIONS, MESSAGES));
     const input = model.tokens.bos !== null ? [model.tokens.bos, ...prompt] : prompt;
     const started = performance.now();

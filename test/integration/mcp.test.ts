@@ -81,9 +81,9 @@ describe("VS Code's MCP client", function () {
     it(`invokeTool(${tool}) runs as an MCP task: ${flow}`, async () => {
       const source = (await activateExtension()).getTaskSource();
       const info = findTool(tool)!;
-      // Queued behind editor tasks, the MCP task usually stays unfinished for longer than the poll interval, so the
-      // client polls rather than learning the outcome from the first status notification. The demo model may stop
-      // early, so a run that ended before the first poll is repeated (a few times at most).
+      // Greedy decoding (temperature 0) never meets the demo model's end token, so this task runs for
+      // max_output_tokens — longer than the poll interval — and the client must poll rather than learn the outcome
+      // from the first status notification. The editor tasks queued ahead make that margin wider still.
       let result: vscode.LanguageModelToolResult | undefined;
       let seen: ReturnType<RequestTap['rpc']> = [];
       let prompt = '';
@@ -92,7 +92,10 @@ describe("VS Code's MCP client", function () {
         const blockers = await occupyRuntime(3);
         const before = tap.rpc(mcpPath).length;
         try {
-          result = await vscode.lm.invokeTool(info.name, { input: { prompt, max_output_tokens: 32 }, toolInvocationToken: undefined });
+          result = await vscode.lm.invokeTool(info.name, {
+            input: { prompt, max_output_tokens: 1500, temperature: 0 },
+            toolInvocationToken: undefined,
+          });
         } finally {
           for (const id of blockers) await source.cancel(id).catch(() => undefined);
         }

@@ -370,9 +370,7 @@ export class LlamaBackend implements ModelBackend {
     };
     if (this.options.suppressEndOfGeneration) {
       const nlc = await importNodeLlamaCpp();
-      const bias = new nlc.TokenBias(model.tokenizer);
-      for (const t of [model.tokens.eos, model.tokens.eot]) if (t !== null) bias.set(t, 'never');
-      evaluateOptions.tokenBias = bias;
+      evaluateOptions.tokenBias = neverEndBias(nlc, model);
     }
 
     if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens };
@@ -428,4 +426,16 @@ export class LlamaBackend implements ModelBackend {
     await sequence.eraseContextTokenRanges([{ start: tokens.length - 1, end: tokens.length }]);
     return { lastToken, contextTokens: tokens.length };
   }
+}
+
+/**
+ * A token bias that rules out every end-of-generation token (benchmarks that need a fixed length).
+ * TokenBias.set() silently skips EOG tokens, so the bias is written into its table directly.
+ */
+export function neverEndBias(nlc: NodeLlamaCpp, model: LlamaModel): InstanceType<NodeLlamaCpp['TokenBias']> {
+  const bias = new nlc.TokenBias(model.tokenizer);
+  const table = (bias as unknown as { _biases: Map<number, number> })._biases;
+  const vocabulary = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0;
+  for (let t = 0; t < vocabulary; t++) if (model.isEogToken(t as Token)) table.set(t, -Infinity);
+  return bias;
 }

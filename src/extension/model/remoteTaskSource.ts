@@ -55,7 +55,7 @@ export function taskInfoFromLmsp(o: unknown): TaskInfo {
   return {
     id: o['id'],
     responseId: typeof o['response_id'] === 'string' ? o['response_id'] : null,
-    status: pick(TASK_STATUSES, o['status'], 'queued'),
+    status: pick(TASK_STATUSES, vendor['status'] ?? o['status'], 'queued'),
     origin: TASK_ORIGINS.includes(vendor['origin'] as never) ? (vendor['origin'] as TaskInfo['origin']) : undefined,
     title: str(vendor['title'], o['id']),
     model: str(vendor['model'], response && typeof response['model'] === 'string' ? response['model'] : ''),
@@ -165,8 +165,10 @@ export class RemoteTaskSource implements TaskSource {
   }
 
   async create(request: CreateTaskRequest): Promise<TaskInfo> {
-    const input: Record<string, unknown> = { input: request.prompt };
-    if (request.model) input['model'] = request.model;
+    // LMSP requires a model: without one, the owner's default (its first listed model).
+    const model = request.model ?? (await this.listModels())[0]?.id;
+    if (!model) throw new Error('The owning window offers no model.');
+    const input: Record<string, unknown> = { input: request.prompt, model };
     if (request.instructions) input['instructions'] = request.instructions;
     if (request.maxOutputTokens) input['max_output_tokens'] = request.maxOutputTokens;
     const body = await this.request('POST', '/tasks', {

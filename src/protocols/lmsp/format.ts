@@ -1,6 +1,7 @@
 // Formats runtime records in LMSP's wire vocabulary (ch.7 task object, Responses objects, models, discovery).
 import type { RuntimeLimits } from '../../runtime/api';
 import type { ModelInfo } from '../../runtime/backend';
+import { toChatMessages } from '../../runtime/responses';
 import type { TaskRecord, TaskStatus } from '../../runtime/task';
 import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
 
@@ -31,8 +32,12 @@ export function wireResponse(response: Record<string, unknown> | null): Record<s
   return rest;
 }
 
-/** The task object exactly as ch.7 §7.1 lists it: `response` only when succeeded, `error` only when failed. */
-export function toTaskObject(task: TaskRecord): Record<string, unknown> {
+/**
+ * The task object exactly as ch.7 §7.1 lists it (`response` only when succeeded, `error` only when failed), plus a
+ * vendor member `task_runtime` that Responses clients ignore and the editor's other windows read. The prompt is
+ * included only on request (single-task reads), so lists and change feeds stay small.
+ */
+export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean } = {}): Record<string, unknown> {
   const status = lmspStatus(task.status);
   return {
     id: task.id,
@@ -46,7 +51,28 @@ export function toTaskObject(task: TaskRecord): Record<string, unknown> {
     on_restart: task.onRestart,
     response: status === 'succeeded' ? wireResponse(task.response) : null,
     error: status === 'failed' ? task.error : null,
+    task_runtime: {
+      status: task.status,
+      origin: task.origin,
+      title: task.title,
+      model: task.model,
+      status_message: task.statusMessage,
+      output_tokens: task.outputTokens,
+      attempt: task.attempt,
+      created_at_ms: task.createdAt,
+      updated_at_ms: task.updatedAt,
+      ...(options.withPrompt ? { prompt: promptText(task) } : {}),
+    },
   };
+}
+
+/** The request's text as one prompt (what a retry from another window sends again). */
+function promptText(task: TaskRecord): string {
+  if (typeof task.input.input === 'string') return task.input.input;
+  return toChatMessages(task.input)
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content)
+    .join('\n\n');
 }
 
 /** The stored Responses object, or a snapshot of one still being produced. */

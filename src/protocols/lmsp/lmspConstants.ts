@@ -12,6 +12,7 @@ export const PATHS = {
   responses: '/responses', // known to exist; shape INFERENCE
   tasks: '/tasks', // ch.7
   changes: '/task_runtime/changes', // vendor
+  counts: '/task_runtime/counts', // vendor
 } as const;
 
 export const OBJECTS = {
@@ -20,6 +21,7 @@ export const OBJECTS = {
   model: 'model',
   task: 'task', // ch.7
   taskDeleted: 'task.deleted',
+  counts: 'task_runtime.counts', // vendor
   response: 'response',
 } as const;
 

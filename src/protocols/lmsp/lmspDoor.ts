@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import { SseGate, type SseWriter } from '../http/sse';
 import type { DoorHandler, RequestContext } from '../http/types';
-import { streamChanges } from './changesRoute';
+import { getCounts, streamChanges } from './vendorRoutes';
 import type { LmspDeps } from './deps';
 import { getCapabilities, getModel, listModels } from './discoveryRoutes';
 import { DEFAULTS, LMSP_PREFIX, PATHS } from './lmspConstants';
@@ -60,6 +60,7 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     { pattern: exact(`${PATHS.tasks}/${seg}/cancel`), methods: { POST: (_q, r, c, id) => cancelTask(deps, r, c, checkTaskId(id)) } },
     { pattern: exact(`${PATHS.tasks}/${seg}/events`), methods: { GET: (q, r, c, id) => taskEvents(deps, q, r, c, checkTaskId(id)) } },
     { pattern: exact(PATHS.changes), methods: { GET: (_q, r, c) => streamChanges(deps, r, c) } },
+    { pattern: exact(PATHS.counts), methods: { GET: (_q, r, c) => getCounts(deps, r, c) } },
   ];
 
   const handle: DoorHandler = async (req, res, ctx) => {

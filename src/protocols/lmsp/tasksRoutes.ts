@@ -34,7 +34,7 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
 export function getTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {
   const task = deps.runtime.getTask(id, ctx.principal);
   if (!task) throw lmspProblem('task_not_found', `No task ${id}.`, { param: 'task_id' });
-  sendJson(res, 200, toTaskObject(task));
+  sendJson(res, 200, toTaskObject(task, { withPrompt: true }));
 }
 
 export function listTasks(deps: LmspDeps, res: ServerResponse, ctx: RequestContext): void {
@@ -47,7 +47,7 @@ export function listTasks(deps: LmspDeps, res: ServerResponse, ctx: RequestConte
       limit: query.limit ?? 20,
     }),
   );
-  sendJson(res, 200, { object: OBJECTS.list, data: page.tasks.map(toTaskObject), next_cursor: page.nextCursor, has_more: page.nextCursor !== null });
+  sendJson(res, 200, { object: OBJECTS.list, data: page.tasks.map((t) => toTaskObject(t)), next_cursor: page.nextCursor, has_more: page.nextCursor !== null });
 }
 
 export function cancelTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {

@@ -1,10 +1,13 @@
-// Vendor feed GET /lmsp/v1/task_runtime/changes: every change of the caller's tasks, for editor windows that
-// mirror the task list. Live only; a reconnecting client re-reads GET /tasks.
+// Vendor routes for editor windows that mirror the task list of the window owning the store:
+//   GET /lmsp/v1/task_runtime/changes  every change of the caller's tasks (SSE, live only: a reconnecting client
+//                                      re-reads GET /tasks)
+//   GET /lmsp/v1/task_runtime/counts   the caller's task counts by runtime status
 import type { ServerResponse } from 'node:http';
 import type { RequestContext } from '../http/types';
 import type { LmspDeps } from './deps';
 import { toTaskObject } from './format';
-import { EVENT_TASK_CHANGED } from './lmspConstants';
+import { EVENT_TASK_CHANGED, OBJECTS } from './lmspConstants';
+import { sendJson } from './wire';
 import { acquireStreamSlot, openWriter } from './streams';
 
 export async function streamChanges(deps: LmspDeps, res: ServerResponse, ctx: RequestContext): Promise<void> {
@@ -22,4 +25,9 @@ export async function streamChanges(deps: LmspDeps, res: ServerResponse, ctx: Re
       resolve();
     }),
   );
+}
+
+export function getCounts(deps: LmspDeps, res: ServerResponse, ctx: RequestContext): void {
+  const counts = deps.runtime.countTasks(ctx.principal);
+  sendJson(res, 200, { object: OBJECTS.counts, by_status: counts.byStatus, total: counts.total });
 }
