@@ -17,7 +17,8 @@ interface Watcher {
   onEnd?: () => void;
   lastStatus?: string;
   lastMessage?: string;
-  lastSentAt: number;
+  lastStatusSentAt: number;
+  lastProgressSentAt: number;
   lastProgress: number;
 }
 
@@ -28,9 +29,15 @@ export class TaskNotifier {
   constructor(
     private readonly runtime: TaskRuntimeApi,
     private readonly view: TaskViewOptions,
-    /** Minimum gap between two token-count updates for one watcher; status changes always go out. */
-    private readonly throttleMs = 250,
+    /** Minimum gap between two notifications/progress for one watcher. */
+    private readonly progressEveryMs = 250,
     private readonly log?: (m: string) => void,
+    /**
+     * Minimum gap between two status notifications that change only the statusMessage (token counts); status
+     * changes always go out at once. Two poll intervals: VS Code 1.139 restarts its poll timer on every status it
+     * receives, so more frequent messages would stop its polling altogether.
+     */
+    private readonly messageEveryMs = 2 * view.pollIntervalMs,
   ) {
     this.subscription = runtime.onTaskChange((task, deleted) => {
       if (!deleted) this.onChange(task);
@@ -43,7 +50,7 @@ export class TaskNotifier {
     send: SendNotification,
     opts: { statusUpdates: boolean; progressToken?: ProgressToken; total?: number; onEnd?: () => void },
   ): () => void {
-    const w: Watcher = { send, ...opts, lastSentAt: 0, lastProgress: 0 };
+    const w: Watcher = { send, ...opts, lastStatusSentAt: 0, lastProgressSentAt: 0, lastProgress: 0 };
     let set = this.watchers.get(taskId);
     if (!set) this.watchers.set(taskId, (set = new Set()));
     set.add(w);
@@ -69,14 +76,18 @@ export class TaskNotifier {
     const terminal = isMcpTerminal(mcp.status);
     const now = Date.now();
     for (const w of set) {
-      const statusChanged = w.lastStatus !== mcp.status;
-      if (!statusChanged && now - w.lastSentAt < this.throttleMs && !terminal) continue;
       if (w.lastStatus !== undefined && isMcpTerminal(w.lastStatus as typeof mcp.status)) continue;
-      if (w.statusUpdates && (statusChanged || w.lastMessage !== mcp.statusMessage)) {
+      const statusChanged = w.lastStatus !== mcp.status;
+      const messageDue = statusChanged || terminal || now - w.lastStatusSentAt >= this.messageEveryMs;
+      if (w.statusUpdates && messageDue && (statusChanged || w.lastMessage !== mcp.statusMessage)) {
         this.fire(w, { method: 'notifications/tasks/status', params: { ...mcp } });
+        w.lastStatusSentAt = now;
+        w.lastMessage = mcp.statusMessage;
       }
-      if (w.progressToken !== undefined && task.outputTokens > w.lastProgress) {
+      const progressDue = terminal || now - w.lastProgressSentAt >= this.progressEveryMs;
+      if (w.progressToken !== undefined && progressDue && task.outputTokens > w.lastProgress) {
         w.lastProgress = task.outputTokens;
+        w.lastProgressSentAt = now;
         const params: Record<string, unknown> = {
           progressToken: w.progressToken,
           progress: task.outputTokens,
@@ -86,8 +97,6 @@ export class TaskNotifier {
         this.fire(w, { method: 'notifications/progress', params } as ServerNotification);
       }
       w.lastStatus = mcp.status;
-      w.lastMessage = mcp.statusMessage;
-      w.lastSentAt = now;
     }
     if (terminal && task.status !== 'cancelling') {
       this.watchers.delete(task.id);
