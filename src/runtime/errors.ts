@@ -30,3 +30,17 @@ export class RuntimeError extends Error {
 export function isRuntimeError(e: unknown, code?: RuntimeErrorCode): e is RuntimeError {
   return e instanceof RuntimeError && (code === undefined || e.code === code);
 }
+
+/** Codes whose messages describe the caller's request (safe to show); the others may name files and are replaced. */
+export const CLIENT_FACING_CODES: ReadonlySet<RuntimeErrorCode> = new Set<RuntimeErrorCode>([
+  'task_not_found',
+  'task_not_cancelable',
+  'task_not_deletable',
+  'event_history_expired',
+  'invalid_last_event_id',
+  'idempotency_key_reused',
+  'model_not_found',
+  'unsupported_capability',
+  'invalid_request',
+  'queue_full',
+]);

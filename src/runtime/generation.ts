@@ -33,6 +33,8 @@ export interface ResumePoint {
 export class GenerationRun {
   readonly abort = new AbortController();
   stopReason: StopReason | undefined;
+  /** Set when a durable write failed mid-run: the run stops and rejects with it; the runtime settles the task later. */
+  storeError: Error | undefined;
   private running: Promise<void> | undefined;
 
   constructor(
@@ -163,6 +165,16 @@ export class GenerationRun {
       writeMs = writeMs * 0.8 + (performance.now() - t0) * 0.2;
       flushEvery = Math.min(MAX_FLUSH_MS, Math.max(this.settings.deltaFlushMs, writeMs * 20));
     };
+    // Flushes run from timers and backend callbacks: a failed write must stop the generation, not escape there.
+    const safeFlush = (extraSnapshot?: GenerationSnapshot) => {
+      if (this.storeError) return;
+      try {
+        flush(extraSnapshot);
+      } catch (e) {
+        this.storeError = e as Error;
+        this.abort.abort();
+      }
+    };
     const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots;
     const snapDir = join(this.settings.snapshotDir, id);
     let result;
@@ -186,21 +198,22 @@ export class GenerationRun {
             pending += piece;
             tokens += n;
             const now = Date.now();
-            if (now - lastFlush >= flushEvery) flush();
-            else flushTimer ??= setTimeout(() => flush(), flushEvery);
+            if (now - lastFlush >= flushEvery) safeFlush();
+            else flushTimer ??= setTimeout(() => safeFlush(), flushEvery);
           },
           snapshots: snapshotsWanted
             ? {
                 dir: snapDir,
                 everyMs: this.settings.snapshotEveryMs,
                 // The snapshot and the text it covers are persisted in one batch.
-                onSnapshot: (s) => flush(s),
+                onSnapshot: (s) => safeFlush(s),
               }
             : undefined,
         },
       );
     } catch (e) {
-      flush();
+      safeFlush();
+      if (this.storeError) throw this.storeError;
       if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, messageId);
       const msg = safeMessage(e);
       this.settings.log?.(`task ${id}: generation failed: ${msg}`);
@@ -210,7 +223,8 @@ export class GenerationRun {
     } finally {
       if (flushTimer) clearTimeout(flushTimer);
     }
-    flush();
+    safeFlush();
+    if (this.storeError) throw this.storeError;
     const current = this.store.getTask(id);
     if (!current) return;
     if (this.stopReason || current.status === 'cancelling') return this.finishStopped(current, text, tokens, messageId);

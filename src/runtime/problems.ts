@@ -8,6 +8,7 @@ const TITLES: Record<string, [title: string, status: number]> = {
   model_not_found: ['Model not found', 404],
   deadline_exceeded: ['Deadline exceeded', 504],
   internal_error: ['Internal error', 500],
+  store_unwritable: ['Store unwritable', 503],
 };
 
 export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';

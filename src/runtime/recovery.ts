@@ -19,7 +19,8 @@ export interface RecoveryOutcome {
   resumePoints: Map<string, ResumePoint>;
 }
 
-function outputText(store: TaskStore, task: TaskRecord): { text: string; messageId?: string } {
+/** Text of the task's current attempt as clients received it. */
+export function outputText(store: TaskStore, task: TaskRecord): { text: string; messageId?: string } {
   // Text of the current attempt: deltas after its last response.created.
   let text = '';
   let messageId: string | undefined;

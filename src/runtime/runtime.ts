@@ -16,7 +16,7 @@ import { EventLog } from './eventLog';
 import { failTask, finishCancelled, GenerationRun, type ResumePoint } from './generation';
 import { newResponseId, newTaskId } from './ids';
 import { problem } from './problems';
-import { recoverTasks, type RecoveryOutcome } from './recovery';
+import { outputText, recoverTasks, type RecoveryOutcome } from './recovery';
 import { responseObject, taskStatusSnapshot, titleOf } from './responses';
 import { sweep } from './retention';
 import { DurableDatabase, type DatabaseOptions } from './store/database';
@@ -50,6 +50,8 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
 };
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How often tasks orphaned by a failed store write are retried. */
+const ORPHAN_RETRY_MS = 1000;
 
 function encodeCursor(t: TaskRecord): string {
   return Buffer.from(JSON.stringify([t.createdAt, t.id])).toString('base64url');
@@ -75,6 +77,9 @@ export class TaskRuntime implements TaskRuntimeApi {
   private readonly running = new Map<string, GenerationRun>();
   private readonly resumePoints = new Map<string, ResumePoint>();
   private readonly deadlines = new Map<string, NodeJS.Timeout>();
+  /** Tasks whose run ended because the store could not be written: settled once writes work again. */
+  private readonly orphaned = new Set<string>();
+  private orphanTimer: NodeJS.Timeout | undefined;
   private readonly sweepTimer: NodeJS.Timeout;
   private queueOrder: number;
   private closed = false;
@@ -423,8 +428,10 @@ export class TaskRuntime implements TaskRuntimeApi {
     run
       .run()
       .catch((e) => {
-        // A store failure mid-run: the task stays non-terminal and restart recovery resolves it.
+        // A store failure mid-run left the task non-terminal with nothing running it: settle it when writes work.
         this.options.log?.(`task ${task.id}: run aborted: ${(e as Error).message}`);
+        this.orphaned.add(task.id);
+        this.scheduleOrphanRetry();
       })
       .finally(() => {
         this.running.delete(task.id);
@@ -432,6 +439,47 @@ export class TaskRuntime implements TaskRuntimeApi {
         if (!t || isTerminal(t.status)) this.clearDeadline(task.id);
         this.pump();
       });
+  }
+
+  private scheduleOrphanRetry(): void {
+    if (this.orphanTimer || this.closed) return;
+    this.orphanTimer = setTimeout(() => {
+      this.orphanTimer = undefined;
+      this.settleOrphans();
+    }, ORPHAN_RETRY_MS);
+    this.orphanTimer.unref();
+  }
+
+  /**
+   * Resolves orphaned tasks: one that never left the queue in the store waits its turn again, a stopping one is
+   * cancelled, a started one fails with `store_unwritable` (its received text kept). Retried while writes fail.
+   */
+  private settleOrphans(): void {
+    for (const id of [...this.orphaned]) {
+      if (this.closed) return;
+      if (this.running.has(id)) continue;
+      const t = this.store.getTask(id);
+      try {
+        if (t && t.status === 'queued') {
+          if (!this.queue.some((q) => q.id === id)) this.queue.unshift({ id, model: t.model });
+        } else if (t && t.status === 'cancelling') {
+          const { text, messageId } = outputText(this.store, t);
+          finishCancelled(this.transitions, id, text, messageId);
+        } else if (t && !isTerminal(t.status)) {
+          const { text, messageId } = outputText(this.store, t);
+          const detail = 'The task store could not be written while the task ran (disk full or not writable); the run was stopped.';
+          failTask(this.transitions, id, problem('store_unwritable', detail), text, messageId);
+        }
+        this.orphaned.delete(id);
+        const settled = this.store.getTask(id);
+        if (!settled || isTerminal(settled.status)) this.clearDeadline(id);
+      } catch (e) {
+        this.options.log?.(`task ${id}: still cannot be settled: ${(e as Error).message}`);
+        this.scheduleOrphanRetry();
+        return;
+      }
+    }
+    this.pump();
   }
 
   private armDeadline(task: TaskRecord): void {
@@ -498,6 +546,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.sweepTimer);
+    if (this.orphanTimer) clearTimeout(this.orphanTimer);
     for (const t of this.deadlines.values()) clearTimeout(t);
     const runs = [...this.running.values()];
     for (const run of runs) run.stop('shutdown');

@@ -1,6 +1,6 @@
 // TaskSource over the owner window's LMSP endpoint, for a window that does not own the store. Node fetch, bearer
 // token; the live tree comes from the owner's `task_runtime/changes` SSE feed.
-import { RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
+import { CLIENT_FACING_CODES, RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
 import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 import { SseParser } from './sseParser';
@@ -341,24 +341,11 @@ export class RemoteTaskSource implements TaskSource {
   }
 }
 
-const KNOWN_CODES: ReadonlySet<string> = new Set<RuntimeErrorCode>([
-  'task_not_found',
-  'task_not_cancelable',
-  'task_not_deletable',
-  'event_history_expired',
-  'invalid_last_event_id',
-  'idempotency_key_reused',
-  'model_not_found',
-  'unsupported_capability',
-  'invalid_request',
-  'queue_full',
-]);
-
 /** Turns an LMSP problem+json answer into the RuntimeError the local source would have thrown. */
 export function problemError(status: number, body: unknown): RuntimeError {
   const problem = isObject(body) ? body : {};
   const rawCode = typeof problem['code'] === 'string' ? problem['code'] : '';
-  const code: RuntimeErrorCode = KNOWN_CODES.has(rawCode)
+  const code: RuntimeErrorCode = (CLIENT_FACING_CODES as ReadonlySet<string>).has(rawCode)
     ? (rawCode as RuntimeErrorCode)
     : status === 404
       ? 'task_not_found'

@@ -10,38 +10,24 @@ import { TaskTreeModel, groupOf as groupOfStatus, type GroupId, type TreeNode } 
 
 const t = vscode.l10n.t;
 
+/** Each group reads like its main status; the two active groups get static icons (rows already spin). */
+const GROUP_MAIN_STATUS: Record<GroupId, TaskStatus> = {
+  queued: 'queued',
+  running: 'running',
+  needsInput: 'input_required',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
 function groupLabel(id: GroupId): string {
-  switch (id) {
-    case 'queued':
-      return t('Queued');
-    case 'running':
-      return t('Running');
-    case 'needsInput':
-      return t('Needs input');
-    case 'succeeded':
-      return t('Succeeded');
-    case 'failed':
-      return t('Failed');
-    case 'cancelled':
-      return t('Cancelled');
-  }
+  return statusLabel(GROUP_MAIN_STATUS[id], t);
 }
 
 function groupIcon(id: GroupId): vscode.ThemeIcon {
-  switch (id) {
-    case 'queued':
-      return new vscode.ThemeIcon('watch');
-    case 'running':
-      return new vscode.ThemeIcon('play-circle');
-    case 'needsInput':
-      return new vscode.ThemeIcon('question', new vscode.ThemeColor('list.warningForeground'));
-    case 'succeeded':
-      return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
-    case 'failed':
-      return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
-    case 'cancelled':
-      return new vscode.ThemeIcon('circle-slash');
-  }
+  if (id === 'queued') return new vscode.ThemeIcon('watch');
+  if (id === 'running') return new vscode.ThemeIcon('play-circle');
+  return statusIcon(GROUP_MAIN_STATUS[id]);
 }
 
 export function statusIcon(status: TaskStatus): vscode.ThemeIcon {

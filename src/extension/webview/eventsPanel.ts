@@ -123,30 +123,32 @@ export class EventsPanel extends Disposable {
     }
   }
 
+  /** The task as it is now (titling the panel), or undefined when it is gone (the webview is told) or we are. */
+  private async currentTask(): Promise<TaskInfo | undefined> {
+    const task = await this.source.get(this.taskId).catch(() => undefined);
+    if (this.isDisposed) return undefined;
+    if (!task) {
+      this.post({ type: 'deleted' });
+      return undefined;
+    }
+    this.panel.title = taskTitle(task);
+    return task;
+  }
+
   private async sendSnapshot(): Promise<void> {
     this.stream?.dispose();
     this.stream = undefined;
     this.queue = [];
-    const task = await this.source.get(this.taskId).catch(() => undefined);
-    if (this.isDisposed) return;
-    if (!task) {
-      this.post({ type: 'deleted' });
-      return;
-    }
-    this.panel.title = taskTitle(task);
+    const task = await this.currentTask();
+    if (!task) return;
     this.mirror = initialState(this.taskId);
     this.post({ type: 'snapshot', task: toTaskView(task), events: [], truncated: false, lastSeq: -1 });
     this.subscribe(undefined, task);
   }
 
   private async resume(lastSeq: number): Promise<void> {
-    const task = await this.source.get(this.taskId).catch(() => undefined);
-    if (this.isDisposed) return;
-    if (!task) {
-      this.post({ type: 'deleted' });
-      return;
-    }
-    this.panel.title = taskTitle(task);
+    const task = await this.currentTask();
+    if (!task) return;
     // The mirror restarts from here: Copy text covers text from this session onward plus the final response.
     this.mirror = { ...initialState(this.taskId), lastSeq };
     this.post({ type: 'task', task: toTaskView(task) });

@@ -1,5 +1,5 @@
 // The one place where runtime errors become LMSP problems.
-import { RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
+import { CLIENT_FACING_CODES, RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
 import { HttpProblem } from '../http/problem';
 import { CODES, DEFAULTS, type LmspCode } from './lmspConstants';
 
@@ -20,27 +20,13 @@ const RUNTIME_TO_LMSP: Record<RuntimeErrorCode, LmspCode> = {
   runtime_closed: 'unavailable',
 };
 
-// Runtime messages of these codes describe the client's request; others may name files, so they are replaced.
-const CLIENT_FACING: ReadonlySet<RuntimeErrorCode> = new Set([
-  'task_not_found',
-  'task_not_cancelable',
-  'task_not_deletable',
-  'event_history_expired',
-  'invalid_last_event_id',
-  'idempotency_key_reused',
-  'model_not_found',
-  'unsupported_capability',
-  'invalid_request',
-  'queue_full',
-]);
-
 export function lmspProblem(code: LmspCode, detail: string, extra: ConstructorParameters<typeof HttpProblem>[3] = {}): HttpProblem {
   return new HttpProblem(CODES[code], code, detail, extra);
 }
 
 export function fromRuntimeError(e: RuntimeError): HttpProblem {
   const code = RUNTIME_TO_LMSP[e.code];
-  const detail = CLIENT_FACING.has(e.code) ? e.message : code === 'unavailable' ? 'The service is unavailable; retry shortly.' : 'The server could not complete the request.';
+  const detail = CLIENT_FACING_CODES.has(e.code) ? e.message : code === 'unavailable' ? 'The service is unavailable; retry shortly.' : 'The server could not complete the request.';
   const headers: Record<string, string> = {};
   if (code === 'queue_full') headers['Retry-After'] = String(DEFAULTS.queueFullRetryAfterSeconds);
   if (code === 'unavailable') headers['Retry-After'] = '1';

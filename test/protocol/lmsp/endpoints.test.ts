@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { EventSource } from 'eventsource';
 import { call, createTask, followEvents, removeDir, startRunningTask, startServer, waitForStatus, type Server } from './harness';
 
-const TASK_KEYS = ['id', 'object', 'type', 'status', 'created_at', 'updated_at', 'response_id', 'events_url', 'on_restart', 'response', 'error'];
+// ch.7 §7.1 members, plus the vendor member the editor's other windows read (Responses clients ignore it).
+const TASK_KEYS = ['id', 'object', 'type', 'status', 'created_at', 'updated_at', 'response_id', 'events_url', 'on_restart', 'response', 'error', 'task_runtime'];
 
 function assertProblem(r: { status: number; headers: Record<string, unknown>; json: any }, status: number, code: string): void {
   assert.equal(r.status, status, JSON.stringify(r.json));
@@ -59,6 +60,10 @@ describe('LMSP endpoints', () => {
     });
     assert.equal(r.status, 202);
     assert.deepEqual(Object.keys(r.json).sort(), [...TASK_KEYS].sort());
+    assert.equal(r.json.task_runtime.origin, 'lmsp');
+    assert.equal(r.json.task_runtime.status, r.json.status);
+    assert.equal(typeof r.json.task_runtime.created_at_ms, 'number');
+    assert.equal(Math.floor(r.json.task_runtime.created_at_ms / 1000), r.json.created_at);
     assert.match(r.json.id, /^task_/);
     assert.match(r.json.response_id, /^resp_/);
     assert.equal(r.json.object, 'task');
