@@ -16,6 +16,8 @@ import { loadOrCreateTokens } from './tokenFile';
 export const ENV_LIMITS = 'TASK_RUNTIME_LIMITS';
 export const ENV_HEARTBEAT_MS = 'TASK_RUNTIME_HEARTBEAT_MS';
 export const ENV_SWEEP_MS = 'TASK_RUNTIME_SWEEP_MS';
+/** Journal size that starts a checkpoint (reliability tests make checkpoints frequent). */
+export const ENV_CHECKPOINT_BYTES = 'TASK_RUNTIME_CHECKPOINT_BYTES';
 
 const limitsSchema = z.strictObject({
   onRestart: z.array(z.enum(RESTART_POLICIES)).optional(),
@@ -72,6 +74,7 @@ export async function serve(args: ServeArgs): Promise<void> {
   if (args.concurrency !== undefined) limits.maxConcurrentTasks = args.concurrency;
   const heartbeatMs = envInt(ENV_HEARTBEAT_MS);
   const sweepIntervalMs = envInt(ENV_SWEEP_MS);
+  const checkpointBytes = envInt(ENV_CHECKPOINT_BYTES);
 
   const tokenFile = path.resolve(args.tokenFile ?? path.join(dataDir, 'token'));
   const tokens = loadOrCreateTokens(tokenFile, log);
@@ -88,7 +91,7 @@ export async function serve(args: ServeArgs): Promise<void> {
   }
 
   const backend = new LlamaBackend({ models, threads: args.threads, modelsDir: path.join(dataDir, 'models'), log });
-  const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs });
+  const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
   const endpoint = await startEndpoint(runtime, { port: args.port, tokens, log, lmsp: { heartbeatMs } }).catch(async (e) => {
     await runtime.close();
     throw e;

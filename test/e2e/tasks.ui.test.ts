@@ -58,6 +58,23 @@ describe('Task Runtime in the editor (UI)', function () {
     await wb.screenshot('03-events-panel');
   });
 
+  it('shows task text containing HTML/script as literal text in the events panel', async () => {
+    // Webview content injection: the prompt (and so the title) carries markup that would run if it were parsed.
+    const injection = `<img src=x onerror=window.pwnedByTask=1><b>bold</b> ${stamp}`;
+    await wb.runCommand('Create Task');
+    await wb.answerInput(injection);
+    await wb.acceptQuickPicksUntilClosed();
+    const seen = await wb.watchRowStatuses(injection, 'Succeeded', 120_000);
+    assert.equal(seen.at(-1), 'Succeeded', `statuses seen: ${seen.join(' → ')}`);
+    await wb.row(injection).first().click();
+    const frame = await wb.webviewFrame(`<b>bold</b> ${stamp}`);
+    await frame.locator('#task-title', { hasText: `<b>bold</b> ${stamp}` }).waitFor();
+    assert.equal(await frame.locator('#task-title').textContent(), injection, 'the title shows the literal markup');
+    assert.equal(await frame.locator('#app img, #app b, #app script').count(), 0, 'no element was created from task text');
+    assert.equal(await frame.evaluate(() => (globalThis as unknown as { pwnedByTask?: number }).pwnedByTask), undefined, 'no handler ran');
+    await wb.screenshot('03b-injection-as-text');
+  });
+
   it('cancels a running task, which then shows under Cancelled', async () => {
     await wb.runCommand('Create Task');
     await wb.answerInput(cancelPrompt);

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { authenticate, TokenTable, WWW_AUTHENTICATE } from './auth';
 import { isAllowedHost, isAllowedOrigin } from './hostOrigin';
-import { HttpProblem, writeProblem, type ProblemStyle } from './problem';
+import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
 import type { DoorHandler } from './types';
 
 export interface MountedDoor {
@@ -131,6 +131,11 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       if (!res.headersSent) res.statusCode = 500;
       res.end();
     });
+  });
+  // CONNECT bypasses 'request'; without this Node drops the socket with no answer at all.
+  server.on('connect', (req: IncomingMessage, socket: import('node:net').Socket) => {
+    const body = JSON.stringify(problemBody(new HttpProblem(405, 'method_not_allowed', 'CONNECT is not supported.')));
+    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {

@@ -15,7 +15,7 @@ const RUNTIME_TO_LMSP: Record<RuntimeErrorCode, LmspCode> = {
   invalid_request: 'invalid_request',
   queue_full: 'queue_full',
   store_locked: 'unavailable',
-  store_unwritable: 'internal_error',
+  store_unwritable: 'unavailable',
   store_corrupt: 'internal_error',
   runtime_closed: 'unavailable',
 };
@@ -26,7 +26,13 @@ export function lmspProblem(code: LmspCode, detail: string, extra: ConstructorPa
 
 export function fromRuntimeError(e: RuntimeError): HttpProblem {
   const code = RUNTIME_TO_LMSP[e.code];
-  const detail = CLIENT_FACING_CODES.has(e.code) ? e.message : code === 'unavailable' ? 'The service is unavailable; retry shortly.' : 'The server could not complete the request.';
+  const detail = CLIENT_FACING_CODES.has(e.code)
+    ? e.message
+    : e.code === 'store_unwritable'
+      ? 'The server cannot write its task store (disk full or not writable); nothing was changed. Retry later.'
+      : code === 'unavailable'
+        ? 'The service is unavailable; retry shortly.'
+        : 'The server could not complete the request.';
   const headers: Record<string, string> = {};
   if (code === 'queue_full') headers['Retry-After'] = String(DEFAULTS.queueFullRetryAfterSeconds);
   if (code === 'unavailable') headers['Retry-After'] = '1';

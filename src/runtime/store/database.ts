@@ -297,6 +297,10 @@ export class DurableDatabase {
       try {
         await fh.writeFile(image);
         await fh.sync();
+      } catch (e) {
+        // A partial image (disk full) would only hold on to the space that is missing.
+        await fs.promises.rm(tmp, { force: true }).catch(() => {});
+        throw e;
       } finally {
         await fh.close();
       }
