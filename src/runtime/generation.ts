@@ -64,17 +64,31 @@ export class GenerationRun {
 
   private async execute(): Promise<void> {
     const id = this.taskId;
-    const loading = this.transitions.transition(
-      id,
-      'loading',
-      { statusMessage: 'loading model' },
-      (t) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }],
-      ['queued'],
-    );
-    if (!loading) return;
-    const model = loading.model;
-    try {
-      if (!this.backend.isLoaded(model)) {
+    const resumed = this.resume;
+    const messageId = resumed?.messageId ?? newMessageId();
+    const toLoading = {
+      to: 'loading' as const,
+      patch: { statusMessage: 'loading model' },
+      events: (t: TaskRecord): NewEvent[] => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }],
+    };
+    const toRunning = {
+      to: 'running' as const,
+      patch: { statusMessage: resumed ? `resuming after ${resumed.outputTokens} tokens` : 'generating' },
+      events: (t: TaskRecord): NewEvent[] =>
+        resumed ? [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }] : startEvents(t, messageId),
+    };
+
+    let running: TaskRecord | undefined;
+    const queued = this.store.getTask(id);
+    if (queued && this.backend.isLoaded(queued.model)) {
+      // Nothing to load: both transitions in one durable write, which is what a client waits for before text.
+      running = this.transitions.transitionSteps(id, [toLoading, toRunning], ['queued']);
+      if (!running) return;
+    } else {
+      const loading = this.transitions.transition(id, 'loading', toLoading.patch, toLoading.events, ['queued']);
+      if (!loading) return;
+      const model = loading.model;
+      try {
         let lastReported = -1;
         await this.backend.load(model, {
           signal: this.abort.signal,
@@ -88,50 +102,21 @@ export class GenerationRun {
             ]);
           },
         });
+      } catch (e) {
+        if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
+        const msg = safeMessage(e);
+        this.settings.log?.(`task ${id}: model load failed: ${msg}`);
+        return this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
       }
-    } catch (e) {
       if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
-      const msg = safeMessage(e);
-      this.settings.log?.(`task ${id}: model load failed: ${msg}`);
-      return this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
+      running = this.transitions.transition(id, 'running', toRunning.patch, toRunning.events, ['loading']);
+      if (!running) {
+        const now = this.store.getTask(id);
+        if (now) return this.finishStopped(now, '', 0, messageId);
+        return;
+      }
     }
-    if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
-
-    const messageId = this.resume?.messageId ?? newMessageId();
-    const resumed = this.resume;
-    const running = this.transitions.transition(
-      id,
-      'running',
-      { statusMessage: resumed ? `resuming after ${resumed.outputTokens} tokens` : 'generating' },
-      (t) =>
-        resumed
-          ? [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }]
-          : [
-              { type: 'response.in_progress', data: { response: responseObject(t, { status: 'in_progress' }) } },
-              {
-                type: 'response.output_item.added',
-                data: {
-                  output_index: 0,
-                  item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] },
-                },
-              },
-              {
-                type: 'response.content_part.added',
-                data: {
-                  item_id: messageId,
-                  output_index: 0,
-                  content_index: 0,
-                  part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
-                },
-              },
-            ],
-      ['loading'],
-    );
-    if (!running) {
-      const now = this.store.getTask(id);
-      if (now) return this.finishStopped(now, '', 0, messageId);
-      return;
-    }
+    const model = running.model;
 
     let text = resumed ? resumed.snapshot.text + resumed.continueText : '';
     let tokens = resumed?.outputTokens ?? 0;
@@ -290,6 +275,21 @@ export class GenerationRun {
   private dropSnapshots(): void {
     fs.rmSync(join(this.settings.snapshotDir, this.taskId), { recursive: true, force: true });
   }
+}
+
+/** The events that open a response's output: in_progress, the message item, its text part. */
+function startEvents(t: TaskRecord, messageId: string): NewEvent[] {
+  return [
+    { type: 'response.in_progress', data: { response: responseObject(t, { status: 'in_progress' }) } },
+    {
+      type: 'response.output_item.added',
+      data: { output_index: 0, item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] } },
+    },
+    {
+      type: 'response.content_part.added',
+      data: { item_id: messageId, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } },
+    },
+  ];
 }
 
 export function failTask(

@@ -13,12 +13,12 @@ import type {
 import type { ModelBackend, ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { EventLog } from './eventLog';
-import { failTask, finishCancelled, GenerationRun, type ResumePoint } from './generation';
+import { finishCancelled } from './generation';
 import { newResponseId, newTaskId } from './ids';
-import { problem } from './problems';
-import { outputText, recoverTasks, type RecoveryOutcome } from './recovery';
+import { recoverTasks, type RecoveryOutcome } from './recovery';
 import { responseObject, taskStatusSnapshot, titleOf } from './responses';
 import { sweep } from './retention';
+import { Scheduler } from './scheduler';
 import { DurableDatabase, type DatabaseOptions } from './store/database';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
@@ -49,10 +49,6 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxTtlMs: 86_400_000,
 };
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
-/** How often tasks orphaned by a failed store write are retried. */
-const ORPHAN_RETRY_MS = 1000;
-
 function encodeCursor(t: TaskRecord): string {
   return Buffer.from(JSON.stringify([t.createdAt, t.id])).toString('base64url');
 }
@@ -72,14 +68,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   readonly limits: RuntimeLimits;
   private readonly log = new EventLog();
   private readonly transitions: TaskTransitions;
-  /** Queued tasks in order, with their model: scheduling needs no store read per queued task. */
-  private readonly queue: Array<{ id: string; model: string }> = [];
-  private readonly running = new Map<string, GenerationRun>();
-  private readonly resumePoints = new Map<string, ResumePoint>();
-  private readonly deadlines = new Map<string, NodeJS.Timeout>();
-  /** Tasks whose run ended because the store could not be written: settled once writes work again. */
-  private readonly orphaned = new Set<string>();
-  private orphanTimer: NodeJS.Timeout | undefined;
+  private readonly scheduler: Scheduler;
   private readonly sweepTimer: NodeJS.Timeout;
   private queueOrder: number;
   private closed = false;
@@ -95,6 +84,16 @@ export class TaskRuntime implements TaskRuntimeApi {
       this.limits.onRestart = [...this.limits.onRestart, 'resume'];
     }
     this.transitions = new TaskTransitions(store, this.log, Date.now);
+    this.scheduler = new Scheduler({
+      store,
+      transitions: this.transitions,
+      backend: options.backend,
+      dataDir: options.dataDir,
+      maxConcurrentPerModel: this.limits.maxConcurrentTasks,
+      deltaFlushMs: options.deltaFlushMs,
+      snapshotEveryMs: options.snapshotEveryMs,
+      log: options.log,
+    });
     this.queueOrder = store.maxQueueOrder();
     this.sweepTimer = setInterval(() => this.sweepNow(), options.sweepIntervalMs ?? 60_000);
     this.sweepTimer.unref();
@@ -114,13 +113,9 @@ export class TaskRuntime implements TaskRuntimeApi {
     const store = new TaskStore(db);
     const recovery = recoverTasks(store, new TaskTransitions(store, new EventLog(), Date.now), options.backend);
     const runtime = new TaskRuntime(options, store, lock, recovery);
-    for (const [id, point] of recovery.resumePoints) runtime.resumePoints.set(id, point);
-    for (const t of store.activeTasks()) {
-      if (t.status === 'queued') runtime.queue.push({ id: t.id, model: t.model });
-      runtime.armDeadline(t);
-    }
+    // After recovery every unfinished task is queued.
+    for (const t of store.activeTasks()) runtime.scheduler.enqueue(t, recovery.resumePoints.get(t.id));
     runtime.sweepNow();
-    runtime.pump();
     return runtime;
   }
 
@@ -158,7 +153,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     }
     const model = this.options.backend.resolveModel(p.input.model);
     if (!model) throw new RuntimeError('model_not_found', `The model "${p.input.model}" is not available.`, 'model');
-    if (this.queue.length >= this.limits.maxQueuedTasks) {
+    if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {
       throw new RuntimeError('queue_full', `The queue is full (${this.limits.maxQueuedTasks} tasks).`);
     }
     const ttlMs =
@@ -203,9 +198,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     this.store.database.write(ops);
     this.log.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: now })));
     this.log.publishChange(task);
-    this.queue.push({ id: task.id, model: task.model });
-    this.armDeadline(task);
-    queueMicrotask(() => this.pump());
+    this.scheduler.enqueue(task);
     return { task, replayed: false };
   }
 
@@ -261,8 +254,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   queuePosition(id: string): number | null {
-    const i = this.queue.findIndex((q) => q.id === id);
-    return i < 0 ? null : i + 1;
+    return this.scheduler.position(id);
   }
 
   listModels(): ModelInfo[] {
@@ -348,10 +340,8 @@ export class TaskRuntime implements TaskRuntimeApi {
       case 'failed':
         throw new RuntimeError('task_not_cancelable', `Task ${id} is already ${task.status}.`);
       case 'queued': {
-        this.dropFromQueue(id);
-        const t = finishCancelled(this.transitions, id);
-        this.clearDeadline(id);
-        return t ?? this.mustGet(id, principal);
+        this.scheduler.remove(id);
+        return finishCancelled(this.transitions, id) ?? this.mustGet(id, principal);
       }
       default: {
         const t = this.transitions.transition(
@@ -360,9 +350,8 @@ export class TaskRuntime implements TaskRuntimeApi {
           { statusMessage: reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling' },
           (next) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(next) }],
         );
-        const run = this.running.get(id);
-        if (run) run.stop('cancel');
-        else finishCancelled(this.transitions, id); // nothing is running it here: finish the stop now
+        // Nothing running it here (e.g. its run died with the store): finish the stop now.
+        if (!this.scheduler.stop(id, 'cancel')) finishCancelled(this.transitions, id);
         return t ?? this.mustGet(id, principal);
       }
     }
@@ -374,137 +363,6 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (!isTerminal(task.status)) throw new RuntimeError('task_not_deletable', `Task ${id} is ${task.status}; cancel it first.`);
     this.store.database.write(this.store.deleteTaskOps(id));
     this.log.publishChange(task, true);
-  }
-
-  // ---------------- scheduling ----------------
-
-  private dropFromQueue(id: string): void {
-    const i = this.queue.findIndex((q) => q.id === id);
-    if (i >= 0) this.queue.splice(i, 1);
-  }
-
-  private busyModels(): Map<string, number> {
-    const m = new Map<string, number>();
-    for (const run of this.running.values()) m.set(run.model, (m.get(run.model) ?? 0) + 1);
-    return m;
-  }
-
-  private pump(): void {
-    if (this.closed) return;
-    const busy = this.busyModels();
-    for (let i = 0; i < this.queue.length; ) {
-      const { id, model } = this.queue[i];
-      // Concurrency is per model: a busy model does not hold up tasks for another one.
-      if ((busy.get(model) ?? 0) >= this.limits.maxConcurrentTasks) {
-        i++;
-        continue;
-      }
-      this.queue.splice(i, 1);
-      const task = this.store.getTask(id);
-      if (!task || task.status !== 'queued') continue;
-      busy.set(model, (busy.get(model) ?? 0) + 1);
-      this.start(task);
-    }
-  }
-
-  private start(task: TaskRecord): void {
-    const resume = this.resumePoints.get(task.id);
-    this.resumePoints.delete(task.id);
-    const run = new GenerationRun(
-      task.id,
-      task.model,
-      this.store,
-      this.transitions,
-      this.options.backend,
-      {
-        deltaFlushMs: this.options.deltaFlushMs ?? 16,
-        snapshotDir: join(this.options.dataDir, 'snapshots'),
-        snapshotEveryMs: this.options.snapshotEveryMs ?? 2000,
-        log: this.options.log,
-      },
-      resume,
-    );
-    this.running.set(task.id, run);
-    run
-      .run()
-      .catch((e) => {
-        // A store failure mid-run left the task non-terminal with nothing running it: settle it when writes work.
-        this.options.log?.(`task ${task.id}: run aborted: ${(e as Error).message}`);
-        this.orphaned.add(task.id);
-        this.scheduleOrphanRetry();
-      })
-      .finally(() => {
-        this.running.delete(task.id);
-        const t = this.store.getTask(task.id);
-        if (!t || isTerminal(t.status)) this.clearDeadline(task.id);
-        this.pump();
-      });
-  }
-
-  private scheduleOrphanRetry(): void {
-    if (this.orphanTimer || this.closed) return;
-    this.orphanTimer = setTimeout(() => {
-      this.orphanTimer = undefined;
-      this.settleOrphans();
-    }, ORPHAN_RETRY_MS);
-    this.orphanTimer.unref();
-  }
-
-  /**
-   * Resolves orphaned tasks: one that never left the queue in the store waits its turn again, a stopping one is
-   * cancelled, a started one fails with `store_unwritable` (its received text kept). Retried while writes fail.
-   */
-  private settleOrphans(): void {
-    for (const id of [...this.orphaned]) {
-      if (this.closed) return;
-      if (this.running.has(id)) continue;
-      const t = this.store.getTask(id);
-      try {
-        if (t && t.status === 'queued') {
-          if (!this.queue.some((q) => q.id === id)) this.queue.unshift({ id, model: t.model });
-        } else if (t && t.status === 'cancelling') {
-          const { text, messageId } = outputText(this.store, t);
-          finishCancelled(this.transitions, id, text, messageId);
-        } else if (t && !isTerminal(t.status)) {
-          const { text, messageId } = outputText(this.store, t);
-          const detail = 'The task store could not be written while the task ran (disk full or not writable); the run was stopped.';
-          failTask(this.transitions, id, problem('store_unwritable', detail), text, messageId);
-        }
-        this.orphaned.delete(id);
-        const settled = this.store.getTask(id);
-        if (!settled || isTerminal(settled.status)) this.clearDeadline(id);
-      } catch (e) {
-        this.options.log?.(`task ${id}: still cannot be settled: ${(e as Error).message}`);
-        this.scheduleOrphanRetry();
-        return;
-      }
-    }
-    this.pump();
-  }
-
-  private armDeadline(task: TaskRecord): void {
-    if (task.deadlineAt === null || isTerminal(task.status)) return;
-    const fire = () => {
-      this.deadlines.delete(task.id);
-      const t = this.store.getTask(task.id);
-      if (!t || isTerminal(t.status)) return;
-      if (t.deadlineAt !== null && t.deadlineAt > Date.now()) return this.armDeadline(t);
-      const run = this.running.get(task.id);
-      if (run) run.stop('deadline');
-      else if (t.status === 'queued') {
-        this.dropFromQueue(t.id);
-        failTask(this.transitions, t.id, problem('deadline_exceeded', 'The task did not start before its deadline.'));
-      }
-    };
-    const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - Date.now(), 0), MAX_TIMER_MS));
-    timer.unref();
-    this.deadlines.set(task.id, timer);
-  }
-
-  private clearDeadline(id: string): void {
-    const t = this.deadlines.get(id);
-    if (t) clearTimeout(t);
-    this.deadlines.delete(id);
   }
 
   /** Runs retention now (also runs periodically). */
@@ -521,9 +379,8 @@ export class TaskRuntime implements TaskRuntimeApi {
         },
         Date.now(),
         (id) => {
-          this.dropFromQueue(id);
-          this.clearDeadline(id);
-          this.running.get(id)?.stop('expired');
+          this.scheduler.remove(id);
+          this.scheduler.stop(id, 'expired');
         },
       );
     } catch (e) {
@@ -546,11 +403,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.sweepTimer);
-    if (this.orphanTimer) clearTimeout(this.orphanTimer);
-    for (const t of this.deadlines.values()) clearTimeout(t);
-    const runs = [...this.running.values()];
-    for (const run of runs) run.stop('shutdown');
-    await Promise.allSettled(runs.map((r) => r.done));
+    await this.scheduler.close();
     await this.store.database.close();
     this.lock.release();
   }

@@ -45,12 +45,33 @@ export class TaskTransitions {
     return this.apply(current, patch, () => events, notifyChange);
   }
 
+  /**
+   * Several transitions in a row (e.g. queued → loading → running when the model is already loaded) in one durable
+   * batch. Each step is checked against the status the previous one left; nothing is written unless all pass.
+   */
+  transitionSteps(id: string, steps: Array<{ to: TaskStatus; patch?: Omit<TaskPatch, 'status'>; events?: (task: TaskRecord) => NewEvent[] }>, from: readonly TaskStatus[]): TaskRecord | undefined {
+    let current = this.store.getTask(id);
+    if (!current || !from.includes(current.status)) return undefined;
+    const planned: Planned[] = [];
+    for (const step of steps) {
+      if (!canTransition(current.status, step.to)) return undefined;
+      const p = this.plan(current, { ...step.patch, status: step.to }, step.events ?? (() => []));
+      planned.push(p);
+      current = p.next;
+    }
+    return this.commit(planned);
+  }
+
   private apply(
     current: TaskRecord,
     patch: TaskPatch,
     events: (task: TaskRecord) => NewEvent[],
     notifyChange = true,
   ): TaskRecord {
+    return this.commit([this.plan(current, patch, events)], notifyChange);
+  }
+
+  private plan(current: TaskRecord, patch: TaskPatch, events: (task: TaskRecord) => NewEvent[]): Planned {
     const now = Math.max(this.now(), current.updatedAt);
     const next: TaskRecord = {
       ...current,
@@ -66,7 +87,6 @@ export class TaskTransitions {
     const newEvents = events(next);
     const ops: WriteOp[] = this.store.updateTaskOps(current.id, patch, now);
     if (newEvents.length) ops.push(...this.store.appendEventOps(current.id, current.nextSeq, newEvents, now));
-    this.store.database.write(ops);
     next.nextSeq = current.nextSeq + newEvents.length;
     const stored: TaskEvent[] = newEvents.map((e, i) => ({
       taskId: current.id,
@@ -75,8 +95,22 @@ export class TaskTransitions {
       data: e.data,
       createdAt: now,
     }));
-    this.log.publish(stored);
-    if (notifyChange) this.log.publishChange(next);
-    return next;
+    return { next, ops, stored };
   }
+
+  /** One durable write for all planned steps, then listeners hear of each, in order. */
+  private commit(planned: Planned[], notifyChange = true): TaskRecord {
+    this.store.database.write(planned.flatMap((p) => p.ops));
+    for (const p of planned) {
+      this.log.publish(p.stored);
+      if (notifyChange) this.log.publishChange(p.next);
+    }
+    return planned[planned.length - 1].next;
+  }
+}
+
+interface Planned {
+  next: TaskRecord;
+  ops: WriteOp[];
+  stored: TaskEvent[];
 }

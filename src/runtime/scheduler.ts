@@ -1,0 +1,201 @@
+// Which task runs when: a FIFO queue with concurrency per model, the runs in progress, deadlines, and tasks whose
+// run died because the store could not be written.
+import { join } from 'node:path';
+import type { ModelBackend } from './backend';
+import { failTask, finishCancelled, GenerationRun, type GenerationSettings, type ResumePoint, type StopReason } from './generation';
+import { problem } from './problems';
+import { outputText } from './recovery';
+import type { TaskStore } from './taskStore';
+import type { TaskTransitions } from './transitions';
+import { isTerminal, type TaskRecord } from './task';
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How often tasks orphaned by a failed store write are retried while writes keep failing. */
+const ORPHAN_RETRY_MS = 1000;
+
+export interface SchedulerOptions {
+  store: TaskStore;
+  transitions: TaskTransitions;
+  backend: ModelBackend;
+  dataDir: string;
+  maxConcurrentPerModel: number;
+  deltaFlushMs?: number;
+  snapshotEveryMs?: number;
+  log?: (msg: string) => void;
+}
+
+export class Scheduler {
+  /** Queued tasks in order, with their model: scheduling needs no store read per queued task. */
+  private readonly queue: Array<{ id: string; model: string }> = [];
+  private readonly running = new Map<string, GenerationRun>();
+  private readonly resumePoints = new Map<string, ResumePoint>();
+  private readonly deadlines = new Map<string, NodeJS.Timeout>();
+  /** Tasks whose run ended because the store could not be written: settled once writes work again. */
+  private readonly orphaned = new Set<string>();
+  private orphanTimer: NodeJS.Timeout | undefined;
+  private readonly settings: GenerationSettings;
+  private closed = false;
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.settings = {
+      deltaFlushMs: o.deltaFlushMs ?? 16,
+      snapshotDir: join(o.dataDir, 'snapshots'),
+      snapshotEveryMs: o.snapshotEveryMs ?? 2000,
+      log: o.log,
+    };
+  }
+
+  get queueLength(): number {
+    return this.queue.length;
+  }
+
+  /** Queues a task (with the snapshot to resume from, after a restart) and arms its deadline. */
+  enqueue(task: TaskRecord, resume?: ResumePoint): void {
+    if (resume) this.resumePoints.set(task.id, resume);
+    this.queue.push({ id: task.id, model: task.model });
+    this.armDeadline(task);
+    queueMicrotask(() => this.pump());
+  }
+
+  /** 1-based position of a queued task, else null. */
+  position(id: string): number | null {
+    const i = this.queue.findIndex((q) => q.id === id);
+    return i < 0 ? null : i + 1;
+  }
+
+  /** Forgets a task that will not run (cancelled while queued, expired, deleted). */
+  remove(id: string): void {
+    const i = this.queue.findIndex((q) => q.id === id);
+    if (i >= 0) this.queue.splice(i, 1);
+    this.resumePoints.delete(id);
+    this.clearDeadline(id);
+  }
+
+  /** Stops a run in progress; false when nothing runs the task here. */
+  stop(id: string, reason: StopReason): boolean {
+    const run = this.running.get(id);
+    run?.stop(reason);
+    return run !== undefined;
+  }
+
+  private busyModels(): Map<string, number> {
+    const m = new Map<string, number>();
+    for (const run of this.running.values()) m.set(run.model, (m.get(run.model) ?? 0) + 1);
+    return m;
+  }
+
+  private pump(): void {
+    if (this.closed) return;
+    const busy = this.busyModels();
+    for (let i = 0; i < this.queue.length; ) {
+      const { id, model } = this.queue[i];
+      // Concurrency is per model: a busy model does not hold up tasks for another one.
+      if ((busy.get(model) ?? 0) >= this.o.maxConcurrentPerModel) {
+        i++;
+        continue;
+      }
+      this.queue.splice(i, 1);
+      const task = this.o.store.getTask(id);
+      if (!task || task.status !== 'queued') continue;
+      busy.set(model, (busy.get(model) ?? 0) + 1);
+      this.start(task);
+    }
+  }
+
+  private start(task: TaskRecord): void {
+    const resume = this.resumePoints.get(task.id);
+    this.resumePoints.delete(task.id);
+    const run = new GenerationRun(task.id, task.model, this.o.store, this.o.transitions, this.o.backend, this.settings, resume);
+    this.running.set(task.id, run);
+    run
+      .run()
+      .catch((e) => {
+        // A store failure mid-run left the task non-terminal with nothing running it: settle it when writes work.
+        this.o.log?.(`task ${task.id}: run aborted: ${(e as Error).message}`);
+        this.orphaned.add(task.id);
+        this.scheduleOrphanRetry();
+      })
+      .finally(() => {
+        this.running.delete(task.id);
+        const t = this.o.store.getTask(task.id);
+        if (!t || isTerminal(t.status)) this.clearDeadline(task.id);
+        this.pump();
+      });
+  }
+
+  private scheduleOrphanRetry(): void {
+    if (this.orphanTimer || this.closed) return;
+    this.orphanTimer = setTimeout(() => {
+      this.orphanTimer = undefined;
+      this.settleOrphans();
+    }, ORPHAN_RETRY_MS);
+    this.orphanTimer.unref();
+  }
+
+  /**
+   * Resolves orphaned tasks: one that never left the queue in the store waits its turn again, a stopping one is
+   * cancelled, a started one fails with `store_unwritable` (its received text kept). Retried while writes fail.
+   */
+  private settleOrphans(): void {
+    const { store, transitions } = this.o;
+    for (const id of [...this.orphaned]) {
+      if (this.closed) return;
+      if (this.running.has(id)) continue;
+      const t = store.getTask(id);
+      try {
+        if (t && t.status === 'queued') {
+          if (!this.queue.some((q) => q.id === id)) this.queue.unshift({ id, model: t.model });
+        } else if (t && t.status === 'cancelling') {
+          const { text, messageId } = outputText(store, t);
+          finishCancelled(transitions, id, text, messageId);
+        } else if (t && !isTerminal(t.status)) {
+          const { text, messageId } = outputText(store, t);
+          const detail = 'The task store could not be written while the task ran (disk full or not writable); the run was stopped.';
+          failTask(transitions, id, problem('store_unwritable', detail), text, messageId);
+        }
+        this.orphaned.delete(id);
+        const settled = store.getTask(id);
+        if (!settled || isTerminal(settled.status)) this.clearDeadline(id);
+      } catch (e) {
+        this.o.log?.(`task ${id}: still cannot be settled: ${(e as Error).message}`);
+        this.scheduleOrphanRetry();
+        return;
+      }
+    }
+    this.pump();
+  }
+
+  private armDeadline(task: TaskRecord): void {
+    if (task.deadlineAt === null || isTerminal(task.status)) return;
+    const fire = () => {
+      this.deadlines.delete(task.id);
+      const t = this.o.store.getTask(task.id);
+      if (!t || isTerminal(t.status)) return;
+      if (t.deadlineAt !== null && t.deadlineAt > Date.now()) return this.armDeadline(t);
+      if (this.stop(task.id, 'deadline')) return;
+      if (t.status === 'queued') {
+        this.remove(t.id);
+        failTask(this.o.transitions, t.id, problem('deadline_exceeded', 'The task did not start before its deadline.'));
+      }
+    };
+    const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - Date.now(), 0), MAX_TIMER_MS));
+    timer.unref();
+    this.deadlines.set(task.id, timer);
+  }
+
+  private clearDeadline(id: string): void {
+    const t = this.deadlines.get(id);
+    if (t) clearTimeout(t);
+    this.deadlines.delete(id);
+  }
+
+  /** Stops every run (their tasks stay non-terminal, for restart recovery) and waits for them to end. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.orphanTimer) clearTimeout(this.orphanTimer);
+    for (const t of this.deadlines.values()) clearTimeout(t);
+    const runs = [...this.running.values()];
+    for (const run of runs) run.stop('shutdown');
+    await Promise.allSettled(runs.map((r) => r.done));
+  }
+}
