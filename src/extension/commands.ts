@@ -25,6 +25,7 @@ export const createTaskArgsSchema = z.strictObject({
   model: z.string().min(1).max(1000).optional(),
   onRestart: z.enum(RESTART_POLICIES).optional(),
   maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
+  temperature: z.number().min(0).max(2).optional(),
   instructions: z.string().max(1_000_000).optional(),
 });
 export type CreateTaskArgs = z.infer<typeof createTaskArgsSchema>;
@@ -125,6 +126,7 @@ export class CommandRegistry extends Disposable {
       model: args.model,
       onRestart: args.onRestart ?? this.d.settings().defaultRestartPolicy,
       maxOutputTokens: args.maxOutputTokens,
+      temperature: args.temperature,
       instructions: args.instructions,
     });
     this.d.notifier.watch(task.id);

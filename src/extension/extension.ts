@@ -27,12 +27,23 @@ export interface TaskRuntimeExtensionApi {
   whenReady(): Promise<void>;
   /** Task ids with an open events panel. */
   openEventPanels(): string[];
+  /** What the Tasks view's data provider shows: groups with their (loaded) rows, as tree items. */
+  getTreeSnapshot(): Promise<TreeItemSnapshot[]>;
+}
+
+export interface TreeItemSnapshot {
+  id: string | undefined;
+  label: string;
+  description: string | undefined;
+  contextValue: string | undefined;
+  children: TreeItemSnapshot[];
 }
 
 class TaskRuntimeExtension extends Disposable {
   readonly log: vscode.LogOutputChannel;
   readonly service: TaskService;
   readonly panels: EventsPanelManager;
+  private readonly tree: TasksTreeProvider;
   private settings: ExtensionSettings;
 
   constructor(context: vscode.ExtensionContext) {
@@ -49,7 +60,7 @@ class TaskRuntimeExtension extends Disposable {
       }),
     );
     const source = this.service.source;
-    const tree = this._register(new TasksTreeProvider(source));
+    const tree = (this.tree = this._register(new TasksTreeProvider(source)));
     this.panels = this._register(new EventsPanelManager(context.extensionUri, source));
     const notifier = this._register(new CompletionNotifier(source, () => this.settings));
     this._register(new ResultDocumentProvider(source));
@@ -98,7 +109,20 @@ class TaskRuntimeExtension extends Disposable {
         await this.service.source.ready();
       },
       openEventPanels: () => this.panels.openTaskIds(),
+      getTreeSnapshot: () => this.treeSnapshot(),
     };
+  }
+
+  private async treeSnapshot(node?: Parameters<TasksTreeProvider['getChildren']>[0]): Promise<TreeItemSnapshot[]> {
+    const children = await this.tree.getChildren(node);
+    return Promise.all(
+      children.map(async (child) => {
+        const item = this.tree.getTreeItem(child);
+        const label = typeof item.label === 'string' ? item.label : (item.label?.label ?? '');
+        const description = typeof item.description === 'string' ? item.description : undefined;
+        return { id: item.id, label, description, contextValue: item.contextValue, children: await this.treeSnapshot(child) };
+      }),
+    );
   }
 }
 

@@ -69,6 +69,7 @@ export class LocalTaskSource implements TaskSource {
         ...(request.model ? { model: request.model } : {}),
         ...(request.instructions ? { instructions: request.instructions } : {}),
         ...(request.maxOutputTokens ? { max_output_tokens: request.maxOutputTokens } : {}),
+        ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       },
       onRestart: request.onRestart,
     });

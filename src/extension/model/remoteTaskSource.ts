@@ -171,6 +171,7 @@ export class RemoteTaskSource implements TaskSource {
     const input: Record<string, unknown> = { input: request.prompt, model };
     if (request.instructions) input['instructions'] = request.instructions;
     if (request.maxOutputTokens) input['max_output_tokens'] = request.maxOutputTokens;
+    if (request.temperature !== undefined) input['temperature'] = request.temperature;
     const body = await this.request('POST', '/tasks', {
       type: 'response',
       input,

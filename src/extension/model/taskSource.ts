@@ -42,6 +42,8 @@ export interface CreateTaskRequest {
   model?: string;
   onRestart?: RestartPolicy;
   maxOutputTokens?: number;
+  /** Sampling temperature (0 = greedy). */
+  temperature?: number;
   instructions?: string;
 }
 

@@ -1,0 +1,69 @@
+// The Tasks view's data provider, read through the real TreeDataProvider inside the extension host: status groups
+// with counts, task rows with their title, origin and context value, moving between groups as tasks change.
+import * as assert from 'node:assert/strict';
+import * as vscode from 'vscode';
+import { Commands } from '../../src/extension/constants';
+import type { TreeItemSnapshot } from '../../src/extension/extension';
+import { activateExtension, waitFor, waitForStatus } from './support/extensionApi';
+
+function group(tree: TreeItemSnapshot[], id: string): TreeItemSnapshot | undefined {
+  return tree.find((g) => g.id === `group:${id}`);
+}
+
+function row(tree: TreeItemSnapshot[], taskId: string): { group: string; item: TreeItemSnapshot } | undefined {
+  for (const g of tree) {
+    const item = g.children.find((c) => c.id === `task:${taskId}`);
+    if (item) return { group: String(g.id).slice('group:'.length), item };
+  }
+  return undefined;
+}
+
+describe('tasks view', () => {
+  it('groups tasks by status with counts and shows each task as a row with its actions', async () => {
+    const api = await activateExtension();
+    const source = api.getTaskSource();
+    const prompt = `tree row ${Date.now()}`;
+    const id = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt, maxOutputTokens: 8 });
+    await waitForStatus(source, id, ['succeeded']);
+    const tree = await waitFor('the row under Succeeded', async () => {
+      const t = await api.getTreeSnapshot();
+      return row(t, id)?.group === 'succeeded' ? t : undefined;
+    });
+    // Groups in a fixed order, only those with tasks, each showing its count.
+    const order = ['queued', 'running', 'needsInput', 'succeeded', 'failed', 'cancelled'].map((g) => `group:${g}`);
+    const shown = tree.map((g) => String(g.id));
+    assert.deepEqual(shown, order.filter((g) => shown.includes(g)));
+    const counts = await source.counts();
+    const succeeded = group(tree, 'succeeded')!;
+    assert.equal(succeeded.description, String(counts.succeeded), 'the group shows its count');
+    assert.equal(group(tree, 'failed') !== undefined, counts.failed > 0, 'an empty group is not shown');
+    const { item } = row(tree, id)!;
+    assert.equal(item.label, prompt);
+    assert.equal(item.contextValue, 'task.succeeded');
+    assert.match(String(item.description), /editor/i, 'the row names its origin');
+  });
+
+  it('a running task sits under Running and moves to Cancelled when cancelled', async () => {
+    const api = await activateExtension();
+    const source = api.getTaskSource();
+    const id = await vscode.commands.executeCommand<string>(Commands.createTask, {
+      prompt: `tree cancel ${Date.now()}`,
+      maxOutputTokens: 8192,
+      temperature: 0, // runs until cancelled
+    });
+    const running = await waitFor('the row under Running', async () => {
+      const task = await source.get(id);
+      if (task && ['succeeded', 'failed'].includes(task.status)) throw new Error(`ended ${task.status} before it could be cancelled`);
+      const t = await api.getTreeSnapshot();
+      return row(t, id)?.group === 'running' ? row(t, id) : undefined;
+    });
+    assert.equal(running.item.contextValue, 'task.running');
+    await vscode.commands.executeCommand(Commands.cancelTask, id);
+    await waitForStatus(source, id, ['cancelled']);
+    const moved = await waitFor('the row under Cancelled', async () => {
+      const r = row(await api.getTreeSnapshot(), id);
+      return r?.group === 'cancelled' ? r : undefined;
+    });
+    assert.equal(moved.item.contextValue, 'task.cancelled');
+  });
+});
