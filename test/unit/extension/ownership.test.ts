@@ -1,0 +1,68 @@
+// Window ownership on real runtimes: two editor windows (two extension-host processes) share one data directory.
+// Exactly one owns the store and the listener; the other attaches to it, sees the same tasks live, and takes over
+// (running restart recovery) when the owner goes away, whether it closes or crashes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { TaskService } from '../../../src/extension/host/taskService';
+import { DEFAULT_SETTINGS } from '../../../src/extension/model/settings';
+import type { TaskInfo } from '../../../src/extension/model/taskSource';
+import { testModelPath } from '../../fixtures/testModel';
+import { tempDir, waitFor } from '../runtime/helpers';
+
+function ownerWindow(dataDir: string, token: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [join(__dirname, '../../fixtures/windowChild.js'), dataDir, token, testModelPath()], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) =>
+      line === 'ROLE owner' ? resolve(child) : reject(new Error(`first window: ${line}`)),
+    );
+    child.once('exit', (code) => reject(new Error(`first window exited with ${code}`)));
+  });
+}
+
+for (const ending of ['closes', 'crashes'] as const) {
+  test(`one owner, one attached window sharing its tasks, and take-over when the owner ${ending}`, async () => {
+    const dataDir = tempDir('tr-windows-');
+    const token = randomBytes(24).toString('base64url');
+    const owner = await ownerWindow(dataDir, token);
+    const second = new TaskService({
+      dataDir,
+      settings: () => ({ ...DEFAULT_SETTINGS, model: testModelPath() }),
+      token: async () => token,
+      log: () => {},
+      pollMs: 100,
+    });
+    try {
+      await second.start();
+      assert.equal(second.role, 'client', 'a second window never opens the store itself');
+      await second.source.ready();
+
+      // A task created in the attached window runs in the owner and reaches this window through the change feed.
+      const seen: TaskInfo[] = [];
+      const sub = second.source.onDidChangeTask((t) => seen.push(t));
+      const created = await second.source.create({ prompt: 'from the second window', maxOutputTokens: 6 });
+      assert.equal(created.origin, 'lmsp');
+      await waitFor(() => seen.some((t) => t.id === created.id && t.status === 'succeeded'), 'the change feed to reach the client');
+
+      // A long task runs in the owner when it goes away; this window takes over and recovery resolves it.
+      const long = await second.source.create({ prompt: 'interrupted', maxOutputTokens: 100_000, temperature: 0, onRestart: 'fail' });
+      await waitFor(() => seen.some((t) => t.id === long.id && t.status === 'running'), 'the long task to run');
+      owner.kill(ending === 'closes' ? 'SIGTERM' : 'SIGKILL');
+      await waitFor(() => second.role === 'owner', 'the second window to take over', 30_000);
+      const recovered = await second.source.get(long.id);
+      assert.equal(recovered?.status, 'failed');
+      assert.equal(recovered?.error?.code, 'server_restarted');
+      assert.equal((await second.source.get(created.id))?.status, 'succeeded', 'finished work is still there');
+      sub.dispose();
+    } finally {
+      owner.kill('SIGKILL');
+      second.dispose();
+      await second.stop();
+    }
+  });
+}
