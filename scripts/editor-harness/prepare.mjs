@@ -80,8 +80,11 @@ function ensureCodeServer() {
   if (codeServerVersion() === versions.codeServer && existsSync(marker)) return;
   console.log(`[prepare] npm install code-server@${versions.codeServer} (builds native addons; a few minutes)`);
   mkdirSync(paths.codeServerPrefix, { recursive: true });
+  // Under `npm test` the outer npm (on Node 20) exports its config as npm_* variables, and the inner npm would take
+  // them as its own — its user agent then says node/v20 and code-server's postinstall refuses to run.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
   const env = {
-    ...process.env,
+    ...inherited,
     PATH: `${dirname(paths.node)}:${process.env.PATH}`,
     // node-gyp uses these headers instead of downloading them.
     npm_config_nodedir: paths.nodeDir,
