@@ -126,7 +126,7 @@ export class CommandRegistry extends Disposable {
       model: args.model,
       onRestart: args.onRestart ?? this.d.settings().defaultRestartPolicy,
       maxOutputTokens: args.maxOutputTokens,
-      temperature: args.temperature,
+      temperature: args.temperature ?? this.d.settings().temperature ?? undefined,
       instructions: args.instructions,
     });
     this.d.notifier.watch(task.id);

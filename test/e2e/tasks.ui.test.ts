@@ -13,6 +13,7 @@ describe('Task Runtime in the editor (UI)', function () {
   const stamp = Date.now().toString(36);
   const donePrompt = `Tell a short tale ${stamp}`;
   const cancelPrompt = `Write an endless saga ${stamp}`;
+  let cancelledPrompt = '';
 
   before(async () => {
     harness = editorHarness();
@@ -76,18 +77,36 @@ describe('Task Runtime in the editor (UI)', function () {
   });
 
   it('cancels a running task, which then shows under Cancelled', async () => {
-    await wb.runCommand('Create Task');
-    await wb.answerInput(cancelPrompt);
-    await wb.acceptQuickPicksUntilClosed();
-    const active = await wb.row(`${cancelPrompt}, `).first();
-    await active.waitFor({ timeout: 60_000 });
-    const label = (await active.getAttribute('aria-label')) ?? '';
-    assert.match(label, /, (Queued|Loading model|Running)/, `the new task is active: ${label}`);
-    await wb.screenshot('04-running');
-    await wb.runCommand('Cancel Task');
-    await wb.pickQuickItem(cancelPrompt);
-    await wb.expandGroup('Cancelled');
-    await wb.row(`${cancelPrompt}, Cancelled`).first().waitFor({ timeout: 60_000 });
+    // The demo model samples its end token now and then: a task that finished before the Cancel command reached it
+    // proves nothing, so the test starts another (a few times at most) until it cancels one that is still active.
+    let cancelled = '';
+    for (let attempt = 1; attempt <= 5 && !cancelled; attempt++) {
+      const prompt = `${cancelPrompt} #${attempt}`;
+      await wb.runCommand('Create Task');
+      await wb.answerInput(prompt);
+      await wb.acceptQuickPicksUntilClosed();
+      const active = await wb.row(`${prompt}, `).first();
+      await active.waitFor({ timeout: 60_000 });
+      const label = (await active.getAttribute('aria-label')) ?? '';
+      if (!/, (Queued|Loading model|Running)/.test(label)) continue;
+      await wb.screenshot('04-running');
+      await wb.runCommand('Cancel Task');
+      try {
+        await wb.pickQuickItem(prompt);
+      } catch {
+        await page.keyboard.press('Escape'); // it ended meanwhile: no longer offered for cancelling
+        continue;
+      }
+      await wb.expandGroup('Cancelled');
+      try {
+        await wb.row(`${prompt}, Cancelled`).first().waitFor({ timeout: 60_000 });
+        cancelled = prompt;
+      } catch {
+        // it succeeded in the instant before the cancel: try again
+      }
+    }
+    assert.ok(cancelled, 'a running task was cancelled from the palette and shown under Cancelled');
+    cancelledPrompt = cancelled;
     await wb.screenshot('05-cancelled');
   });
 
@@ -113,7 +132,7 @@ describe('Task Runtime in the editor (UI)', function () {
     await wb.expandGroup('Succeeded');
     await wb.row(`${donePrompt}, Succeeded`).first().waitFor({ timeout: 60_000 });
     await wb.expandGroup('Cancelled');
-    await wb.row(`${cancelPrompt}, Cancelled`).first().waitFor({ timeout: 60_000 });
+    await wb.row(`${cancelledPrompt}, Cancelled`).first().waitFor({ timeout: 60_000 });
     await wb.screenshot('07-after-restart');
   });
 });

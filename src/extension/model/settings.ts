@@ -18,6 +18,8 @@ export interface ExtensionSettings {
   retentionDays: number;
   eventHistoryHours: number;
   notifyOnCompletion: 'always' | 'failures' | 'never';
+  /** Sampling temperature for tasks created in the editor; null = the backend's default. */
+  temperature: number | null;
 }
 
 export const SETTING_KEYS = {
@@ -32,6 +34,7 @@ export const SETTING_KEYS = {
   retentionDays: 'retention.days',
   eventHistoryHours: 'retention.eventHistoryHours',
   notifyOnCompletion: 'notifications.onCompletion',
+  temperature: 'temperature',
 } as const satisfies Record<keyof ExtensionSettings, string>;
 
 export const DEFAULT_SETTINGS: ExtensionSettings = {
@@ -46,6 +49,7 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   retentionDays: 1,
   eventHistoryHours: 1,
   notifyOnCompletion: 'always',
+  temperature: null,
 };
 
 /** Settings whose change needs the runtime (store, backend, listener) restarted. */
@@ -108,6 +112,12 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     if (notifyRaw === 'always' || notifyRaw === 'failures' || notifyRaw === 'never') notifyOnCompletion = notifyRaw;
     else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.notifyOnCompletion, 'always, failures, never', d.notifyOnCompletion));
   }
+  const temperatureRaw = get(k.temperature);
+  let temperature = d.temperature;
+  if (temperatureRaw !== undefined && temperatureRaw !== null) {
+    if (typeof temperatureRaw === 'number' && temperatureRaw >= 0 && temperatureRaw <= 2) temperature = temperatureRaw;
+    else p.push(t('Setting taskRuntime.{0} must be a number from 0 to 2; using the model default.', k.temperature));
+  }
   const settings: ExtensionSettings = {
     port: integer(get, k.port, 0, 65535, d.port, p, t),
     model,
@@ -120,6 +130,7 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     retentionDays: integer(get, k.retentionDays, 1, 3650, d.retentionDays, p, t),
     eventHistoryHours: integer(get, k.eventHistoryHours, 1, 87600, d.eventHistoryHours, p, t),
     notifyOnCompletion,
+    temperature,
   };
   if (settings.defaultTtlMinutes > settings.maxTtlMinutes) {
     p.push(t('Setting taskRuntime.ttl.defaultMinutes is larger than taskRuntime.ttl.maxMinutes; using the maximum.'));

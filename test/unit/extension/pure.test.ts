@@ -79,6 +79,15 @@ describe('settings', () => {
     assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, notifyOnCompletion: 'never' }), false);
     assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, port: 1234 }), true);
   });
+
+  it('takes a sampling temperature from 0 to 2, else the model default with a message', () => {
+    assert.equal(readSettings((k) => ({ temperature: 0 })[k], plainLocalize).settings.temperature, 0);
+    assert.equal(readSettings(() => undefined, plainLocalize).settings.temperature, null);
+    const bad = readSettings((k) => ({ temperature: 7 })[k], plainLocalize);
+    assert.equal(bad.settings.temperature, null);
+    assert.match(bad.problems[0]!, /taskRuntime\.temperature/);
+    assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, temperature: 0.2 }), false, 'applies without a restart');
+  });
 });
 
 describe('SseParser', () => {
