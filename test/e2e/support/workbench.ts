@@ -111,8 +111,15 @@ export class Workbench {
       } catch {
         return;
       }
-      await this.page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: 10_000 }).catch(() => {});
-      await this.page.keyboard.press('Enter');
+      // Click the highlighted (default) item rather than pressing Enter: keyboard focus can still sit in a webview
+      // from an earlier step, and then Enter never reaches the quick input.
+      const row = this.page.locator('.quick-input-list .monaco-list-row.focused, .quick-input-list .monaco-list-row').first();
+      try {
+        await row.waitFor({ timeout: 10_000 });
+        await row.click({ timeout: 5_000 });
+      } catch {
+        await this.page.keyboard.press('Enter');
+      }
       await this.page.waitForTimeout(300);
     }
     if (await widget.isVisible()) throw new Error('a quick input is still open after accepting its defaults');
