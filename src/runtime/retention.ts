@@ -52,6 +52,8 @@ export function sweep(
     result.historyPurged += rows.length;
     if (rows.length < BATCH) break;
   }
-  store.database.write(store.purgeIdempotencyOps(now - policy.idempotencyKeyTtlMs));
+  // Only write when there is something to purge: an empty batch would still cost a journal record and a sync.
+  const keyCutoff = now - policy.idempotencyKeyTtlMs;
+  if (store.hasIdempotencyKeysBefore(keyCutoff)) store.database.write(store.purgeIdempotencyOps(keyCutoff));
   return result;
 }

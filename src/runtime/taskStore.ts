@@ -278,6 +278,10 @@ export class TaskStore {
       .map((r) => ({ id: String(r.id), nextSeq: Number(r.next_seq) }));
   }
 
+  hasIdempotencyKeysBefore(cutoff: number): boolean {
+    return this.db.get('SELECT 1 AS x FROM idempotency_keys WHERE created_at < ? LIMIT 1', [cutoff]) !== undefined;
+  }
+
   purgeIdempotencyOps(cutoff: number): WriteOp[] {
     return [['DELETE FROM idempotency_keys WHERE created_at < ?', [cutoff]]];
   }
