@@ -1,4 +1,5 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
+import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -9,7 +10,8 @@ export class UsageError extends Error {
 
 export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
-                     [--threads N] [--concurrency N]
+                     [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
+                     [--concurrency N]
   task-runtime make-test-model <out.gguf>
   task-runtime --help
 
@@ -18,7 +20,9 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --port         TCP port (default: a free one)
            --model        a .gguf file or a model URI; repeat for more (default: the generated demo model)
            --token-file   bearer token file, created with mode 0600 if missing (default DATA_DIR/token)
-           --threads      CPU threads per generation
+           --threads      CPU threads per generation (default auto: measured at model load, cached in DIR)
+           --gpu          GPU API (default auto: the best working build, else the CPU; off: CPU only)
+           --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
            --concurrency  tasks generating at the same time
 make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
 
@@ -28,7 +32,9 @@ export interface ServeArgs {
   port: number;
   models: string[];
   tokenFile?: string;
-  threads?: number;
+  threads?: ThreadsChoice;
+  gpu?: GpuChoice;
+  gpuLayers?: GpuLayersChoice;
   concurrency?: number;
 }
 
@@ -40,7 +46,9 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   port: { kind: 'int', min: 0, max: 65535 },
   model: { kind: 'list' },
   'token-file': { kind: 'string' },
-  threads: { kind: 'int', min: 1, max: 256 },
+  threads: { kind: 'string' },
+  gpu: { kind: 'string' },
+  'gpu-layers': { kind: 'string' },
   concurrency: { kind: 'int', min: 1, max: 64 },
 };
 
@@ -80,13 +88,28 @@ function parseServe(args: readonly string[]): ServeArgs {
     }
     return Number(raw);
   };
+  const autoOrInt = (name: string, min: number, max: number): 'auto' | number | undefined => {
+    const raw = values.get(name)?.[0];
+    if (raw === undefined) return undefined;
+    const v = parseAutoOrInt(raw, min, max);
+    if (v === undefined) throw new UsageError(`--${name} must be "auto" or an integer from ${min} to ${max}, got "${raw}".`);
+    return v;
+  };
   return {
     command: 'serve',
     dataDir: values.get('data-dir')?.[0] ?? '.task-runtime',
     port: int('port') ?? 0,
     models: values.get('model') ?? [],
     tokenFile: values.get('token-file')?.[0],
-    threads: int('threads'),
+    threads: autoOrInt('threads', 1, MAX_THREADS),
+    gpu: gpuChoice(values.get('gpu')?.[0]),
+    gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
     concurrency: int('concurrency'),
   };
+}
+
+function gpuChoice(raw: string | undefined): GpuChoice | undefined {
+  if (raw === undefined) return undefined;
+  if (!isGpuChoice(raw)) throw new UsageError(`--gpu must be one of ${GPU_CHOICES.join(', ')}, got "${raw}".`);
+  return raw;
 }

@@ -90,7 +90,15 @@ export async function serve(args: ServeArgs): Promise<void> {
     models.push({ source: demo, demo: true } as { source: string; demo?: boolean });
   }
 
-  const backend = new LlamaBackend({ models, threads: args.threads, modelsDir: path.join(dataDir, 'models'), log });
+  const backend = new LlamaBackend({
+    models,
+    threads: args.threads ?? 'auto',
+    gpu: args.gpu ?? 'auto',
+    gpuLayers: args.gpuLayers ?? 'auto',
+    cacheDir: dataDir,
+    modelsDir: path.join(dataDir, 'models'),
+    log,
+  });
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
   const endpoint = await startEndpoint(runtime, { port: args.port, tokens, log, lmsp: { heartbeatMs } }).catch(async (e) => {
     await runtime.close();

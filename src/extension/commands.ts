@@ -146,7 +146,7 @@ export class CommandRegistry extends Disposable {
     let model: string | undefined;
     if (models.length > 1) {
       const pick = await vscode.window.showQuickPick(
-        [{ label: t('Default model'), id: undefined as string | undefined }, ...models.map((m) => ({ label: m.id, description: m.demo ? t('demo model') : m.source, id: m.id as string | undefined }))],
+        [{ label: t('Default model'), id: undefined as string | undefined }, ...models.map((m) => ({ label: m.id, description: m.demo ? t('demo model') : m.source, detail: m.hardware, id: m.id as string | undefined }))],
         { title: t('Create Task (2/3): model'), ignoreFocusOut: true },
       );
       if (!pick) return undefined;
@@ -267,7 +267,9 @@ export class CommandRegistry extends Disposable {
     const browse = { label: `$(file) ${t('Choose a local .gguf file…')}`, id: 'browse' };
     const uri = { label: `$(cloud-download) ${t('Enter a model URI…')}`, id: 'uri' };
     const demo = { label: `$(beaker) ${t('Use the built-in demo model')}`, id: 'demo' };
-    const pick = await vscode.window.showQuickPick([browse, uri, demo], { title: t('Select Model') });
+    const current = (await this.d.source.listModels().catch(() => []))[0];
+    const placeHolder = current ? t('Current: {0} ({1})', current.id, current.hardware ?? current.state) : undefined;
+    const pick = await vscode.window.showQuickPick([browse, uri, demo], { title: t('Select Model'), placeHolder });
     if (!pick) return undefined;
     if (pick.id === 'demo') {
       await this.setModel('');

@@ -13,6 +13,43 @@ export interface ModelInfo {
   maxContextLength: number | null;
   /** True for the generated random-weight demo model. */
   demo: boolean;
+  /** What the model runs on, once loaded (or why it fell back to the CPU). */
+  hardware?: ModelHardware;
+}
+
+/** The hardware a loaded model actually uses; shown to users (LMSP models, editor tooltip, serve log). */
+export interface ModelHardware {
+  /** 'cpu', or the GPU API in use: 'cuda' | 'vulkan' | 'metal'. */
+  compute: string;
+  /** GPU device names (empty on CPU). */
+  devices: string[];
+  /** Layers offloaded to the GPU, of totalLayers. */
+  gpuLayers: number;
+  totalLayers: number | null;
+  /** GPU memory in bytes when a GPU is in use. */
+  vram?: { total: number; used: number };
+  /** CPU threads per generation and how that number was chosen. */
+  threads: number;
+  threadsFrom: 'setting' | 'calibration' | 'cache';
+  /** Decode tokens/s per measured thread count when calibrated (from this load or the cache). */
+  threadTokensPerSecond?: Record<string, number>;
+  /** Set when a GPU was wanted (setting or auto with a GPU build present) but the CPU is used, and why. */
+  fallbackReason?: string;
+  /** Warm-up generation done while loading (ms). */
+  warmupMs?: number;
+}
+
+/** One line for logs: "vulkan (NVIDIA H200), 16/16 layers, VRAM 1.2/150.0 GB, 15 threads (calibration)". */
+export function describeHardware(h: ModelHardware): string {
+  const gb = (n: number) => (n / 1e9).toFixed(1);
+  const parts = [h.compute === 'cpu' ? 'CPU' : `${h.compute}${h.devices.length ? ` (${h.devices.join(', ')})` : ''}`];
+  if (h.compute !== 'cpu') parts.push(`${h.gpuLayers}/${h.totalLayers ?? '?'} layers on the GPU`);
+  if (h.vram && h.vram.total > 0) parts.push(`VRAM ${gb(h.vram.used)}/${gb(h.vram.total)} GB`);
+  parts.push(`${h.threads} thread(s) (${h.threadsFrom})`);
+  if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);
+  let s = parts.join(', ');
+  if (h.fallbackReason) s += `; ${h.fallbackReason}`;
+  return s;
 }
 
 export interface ChatMessage {

@@ -1,4 +1,9 @@
-// ModelBackend on node-llama-cpp: local GGUF files (or model URIs resolved into a models directory), CPU only.
+// ModelBackend on node-llama-cpp: local GGUF files (or model URIs resolved into a models directory).
+// Hardware (hardware.ts): the GPU by default with node-llama-cpp's own layer fitting, the CPU as the fallback that
+// never fails a task (the reason is logged and reported with the model); the thread count measured at load.
+// Measured on one H200 + 16 cores, 643 MB model (../shared/design/GPU.md): CPU 1 thread 13–18 tokens/s, 16 threads
+// 92–119, Vulkan with every layer offloaded 570–680; the first generation on a fresh GPU context pays 1.6–7 s of
+// pipeline compilation, so a short warm-up runs while the task is still `loading`.
 
 import { createHash, randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -19,9 +24,20 @@ import type {
   GenerationSnapshot,
   LoadOptions,
   ModelBackend,
+  ModelHardware,
   ModelInfo,
   ModelState,
 } from '../../runtime/backend';
+import { describeHardware } from '../../runtime/backend';
+import {
+  calibrationKey,
+  chooseThreads,
+  threadCandidates,
+  ThreadCalibrationCache,
+  type GpuChoice,
+  type GpuLayersChoice,
+  type ThreadsChoice,
+} from './hardware';
 import { chatHistory, plainTextPrompt } from './prompt';
 import { TokenTextStream } from './tokenTextStream';
 
@@ -38,8 +54,14 @@ export interface LlamaModelConfig {
 
 export interface LlamaBackendOptions {
   models: LlamaModelConfig[];
-  /** CPU threads per context. Default: DEFAULT_THREADS. */
-  threads?: number;
+  /** CPU threads per context: a number, or 'auto' (default) to measure the best count at load (hardware.ts). */
+  threads?: ThreadsChoice;
+  /** GPU API: 'auto' (default: the best prebuilt binary that works here), 'off', or one API; CPU is the fallback. */
+  gpu?: GpuChoice;
+  /** Layers to offload: 'auto' (default: node-llama-cpp fits them to free VRAM) or at most this many. */
+  gpuLayers?: GpuLayersChoice;
+  /** Where the thread calibration is cached (the data directory); without it, it is kept in memory only. */
+  cacheDir?: string;
   /** Context size per generation; default min(trained context, 4096). */
   contextSize?: number;
   /** Where model URIs are downloaded to. Required for URI sources. */
@@ -51,13 +73,6 @@ export interface LlamaBackendOptions {
   suppressEndOfGeneration?: boolean;
 }
 
-/**
- * Default thread count. Measured on the shared 2-core dev machine (load average 4–8 from parallel work), tiny demo
- * model, 400 forced tokens via LlamaContextSequence.evaluate(), best of 3: 1 thread 1,200–1,750 tokens/s,
- * 2 threads 26–176 tokens/s (runs as low as 6). With 2 threads on 2 busy cores llama.cpp's worker threads wait
- * for each other on every tiny graph. Multi-GB models are compute-bound and want more threads: set `threads`.
- */
-export const DEFAULT_THREADS = 1;
 const DEFAULT_MAX_CONTEXT = 4096;
 const DEFAULT_TEMPERATURE = 0.8;
 /** Idle contexts kept per model for reuse (creating one allocates the KV cache). */
@@ -73,6 +88,8 @@ function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
 interface LoadedModel {
   model: LlamaModel;
   contextSize: number;
+  threads: number;
+  hardware: ModelHardware;
   /** Template-driven prompts; undefined → plain-text prompt. */
   chatWrapper?: ChatWrapper;
   /** Guards snapshot restores: a state file from another model may crash llama.cpp. */
@@ -126,8 +143,10 @@ export class LlamaBackend implements ModelBackend {
   readonly supportsSnapshots = true;
 
   private readonly entries: ModelEntry[];
-  private readonly threads: number;
-  private llamaPromise?: Promise<Llama>;
+  private llamaPromise?: Promise<LlamaSelection>;
+  private readonly calibrationCache?: ThreadCalibrationCache;
+  /** Thread choices measured in this process, by calibration key (also when there is no cache file). */
+  private readonly calibrated = new Map<string, { threads: number; measured: Record<string, number> }>();
   private disposed = false;
 
   constructor(private readonly options: LlamaBackendOptions) {
@@ -138,7 +157,7 @@ export class LlamaBackend implements ModelBackend {
       seen.add(id);
       return { id, source: m.source, demo: !!m.demo, state: 'unloaded', maxContextLength: null };
     });
-    this.threads = Math.max(1, Math.floor(options.threads ?? DEFAULT_THREADS));
+    if (options.cacheDir) this.calibrationCache = new ThreadCalibrationCache(path.join(options.cacheDir, 'thread-calibration.json'));
   }
 
   listModels(): ModelInfo[] {
@@ -148,6 +167,7 @@ export class LlamaBackend implements ModelBackend {
       state: e.state,
       maxContextLength: e.maxContextLength,
       demo: e.demo,
+      ...(e.loaded ? { hardware: e.loaded.hardware } : {}),
     }));
   }
 
@@ -209,9 +229,9 @@ export class LlamaBackend implements ModelBackend {
       for (const c of [...loaded.idle, ...loaded.busy]) await c.dispose().catch(() => undefined);
       await loaded.model.dispose().catch(() => undefined);
     }
-    const llama = this.llamaPromise;
+    const selection = this.llamaPromise;
     this.llamaPromise = undefined;
-    if (llama) await (await llama.catch(() => undefined))?.dispose().catch(() => undefined);
+    if (selection) await (await selection.catch(() => undefined))?.llama.dispose().catch(() => undefined);
   }
 
   private entry(id: string): ModelEntry | undefined {
@@ -222,9 +242,8 @@ export class LlamaBackend implements ModelBackend {
     this.options.log?.(msg);
   }
 
-  private getLlama(nlc: NodeLlamaCpp): Promise<Llama> {
-    // Prebuilt CPU binary only: never compile, never download a binary at run time.
-    this.llamaPromise ??= nlc.getLlama({ gpu: false, build: 'never', logLevel: nlc.LlamaLogLevel.error });
+  private getLlama(nlc: NodeLlamaCpp): Promise<LlamaSelection> {
+    this.llamaPromise ??= selectLlama(nlc, this.options.gpu ?? 'auto');
     return this.llamaPromise;
   }
 
@@ -235,7 +254,8 @@ export class LlamaBackend implements ModelBackend {
     const started = Date.now();
     try {
       const nlc = await importNodeLlamaCpp();
-      const llama = await this.getLlama(nlc);
+      const selection = await this.getLlama(nlc);
+      const { llama } = selection;
       let modelPath: string;
       // Download share of the progress bar when a URI has to be fetched first.
       let base = 0;
@@ -256,25 +276,70 @@ export class LlamaBackend implements ModelBackend {
       }
       options.signal?.throwIfAborted();
       const fingerprint = fileFingerprint(modelPath);
-      const model = await llama.loadModel({
-        modelPath,
-        gpuLayers: 0,
-        loadSignal: options.signal,
-        onLoadProgress: (p) => report(base + (1 - base) * p),
-      });
-      const contextSize = Math.min(
-        model.trainContextSize,
-        this.options.contextSize ?? Math.min(model.trainContextSize, DEFAULT_MAX_CONTEXT),
-      );
+      // Weights: 0.8 of what is left after a download; calibration and warm-up the rest.
+      const weightsShare = (1 - base) * 0.8;
+      let fallbackReason = selection.fallbackReason;
+      const wantedLayers = this.options.gpuLayers ?? 'auto';
+      const useGpu = selection.compute !== 'cpu' && wantedLayers !== 0;
+      const loadWith = (gpuLayers: GpuLayersChoice) =>
+        llama.loadModel({
+          modelPath,
+          gpuLayers,
+          loadSignal: options.signal,
+          onLoadProgress: (p) => report(base + weightsShare * p),
+        });
+      let model: LlamaModel;
+      let firstContext: LlamaContext | undefined;
+      const contextSizeFor = (m: LlamaModel) =>
+        Math.min(m.trainContextSize, this.options.contextSize ?? Math.min(m.trainContextSize, DEFAULT_MAX_CONTEXT));
+      if (useGpu) {
+        // A model or context that does not fit in free VRAM (or a GPU that fails) runs on the CPU instead.
+        try {
+          model = await loadWith(wantedLayers);
+          firstContext = await model.createContext({ contextSize: contextSizeFor(model), threads: 1, sequences: 1 });
+          if (model.gpuLayers === 0) fallbackReason = 'the model does not fit in free GPU memory; running on the CPU';
+        } catch (err) {
+          options.signal?.throwIfAborted();
+          fallbackReason = `the GPU could not hold the model (${describe(err)}); running on the CPU`;
+          model = await loadWith(0);
+        }
+      } else {
+        model = await loadWith(0);
+      }
+      const contextSize = contextSizeFor(model);
       const template = model.fileInfo.metadata.tokenizer?.chat_template;
       const chatWrapper = template ? nlc.resolveChatWrapper(model) : undefined;
-      const loaded: LoadedModel = { model, contextSize, chatWrapper, fingerprint, idle: [], busy: new Set() };
-      // Create the first context now so that load errors (memory) surface here, not in the first generation.
-      loaded.idle.push(await this.createContext(loaded));
+      const totalLayers = model.fileInsights.totalLayers ?? null;
+      const onGpu = selection.compute !== 'cpu' && model.gpuLayers > 0;
+      const hardware: ModelHardware = {
+        compute: onGpu ? selection.compute : 'cpu',
+        devices: onGpu ? selection.devices : [],
+        gpuLayers: model.gpuLayers,
+        totalLayers,
+        threads: 1,
+        threadsFrom: 'setting',
+        ...(fallbackReason ? { fallbackReason } : {}),
+      };
+      const { threads, from, measured } = await this.pickThreads(nlc, model, { modelPath, fingerprint }, hardware, selection.mathCores, options);
+      hardware.threads = threads;
+      hardware.threadsFrom = from;
+      if (measured) hardware.threadTokensPerSecond = measured;
+      report(base + weightsShare + (1 - base - weightsShare) * 0.8);
+      const loaded: LoadedModel = { model, contextSize, threads, hardware, chatWrapper, fingerprint, idle: [], busy: new Set() };
+      // The first context is created now so that memory errors surface here, not in the first generation; the one
+      // made while probing the GPU had a placeholder thread count.
+      if (firstContext) await firstContext.dispose();
+      const context = await this.createContext(loaded);
+      loaded.idle.push(context);
+      hardware.warmupMs = await this.warmUp(nlc, loaded, context);
+      if (onGpu) {
+        const vram = await llama.getVramState().catch(() => undefined);
+        if (vram && vram.total > 0) hardware.vram = { total: vram.total, used: vram.used };
+      }
       report(1);
       this.log(
-        `model ${entry.id} loaded in ${Date.now() - started} ms (context ${contextSize}, ${this.threads} thread(s), ` +
-          `${chatWrapper ? 'chat template' : 'plain-text prompt'})`,
+        `model ${entry.id} loaded in ${Date.now() - started} ms (context ${contextSize}, ` +
+          `${chatWrapper ? 'chat template' : 'plain-text prompt'}): ${describeHardware(hardware)}`,
       );
       return loaded;
     } catch (err) {
@@ -283,8 +348,82 @@ export class LlamaBackend implements ModelBackend {
     }
   }
 
+  /** The thread count: the setting when given, else the cached or freshly measured best for this model here. */
+  private async pickThreads(
+    nlc: NodeLlamaCpp,
+    model: LlamaModel,
+    file: { modelPath: string; fingerprint: string },
+    hardware: ModelHardware,
+    mathCores: number,
+    options: LoadOptions,
+  ): Promise<{ threads: number; from: ModelHardware['threadsFrom']; measured?: Record<string, number> }> {
+    const setting = this.options.threads ?? 'auto';
+    if (setting !== 'auto') return { threads: Math.max(1, Math.floor(setting)), from: 'setting' };
+    const { modelPath } = file;
+    const key = calibrationKey({
+      modelFile: modelPath,
+      fingerprint: file.fingerprint,
+      compute: hardware.compute,
+      devices: hardware.devices,
+      gpuLayers: hardware.gpuLayers,
+      mathCores,
+      engine: `node-llama-cpp`,
+    });
+    const known = this.calibrated.get(key) ?? this.calibrationCache?.get(key);
+    if (known) {
+      this.calibrated.set(key, known);
+      return { threads: known.threads, from: 'cache', measured: known.measured };
+    }
+    const started = Date.now();
+    const bias = neverEndBias(nlc, model);
+    const prompt = this.calibrationPrompt(model);
+    const choice = await chooseThreads(threadCandidates(mathCores), async (threads) => {
+      options.signal?.throwIfAborted();
+      return measureDecode(model, prompt, threads, bias);
+    });
+    this.calibrated.set(key, choice);
+    try {
+      this.calibrationCache?.set(key, choice);
+    } catch (err) {
+      this.log(`thread calibration not cached: ${describe(err)}`);
+    }
+    this.log(
+      `threads for ${path.basename(modelPath)}: ${choice.threads} (decode tokens/s by threads ` +
+        `${JSON.stringify(choice.measured)}, measured in ${Date.now() - started} ms)`,
+    );
+    return { threads: choice.threads, from: 'calibration', measured: choice.measured };
+  }
+
+  private calibrationPrompt(model: LlamaModel): Token[] {
+    const text = model.tokenize('The task runtime measures how fast this machine decodes.');
+    return model.tokens.bos !== null ? [model.tokens.bos, ...text] : text;
+  }
+
+  /**
+   * A short generation on the context tasks will use, so that one-time costs (GPU pipeline compilation: 1.6–7 s
+   * measured on an H200 with Vulkan) fall inside `loading` rather than into the first task's first token.
+   */
+  private async warmUp(nlc: NodeLlamaCpp, loaded: LoadedModel, context: LlamaContext): Promise<number> {
+    const started = performance.now();
+    const sequence = context.getSequence();
+    try {
+      let n = 0;
+      const evaluation = sequence.evaluate(this.calibrationPrompt(loaded.model), {
+        temperature: 0,
+        tokenBias: neverEndBias(nlc, loaded.model),
+      });
+      for await (const token of evaluation) {
+        void token;
+        if (++n >= 2) break;
+      }
+    } finally {
+      sequence.dispose();
+    }
+    return performance.now() - started;
+  }
+
   private createContext(loaded: LoadedModel): Promise<LlamaContext> {
-    return loaded.model.createContext({ contextSize: loaded.contextSize, threads: this.threads, sequences: 1 });
+    return loaded.model.createContext({ contextSize: loaded.contextSize, threads: loaded.threads, sequences: 1 });
   }
 
   private async acquireContext(loaded: LoadedModel): Promise<LlamaContext> {
@@ -425,6 +564,85 @@ export class LlamaBackend implements ModelBackend {
     const lastToken = tokens[tokens.length - 1]!;
     await sequence.eraseContextTokenRanges([{ start: tokens.length - 1, end: tokens.length }]);
     return { lastToken, contextTokens: tokens.length };
+  }
+}
+
+interface LlamaSelection {
+  llama: Llama;
+  /** 'cpu' or the GPU API of the loaded binary. */
+  compute: string;
+  devices: string[];
+  /** Cores useful for math (physical cores), the ceiling of the thread candidates. */
+  mathCores: number;
+  /** Why the CPU is used although a GPU was asked for (or looked for under 'auto'). */
+  fallbackReason?: string;
+}
+
+/**
+ * Loads the llama.cpp binary for `choice`: only prebuilt binaries (never compile, never download at run time);
+ * node-llama-cpp tests each one in a child process before using it. Any failure falls back to the CPU binary,
+ * with the reason kept for the model's status.
+ */
+async function selectLlama(nlc: NodeLlamaCpp, choice: GpuChoice): Promise<LlamaSelection> {
+  const common = { build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 } as const;
+  let fallbackReason: string | undefined;
+  if (choice !== 'off') {
+    try {
+      const llama = await nlc.getLlama({ ...common, gpu: choice });
+      if (llama.gpu !== false) {
+        const devices = await llama.getGpuDeviceNames().catch(() => [] as string[]);
+        return { llama, compute: llama.gpu, devices, mathCores: llama.cpuMathCores };
+      }
+      fallbackReason = await noGpuReason(nlc);
+      await llama.dispose().catch(() => undefined);
+    } catch (err) {
+      const why =
+        err instanceof Error && err.name === 'NoBinaryFoundError'
+          ? `no ${choice === 'auto' ? 'GPU' : choice} build of llama.cpp works on this machine`
+          : describe(err);
+      fallbackReason = `GPU "${choice}" is not usable here (${why}); running on the CPU`;
+    }
+  }
+  const llama = await nlc.getLlama({ ...common, gpu: false });
+  return { llama, compute: 'cpu', devices: [], mathCores: llama.cpuMathCores, ...(fallbackReason ? { fallbackReason } : {}) };
+}
+
+async function noGpuReason(nlc: NodeLlamaCpp): Promise<string> {
+  const detected = (await nlc.getLlamaGpuTypes('supported').catch(() => [])).filter((t) => t !== false);
+  return detected.length
+    ? `the ${detected.join('/')} build did not work on this machine; running on the CPU`
+    : 'no GPU found (no CUDA, Vulkan or Metal runtime on this machine); running on the CPU';
+}
+
+/**
+ * Decode tokens/s of `model` with `threads` threads: the prompt and one token untimed, then real generation steps
+ * (sampling included) until 300 ms and at least 4 tokens, or 32 tokens.
+ */
+async function measureDecode(
+  model: LlamaModel,
+  prompt: Token[],
+  threads: number,
+  tokenBias: InstanceType<NodeLlamaCpp['TokenBias']>,
+): Promise<number> {
+  const context = await model.createContext({ contextSize: Math.min(512, model.trainContextSize), threads, sequences: 1 });
+  try {
+    const sequence = context.getSequence();
+    let n = 0;
+    let t0 = 0;
+    for await (const token of sequence.evaluate(prompt, { temperature: 0, tokenBias })) {
+      void token;
+      n++;
+      if (n === 1) {
+        t0 = performance.now();
+        continue;
+      }
+      const elapsed = performance.now() - t0;
+      if ((n - 1 >= 4 && elapsed >= 300) || n - 1 >= 32) return ((n - 1) / elapsed) * 1000;
+    }
+    const elapsed = performance.now() - t0;
+    return n > 1 && elapsed > 0 ? ((n - 1) / elapsed) * 1000 : 0;
+  } finally {
+    await context.dispose();
   }
 }
 

@@ -49,7 +49,10 @@ export async function openLocalHost(options: {
     : { source: ensureDemoModel(modelsDir), demo: true };
   const backend = new LlamaBackend({
     models: [model],
-    threads: settings.threads > 0 ? settings.threads : undefined,
+    threads: settings.threads > 0 ? settings.threads : 'auto',
+    gpu: settings.gpu,
+    gpuLayers: settings.gpuLayers,
+    cacheDir: dataDir,
     modelsDir,
     log,
   });

@@ -1,4 +1,5 @@
 // TaskSource over the runtime this window owns. The editor sees every principal's tasks.
+import { describeHardware } from '../../runtime/backend';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import type { TaskRecord } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
@@ -121,7 +122,13 @@ export class LocalTaskSource implements TaskSource {
   }
 
   async listModels(): Promise<ModelSummary[]> {
-    return this.runtime.listModels().map((m) => ({ id: m.id, source: m.source, state: m.state, demo: m.demo }));
+    return this.runtime.listModels().map((m) => ({
+      id: m.id,
+      source: m.source,
+      state: m.state,
+      demo: m.demo,
+      ...(m.hardware ? { hardware: describeHardware(m.hardware) } : {}),
+    }));
   }
 
   dispose(): void {

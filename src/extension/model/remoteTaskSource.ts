@@ -196,6 +196,7 @@ export class RemoteTaskSource implements TaskSource {
       source: typeof m['source'] === 'string' ? m['source'] : String(m['id']),
       state: typeof m['state'] === 'string' ? m['state'] : 'unknown',
       demo: m['demo'] === true,
+      ...hardwareSummary(m['task_runtime']),
     }));
   }
 
@@ -366,4 +367,11 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done);
   });
+}
+
+/** The one-line hardware summary from a model object's vendor member, when it is there and well-formed. */
+function hardwareSummary(vendor: unknown): { hardware?: string } {
+  if (!isObject(vendor) || !isObject(vendor['hardware'])) return {};
+  const summary = vendor['hardware']['summary'];
+  return typeof summary === 'string' && summary.length <= 1000 ? { hardware: summary } : {};
 }

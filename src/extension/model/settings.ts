@@ -1,5 +1,6 @@
 // Reads and validates the extension's settings (pure: the caller passes a getter over the configuration).
 // Invalid values fall back to the default and are reported with a message naming the setting.
+import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
 import type { Localize } from './format';
 
@@ -8,8 +9,10 @@ export interface ExtensionSettings {
   port: number;
   /** Local .gguf path or model URI; '' = the generated demo model. */
   model: string;
-  /** 0 = the backend's default. */
+  /** 0 = measured at model load (auto). */
   threads: number;
+  gpu: GpuChoice;
+  gpuLayers: GpuLayersChoice;
   concurrency: number;
   maxQueued: number;
   defaultRestartPolicy: RestartPolicy;
@@ -26,6 +29,8 @@ export const SETTING_KEYS = {
   port: 'server.port',
   model: 'model',
   threads: 'threads',
+  gpu: 'gpu',
+  gpuLayers: 'gpuLayers',
   concurrency: 'concurrency',
   maxQueued: 'maxQueuedTasks',
   defaultRestartPolicy: 'defaultRestartPolicy',
@@ -40,7 +45,9 @@ export const SETTING_KEYS = {
 export const DEFAULT_SETTINGS: ExtensionSettings = {
   port: 0,
   model: '',
-  threads: 1,
+  threads: 0,
+  gpu: 'auto',
+  gpuLayers: 'auto',
   concurrency: 1,
   maxQueued: 1000,
   defaultRestartPolicy: 'fail',
@@ -57,6 +64,8 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'port',
   'model',
   'threads',
+  'gpu',
+  'gpuLayers',
   'concurrency',
   'maxQueued',
   'defaultTtlMinutes',
@@ -118,10 +127,25 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     if (typeof temperatureRaw === 'number' && temperatureRaw >= 0 && temperatureRaw <= 2) temperature = temperatureRaw;
     else p.push(t('Setting taskRuntime.{0} must be a number from 0 to 2; using the model default.', k.temperature));
   }
+  const gpuRaw = get(k.gpu);
+  let gpu = d.gpu;
+  if (gpuRaw !== undefined && gpuRaw !== null) {
+    if (isGpuChoice(gpuRaw)) gpu = gpuRaw;
+    else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.gpu, GPU_CHOICES.join(', '), d.gpu));
+  }
+  const layersRaw = get(k.gpuLayers);
+  let gpuLayers = d.gpuLayers;
+  if (layersRaw !== undefined && layersRaw !== null) {
+    const parsed = parseAutoOrInt(layersRaw, 0, MAX_GPU_LAYERS);
+    if (parsed !== undefined) gpuLayers = parsed;
+    else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.gpuLayers, 0, MAX_GPU_LAYERS, String(d.gpuLayers)));
+  }
   const settings: ExtensionSettings = {
     port: integer(get, k.port, 0, 65535, d.port, p, t),
     model,
     threads: integer(get, k.threads, 0, 256, d.threads, p, t),
+    gpu,
+    gpuLayers,
     concurrency: integer(get, k.concurrency, 1, 64, d.concurrency, p, t),
     maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
     defaultRestartPolicy,

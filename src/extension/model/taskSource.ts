@@ -63,6 +63,8 @@ export interface ModelSummary {
   source: string;
   state: string;
   demo: boolean;
+  /** What the loaded model runs on, in one line (GPU/CPU, layers, threads, fallback reason); absent before load. */
+  hardware?: string;
 }
 
 export interface EventStreamHandlers {

@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { Commands } from '../constants';
 import type { TaskService } from '../host/taskService';
 import { Disposable } from '../lifecycle';
+import type { TaskSource } from '../model/taskSource';
 import type { TaskTreeModel } from '../model/treeModel';
 
 const t = vscode.l10n.t;
@@ -10,15 +11,24 @@ const t = vscode.l10n.t;
 export class StatusBar extends Disposable {
   private readonly item = this._register(vscode.window.createStatusBarItem('taskRuntime.status', vscode.StatusBarAlignment.Left, 50));
 
+  /** Model lines for the tooltip (what each loaded model runs on), refreshed when tasks change. */
+  private modelLines: string[] = [];
+  private fetchingModels = false;
+  private modelsStale = false;
+
   constructor(
     private readonly service: TaskService,
     private readonly model: TaskTreeModel,
+    private readonly source?: () => TaskSource,
   ) {
     super();
     this.item.name = t('Task Runtime');
     this.item.command = Commands.showView;
     this._register(service.onDidChangeState(() => this.update()));
-    this._register(model.onDidChange(() => this.update()));
+    this._register(model.onDidChange(() => {
+      this.update();
+      this.refreshModels();
+    }));
     this.update();
     this.item.show();
   }
@@ -50,7 +60,31 @@ export class StatusBar extends Disposable {
         icon = '$(circle-slash)';
     }
     this.item.text = running > 0 ? `${icon} ${t('{0} running', running)}` : `${icon} ${t('Tasks')}`;
-    this.item.tooltip = `${t('Task Runtime')}: ${state}`;
+    this.item.tooltip = [`${t('Task Runtime')}: ${state}`, ...this.modelLines].join('\n');
     this.item.backgroundColor = role === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+  }
+
+  /** One request at a time; changes while one is out ask for one more afterwards. */
+  private refreshModels(): void {
+    if (!this.source || (this.service.role !== 'owner' && this.service.role !== 'client')) return;
+    if (this.fetchingModels) {
+      this.modelsStale = true;
+      return;
+    }
+    this.fetchingModels = true;
+    this.source()
+      .listModels()
+      .then((models) => {
+        this.modelLines = models.map((m) => `${m.id}: ${m.hardware ?? m.state}`);
+        this.update();
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        this.fetchingModels = false;
+        if (this.modelsStale) {
+          this.modelsStale = false;
+          this.refreshModels();
+        }
+      });
   }
 }

@@ -1,6 +1,6 @@
 // Formats runtime records in LMSP's wire vocabulary (ch.7 task object, Responses objects, models, discovery).
 import type { RuntimeLimits } from '../../runtime/api';
-import type { ModelInfo } from '../../runtime/backend';
+import { describeHardware, type ModelHardware, type ModelInfo } from '../../runtime/backend';
 import { toChatMessages } from '../../runtime/responses';
 import type { TaskRecord, TaskStatus } from '../../runtime/task';
 import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
@@ -104,6 +104,24 @@ export function toModelObject(model: ModelInfo): Record<string, unknown> {
     capabilities: { tools: false, vision: false, reasoning: false },
     owned_by: 'local',
     demo: model.demo,
+    // Vendor member: what the loaded model runs on (absent before the first load).
+    ...(model.hardware ? { task_runtime: { hardware: hardwareObject(model.hardware) } } : {}),
+  };
+}
+
+function hardwareObject(h: ModelHardware): Record<string, unknown> {
+  return {
+    compute: h.compute,
+    devices: h.devices,
+    gpu_layers: h.gpuLayers,
+    total_layers: h.totalLayers,
+    vram_bytes: h.vram ? { total: h.vram.total, used: h.vram.used } : null,
+    threads: h.threads,
+    threads_from: h.threadsFrom,
+    thread_tokens_per_second: h.threadTokensPerSecond ?? null,
+    fallback_reason: h.fallbackReason ?? null,
+    warmup_ms: h.warmupMs !== undefined ? Math.round(h.warmupMs) : null,
+    summary: describeHardware(h),
   };
 }
 

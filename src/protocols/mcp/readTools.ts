@@ -1,6 +1,7 @@
 // The read-only helper tools: get_task_text and list_models. They never create tasks.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRuntimeApi } from '../../runtime/api';
+import { describeHardware } from '../../runtime/backend';
 import type { TaskRecord } from '../../runtime/task';
 import { mcpStatus, responseText, statusMessage } from './taskView';
 
@@ -59,7 +60,7 @@ export function getTaskText(
 
 export function listModels(runtime: TaskRuntimeApi): CallToolResult {
   const models = runtime.listModels();
-  const lines = models.map((m) => `${m.id} (${m.state}${m.demo ? ', demo weights' : ''})`);
+  const lines = models.map((m) => `${m.id} (${m.state}${m.demo ? ', demo weights' : ''})${m.hardware ? `: ${describeHardware(m.hardware)}` : ''}`);
   return {
     content: [{ type: 'text', text: lines.length ? lines.join('\n') : 'No models configured.' }],
     structuredContent: { models },

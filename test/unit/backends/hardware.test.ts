@@ -1,0 +1,168 @@
+// Hardware choice: GPU fallback on a machine without one (the real binaries), thread calibration and its cache,
+// settings and CLI validation.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chooseThreads, parseAutoOrInt, threadCandidates, ThreadCalibrationCache } from '../../../src/backends/llama/hardware';
+import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
+import { writeTestModel } from '../../../src/backends/llama/testModel';
+import { parseArgs, UsageError } from '../../../src/cli/args';
+import { readSettings } from '../../../src/extension/model/settings';
+import type { ModelHardware } from '../../../src/runtime/backend';
+
+const t = (s: string, ...a: unknown[]) => s.replace(/\{(\d+)\}/g, (_, i: string) => String(a[Number(i)]));
+
+describe('thread candidates and choice', () => {
+  it('times powers of two, cores − 1 and cores', () => {
+    assert.deepEqual(threadCandidates(1), [1]);
+    assert.deepEqual(threadCandidates(2), [1, 2]);
+    assert.deepEqual(threadCandidates(4), [1, 2, 3, 4]);
+    assert.deepEqual(threadCandidates(16), [1, 2, 4, 8, 15, 16]);
+    assert.deepEqual(threadCandidates(0), [1]);
+  });
+
+  it('picks the fastest, measures the close ones twice and keeps their best', async () => {
+    const calls: number[] = [];
+    // 4 threads is unlucky the first time (a burst of load), fastest the second.
+    const speeds: Record<number, number[]> = { 1: [100], 2: [180], 4: [300, 420], 8: [150], 15: [390, 380], 16: [200] };
+    const choice = await chooseThreads(threadCandidates(16), async (n) => {
+      calls.push(n);
+      return speeds[n]!.shift()!;
+    });
+    assert.equal(choice.threads, 4);
+    assert.equal(choice.measured['4'], 420);
+    assert.equal(choice.measured['15'], 390);
+    // Round two only for candidates within 0.75× of the first round's best (390): 15, 4.
+    assert.deepEqual(calls, [1, 2, 4, 8, 15, 16, 15, 4]);
+  });
+
+  it('prefers more threads within 3 % (prompt processing scales further than decoding)', async () => {
+    const choice = await chooseThreads([1, 2, 4], async (n) => ({ 1: 500, 2: 495, 4: 300 })[n]!);
+    assert.equal(choice.threads, 2);
+  });
+
+  it('parses auto or an integer in range', () => {
+    assert.equal(parseAutoOrInt('auto', 1, 8), 'auto');
+    assert.equal(parseAutoOrInt('4', 1, 8), 4);
+    assert.equal(parseAutoOrInt(4, 1, 8), 4);
+    assert.equal(parseAutoOrInt('0', 1, 8), undefined);
+    assert.equal(parseAutoOrInt('9', 1, 8), undefined);
+    assert.equal(parseAutoOrInt('4.5', 1, 8), undefined);
+    assert.equal(parseAutoOrInt('-1', 0, 8), undefined);
+    assert.equal(parseAutoOrInt('max', 0, 8), undefined);
+  });
+
+  it('treats a damaged cache file as empty', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-cache-'));
+    const cache = new ThreadCalibrationCache(path.join(dir, 'c.json'));
+    fs.writeFileSync(cache.file, '{"version":1,"entries":{"k":{"threads":"lots"}}');
+    assert.equal(cache.get('k'), undefined);
+    cache.set('k', { threads: 3, measured: { '3': 10 } });
+    assert.equal(cache.get('k')?.threads, 3);
+    fs.writeFileSync(cache.file, '{"version":1,"entries":{"k":{"threads":0}}}');
+    assert.equal(cache.get('k'), undefined);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('LlamaBackend hardware (real binaries, this machine has no GPU)', () => {
+  let dir: string;
+  let modelPath: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-hw-'));
+    modelPath = path.join(dir, 'model.gguf');
+    writeTestModel(modelPath, { seed: 3 });
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  async function loadAndGenerate(options: Partial<ConstructorParameters<typeof LlamaBackend>[0]>): Promise<{ hw: ModelHardware; logs: string[]; tokens: number }> {
+    const logs: string[] = [];
+    const backend = new LlamaBackend({ models: [{ source: modelPath }], log: (m) => logs.push(m), ...options });
+    try {
+      const id = backend.resolveModel(undefined)!;
+      await backend.load(id);
+      const result = await backend.generate(
+        { model: id, messages: [{ role: 'user', content: 'hi' }], maxOutputTokens: 4, temperature: 0 },
+        { signal: new AbortController().signal, onText: () => undefined },
+      );
+      const hw = backend.listModels()[0]!.hardware;
+      assert.ok(hw, 'a loaded model reports its hardware');
+      return { hw, logs, tokens: result.outputTokens };
+    } finally {
+      await backend.dispose();
+    }
+  }
+
+  it('auto runs on the CPU, says why, and calibrates threads once per model file', async () => {
+    const cacheDir = path.join(dir, 'data');
+    const first = await loadAndGenerate({ cacheDir });
+    assert.equal(first.hw.compute, 'cpu');
+    assert.equal(first.hw.gpuLayers, 0);
+    assert.match(first.hw.fallbackReason ?? '', /CPU/);
+    assert.equal(first.hw.threadsFrom, 'calibration');
+    assert.ok(first.hw.threads >= 1 && first.hw.threads <= os.cpus().length);
+    const measured = first.hw.threadTokensPerSecond ?? {};
+    assert.ok('1' in measured && String(first.hw.threads) in measured, JSON.stringify(measured));
+    assert.equal(Math.max(...Object.values(measured)) * 0.97 <= measured[String(first.hw.threads)]!, true);
+    assert.ok(first.hw.warmupMs !== undefined && first.hw.warmupMs >= 0);
+    assert.ok(first.tokens >= 1);
+    assert.ok(first.logs.some((l) => /loaded in .*CPU, \d+ thread\(s\) \(calibration\)/.test(l)), first.logs.join('\n'));
+
+    const second = await loadAndGenerate({ cacheDir });
+    assert.equal(second.hw.threadsFrom, 'cache');
+    assert.equal(second.hw.threads, first.hw.threads);
+
+    // Other weights in the same file: measured again.
+    writeTestModel(modelPath, { seed: 4 });
+    const third = await loadAndGenerate({ cacheDir });
+    assert.equal(third.hw.threadsFrom, 'calibration');
+  });
+
+  it('a forced GPU API that is not here falls back to the CPU; the task still runs', async () => {
+    const { hw, tokens } = await loadAndGenerate({ gpu: 'vulkan', threads: 1 });
+    assert.equal(hw.compute, 'cpu');
+    assert.match(hw.fallbackReason ?? '', /vulkan/);
+    assert.equal(hw.threadsFrom, 'setting');
+    assert.equal(hw.threads, 1);
+    assert.ok(tokens >= 1);
+  });
+
+  it('gpu off reports no fallback (the CPU was asked for)', async () => {
+    const { hw } = await loadAndGenerate({ gpu: 'off', threads: 1, gpuLayers: 4 });
+    assert.equal(hw.compute, 'cpu');
+    assert.equal(hw.fallbackReason, undefined);
+    assert.equal(hw.gpuLayers, 0);
+  });
+});
+
+describe('hardware settings and flags', () => {
+  it('validates taskRuntime.gpu and taskRuntime.gpuLayers', () => {
+    const read = (values: Record<string, unknown>) => readSettings((k) => values[k], t);
+    const ok = read({ gpu: 'cuda', gpuLayers: 12, threads: 0 });
+    assert.deepEqual([ok.settings.gpu, ok.settings.gpuLayers, ok.settings.threads, ok.problems], ['cuda', 12, 0, []]);
+    assert.equal(read({ gpuLayers: '20' }).settings.gpuLayers, 20);
+    assert.equal(read({}).settings.gpu, 'auto');
+    assert.equal(read({}).settings.gpuLayers, 'auto');
+    const bad = read({ gpu: 'nvidia', gpuLayers: -1 });
+    assert.equal(bad.settings.gpu, 'auto');
+    assert.equal(bad.settings.gpuLayers, 'auto');
+    assert.equal(bad.problems.length, 2);
+    assert.match(bad.problems.join('\n'), /taskRuntime\.gpu must be one of auto, off, cuda, vulkan, metal/);
+    assert.match(bad.problems.join('\n'), /taskRuntime\.gpuLayers must be "auto" or a whole number/);
+  });
+
+  it('parses --gpu, --gpu-layers and --threads auto|N', () => {
+    const a = parseArgs(['serve', '--gpu', 'vulkan', '--gpu-layers', '8', '--threads', 'auto']);
+    assert.equal(a.command, 'serve');
+    if (a.command !== 'serve') return;
+    assert.deepEqual([a.gpu, a.gpuLayers, a.threads], ['vulkan', 8, 'auto']);
+    const b = parseArgs(['serve', '--threads=4', '--gpu-layers=auto', '--gpu=off']);
+    if (b.command !== 'serve') assert.fail('serve');
+    assert.deepEqual([b.gpu, b.gpuLayers, b.threads], ['off', 'auto', 4]);
+    assert.throws(() => parseArgs(['serve', '--gpu', 'nvidia']), (e: unknown) => e instanceof UsageError && /--gpu must be one of/.test(e.message));
+    assert.throws(() => parseArgs(['serve', '--threads', '0']), UsageError);
+    assert.throws(() => parseArgs(['serve', '--gpu-layers', 'many']), UsageError);
+  });
+});
