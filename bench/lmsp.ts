@@ -23,7 +23,7 @@ export interface LmspBenchOptions {
   followers?: number;
 }
 
-const TOKEN = 'bench-token-0123456789abcdef';
+export const TOKEN = 'bench-token-0123456789abcdef';
 const INSTRUCTIONS = 'You are a benchmark.';
 const PROMPT = 'Write a long story about a durable task runtime.';
 
@@ -66,14 +66,14 @@ async function readSse(url: string, onFrame: (f: Frame) => void): Promise<void> 
   }
 }
 
-async function postTask(ep: Endpoint, tokens: number, temperature: number): Promise<{ id: string; postedAt: number }> {
+async function postTask(ep: Endpoint, tokens: number, temperature: number, model = 'tiny'): Promise<{ id: string; postedAt: number }> {
   const postedAt = performance.now();
   const res = await fetch(`${ep.lmspUrl}/tasks`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
     body: JSON.stringify({
       type: 'response',
-      input: { model: 'tiny', instructions: INSTRUCTIONS, input: PROMPT, max_output_tokens: tokens, temperature },
+      input: { model, instructions: INSTRUCTIONS, input: PROMPT, max_output_tokens: tokens, temperature },
     }),
   });
   if (res.status !== 202) throw new Error(`POST /tasks: ${res.status} ${await res.text()}`);
@@ -81,8 +81,8 @@ async function postTask(ep: Endpoint, tokens: number, temperature: number): Prom
 }
 
 /** One task followed by one SSE client from the moment it is created. */
-async function streamOnce(ep: Endpoint, tokens: number, temperature: number) {
-  const { id, postedAt } = await postTask(ep, tokens, temperature);
+export async function streamOnce(ep: Endpoint, tokens: number, temperature: number, model = 'tiny') {
+  const { id, postedAt } = await postTask(ep, tokens, temperature, model);
   let firstDelta = 0;
   let lastDelta = 0;
   let outputTokens = 0;

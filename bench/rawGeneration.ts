@@ -14,6 +14,8 @@ export interface GenerationBenchOptions {
   modelPath: string;
   tokens: number;
   threads: number;
+  /** Offload every layer to this GPU build ('auto': the best that works here); default: CPU only. */
+  gpu?: 'auto' | 'cuda' | 'vulkan' | 'metal';
 }
 export interface GenerationBenchResult {
   tokensPerSecond: number;
@@ -25,9 +27,10 @@ const MESSAGES: ChatMessage[] = [{ role: 'user', content: 'Write a long story ab
 
 export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<GenerationBenchResult> {
   const nlc = await import('node-llama-cpp');
-  const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: nlc.LlamaLogLevel.error });
+  // maxThreads 0: the context's thread count is used as given (the backend does the same).
+  const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
   try {
-    const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: 0 });
+    const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
     const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: 1 });
     const sequence = context.getSequence();
     const bias = neverEndBias(nlc, model);

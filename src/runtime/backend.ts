@@ -82,16 +82,27 @@ export interface GenerateOptions {
   /** Called for every decoded piece of text, in order. `tokens` is the number of tokens the piece covers. */
   onText(text: string, tokens: number): void;
   /**
-   * Continue from this snapshot instead of starting over (only when `supportsSnapshots`). `continueText` is output
-   * that clients already received after the snapshot was taken: the backend feeds it to the model (without emitting
-   * it again) before generating further, so no delivered text is generated twice.
+   * Continue an output that clients already received part of (only when `supportsSnapshots`): the backend brings
+   * the model to "prompt + delivered text" — from the snapshot plus the text after it when the snapshot is usable,
+   * else by evaluating prompt + text again — and generates further without emitting the delivered text again.
    */
-  resumeFrom?: GenerationSnapshot & { continueText?: string };
+  resumeFrom?: ResumeFrom;
   /**
-   * Ask the backend to save its state into `dir` about every `everyMs`; it calls `onSnapshot` after each save,
-   * with text/outputTokens covering everything emitted through onText before the save.
+   * Ask the backend to save its state into `dir`, at most every `everyMs`, and only once evaluating again what the
+   * last save does not cover would take longer than `minReevalMs` (estimated from this generation's own prompt
+   * rate; 0 = on every `everyMs`). It calls `onSnapshot` after each save, with text/outputTokens covering
+   * everything emitted through onText before the save.
    */
-  snapshots?: { dir: string; everyMs: number; onSnapshot(snapshot: GenerationSnapshot): void };
+  snapshots?: { dir: string; everyMs: number; minReevalMs: number; onSnapshot(snapshot: GenerationSnapshot): void };
+}
+
+export interface ResumeFrom {
+  /** State saved by an earlier run, covering a prefix of `text`; absent (or unusable) → evaluate prompt + text. */
+  snapshot?: GenerationSnapshot;
+  /** All output text clients received. */
+  text: string;
+  /** Output tokens counted for that text. */
+  outputTokens: number;
 }
 
 export type FinishReason = 'stop' | 'max_output_tokens' | 'aborted';

@@ -18,13 +18,16 @@ export interface GenerationSettings {
   deltaFlushMs: number;
   snapshotDir: string;
   snapshotEveryMs: number;
+  /** Snapshots only once re-evaluating what the last one does not cover would take longer (see docs/runtime.md). */
+  snapshotMinReevalMs: number;
   log?: (msg: string) => void;
 }
 
 export interface ResumePoint {
-  snapshot: GenerationSnapshot;
-  /** Text delivered after the snapshot was taken. */
-  continueText: string;
+  /** The last snapshot, when there is one whose text is a prefix of `text`. */
+  snapshot?: GenerationSnapshot;
+  /** All text of the attempt delivered before the restart (durable in the event log). */
+  text: string;
   /** Output tokens delivered before the restart. */
   outputTokens: number;
   messageId: string;
@@ -118,7 +121,7 @@ export class GenerationRun {
     }
     const model = running.model;
 
-    let text = resumed ? resumed.snapshot.text + resumed.continueText : '';
+    let text = resumed ? resumed.text : '';
     let tokens = resumed?.outputTokens ?? 0;
     let pending = '';
     let lastFlush = 0;
@@ -177,7 +180,7 @@ export class GenerationRun {
         },
         {
           signal: this.abort.signal,
-          resumeFrom: resumed ? { ...resumed.snapshot, continueText: resumed.continueText } : undefined,
+          resumeFrom: resumed ? { snapshot: resumed.snapshot, text: resumed.text, outputTokens: resumed.outputTokens } : undefined,
           onText: (piece, n) => {
             text += piece;
             pending += piece;
@@ -190,6 +193,7 @@ export class GenerationRun {
             ? {
                 dir: snapDir,
                 everyMs: this.settings.snapshotEveryMs,
+                minReevalMs: this.settings.snapshotMinReevalMs,
                 // The snapshot and the text it covers are persisted in one batch.
                 onSnapshot: (s) => safeFlush(s),
               }

@@ -59,15 +59,16 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
     if (task.onRestart === 'resume' && backend.supportsSnapshots) {
       const snapshot = store.snapshotOf(task.id);
       const { text, messageId } = outputText(store, task);
-      // The snapshot covers a prefix of what clients received; the rest is fed back to the model on resume. Without
-      // a usable snapshot the attempt starts over like a retry (clients drop partial output on response.created).
-      if (snapshot && messageId && text.startsWith(snapshot.text)) {
+      // Everything clients received is in the event log: the attempt continues in the same output item, from the
+      // snapshot when it covers a prefix of that text, else from prompt + text evaluated again. Only a task that
+      // never opened its output item (nothing delivered) starts a new attempt.
+      if (messageId) {
         transitions.requeue(task, { statusMessage: 'resuming after restart' }, (t) => [
           { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
         ]);
         out.resumePoints.set(task.id, {
-          snapshot,
-          continueText: text.slice(snapshot.text.length),
+          ...(snapshot && text.startsWith(snapshot.text) ? { snapshot } : {}),
+          text,
           outputTokens: task.outputTokens,
           messageId,
         });

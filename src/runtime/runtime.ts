@@ -35,6 +35,8 @@ export interface RuntimeOptions {
   /** How often retention runs (default 60 s). */
   sweepIntervalMs?: number;
   snapshotEveryMs?: number;
+  /** Snapshot only when re-evaluating the uncovered context would take longer (default 1000 ms; 0 = always). */
+  snapshotMinReevalMs?: number;
   database?: DatabaseOptions;
 }
 
@@ -92,6 +94,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       maxConcurrentPerModel: this.limits.maxConcurrentTasks,
       deltaFlushMs: options.deltaFlushMs,
       snapshotEveryMs: options.snapshotEveryMs,
+      snapshotMinReevalMs: options.snapshotMinReevalMs,
       log: options.log,
     });
     this.queueOrder = store.maxQueueOrder();

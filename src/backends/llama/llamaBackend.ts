@@ -467,20 +467,33 @@ export class LlamaBackend implements ModelBackend {
     let inputTokens: number;
     let outputTokens = 0;
     let text = '';
+    /** Context tokens the last saved snapshot covers (a restored one counts). */
+    let covered = 0;
+    const prompt = this.promptTokens(loaded, request);
+    inputTokens = prompt.length;
     if (resumeFrom) {
-      const restored = await this.restore(loaded, sequence, resumeFrom);
-      // Text delivered after the snapshot is fed back, not generated again.
-      const delivered = resumeFrom.continueText ? model.tokenize(resumeFrom.continueText, false) : [];
-      input = [restored.lastToken, ...delivered];
-      inputTokens = restored.contextTokens - resumeFrom.outputTokens;
-      outputTokens = resumeFrom.outputTokens + delivered.length;
-      text = resumeFrom.text + (resumeFrom.continueText ?? '');
+      // Delivered text is fed back, never generated (or emitted) again.
+      outputTokens = resumeFrom.outputTokens;
+      text = resumeFrom.text;
+      const snapshot = resumeFrom.snapshot;
+      const restored = snapshot && resumeFrom.text.startsWith(snapshot.text) ? await this.tryRestore(loaded, sequence, snapshot) : undefined;
+      if (restored) {
+        const rest = resumeFrom.text.slice(snapshot!.text.length);
+        input = [restored.lastToken, ...(rest ? model.tokenize(rest, false) : [])];
+        covered = restored.contextTokens - 1;
+      } else {
+        // No usable snapshot: prompt + delivered text, evaluated again (the text is durable in the event log).
+        input = [...prompt, ...(resumeFrom.text ? model.tokenize(resumeFrom.text, false) : [])];
+      }
     } else {
-      input = this.promptTokens(loaded, request);
-      inputTokens = input.length;
+      input = prompt;
     }
-    if (inputTokens + (resumeFrom?.outputTokens ?? 0) >= loaded.contextSize) {
-      throw new Error(`prompt of ${inputTokens} tokens does not fit the context of ${loaded.contextSize} tokens`);
+    if (sequence.nextTokenIndex + input.length >= loaded.contextSize) {
+      throw new Error(
+        resumeFrom
+          ? `prompt and delivered text (${sequence.nextTokenIndex + input.length} tokens) do not fit the context of ${loaded.contextSize} tokens`
+          : `prompt of ${inputTokens} tokens does not fit the context of ${loaded.contextSize} tokens`,
+      );
     }
     const room = loaded.contextSize - sequence.nextTokenIndex - input.length;
     const requested = request.maxOutputTokens ?? Number.POSITIVE_INFINITY;
@@ -501,6 +514,10 @@ export class LlamaBackend implements ModelBackend {
       ? path.join(snapshots.dir, `${loaded.fingerprint}-${randomUUID()}.llstate`)
       : undefined;
     let lastSnapshot = Date.now();
+    // Evaluation speed of this generation's first batch (tokens/s): what re-evaluating on resume would cost.
+    const batchStarted = performance.now();
+    const batchTokens = input.length;
+    let reevalRate = 0;
 
     const evaluateOptions: SequenceEvaluateOptions = {
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
@@ -518,10 +535,18 @@ export class LlamaBackend implements ModelBackend {
     let finishReason: GenerateResult['finishReason'] = 'stop';
     // evaluate() ends by itself on an end-of-generation token (not yielded, not counted).
     for await (const token of sequence.evaluate(input, evaluateOptions)) {
+      if (!reevalRate) reevalRate = batchTokens / Math.max(1e-3, (performance.now() - batchStarted) / 1000);
       // Here every earlier token is evaluated into the sequence, this one is not: a consistent point to save.
-      if (snapshots && snapshotPath && stream.clean && Date.now() - lastSnapshot >= snapshots.everyMs) {
+      if (
+        snapshots &&
+        snapshotPath &&
+        stream.clean &&
+        Date.now() - lastSnapshot >= snapshots.everyMs &&
+        ((sequence.nextTokenIndex - covered) / reevalRate) * 1000 >= snapshots.minReevalMs
+      ) {
         await this.saveSnapshot(sequence, snapshotPath);
         lastSnapshot = Date.now();
+        covered = sequence.nextTokenIndex;
         snapshots.onSnapshot({ statePath: snapshotPath, text, outputTokens });
       }
       if (signal.aborted) {
@@ -550,20 +575,27 @@ export class LlamaBackend implements ModelBackend {
     await fs.promises.rename(tmp, statePath);
   }
 
-  private async restore(loaded: LoadedModel, sequence: LlamaContextSequence, snapshot: GenerationSnapshot) {
-    if (!path.basename(snapshot.statePath).startsWith(loaded.fingerprint + '-')) {
-      throw new Error('snapshot was taken with a different model file');
+  /** Restores a snapshot; undefined (sequence cleared, reason logged) when it cannot be used. */
+  private async tryRestore(loaded: LoadedModel, sequence: LlamaContextSequence, snapshot: GenerationSnapshot) {
+    try {
+      if (!path.basename(snapshot.statePath).startsWith(loaded.fingerprint + '-')) {
+        throw new Error('snapshot was taken with a different model file');
+      }
+      if (!fs.existsSync(snapshot.statePath)) throw new Error('snapshot state file is missing');
+      await sequence.loadStateFromFile(snapshot.statePath, { acceptRisk: true });
+      const tokens = sequence.contextTokens;
+      if (tokens.length === 0 || tokens.length <= snapshot.outputTokens) {
+        throw new Error('snapshot state does not match its token count');
+      }
+      // Logits are not part of the saved state: drop the last token and evaluate it again to sample the next one.
+      const lastToken = tokens[tokens.length - 1]!;
+      await sequence.eraseContextTokenRanges([{ start: tokens.length - 1, end: tokens.length }]);
+      return { lastToken, contextTokens: tokens.length };
+    } catch (err) {
+      this.log(`resume: snapshot not used (${describe(err)}); evaluating prompt + delivered text again`);
+      await sequence.clearHistory();
+      return undefined;
     }
-    if (!fs.existsSync(snapshot.statePath)) throw new Error('snapshot state file is missing');
-    await sequence.loadStateFromFile(snapshot.statePath, { acceptRisk: true });
-    const tokens = sequence.contextTokens;
-    if (tokens.length === 0 || tokens.length <= snapshot.outputTokens) {
-      throw new Error('snapshot state does not match its token count');
-    }
-    // Logits are not part of the saved state: drop the last token and evaluate it again to sample the next one.
-    const lastToken = tokens[tokens.length - 1]!;
-    await sequence.eraseContextTokenRanges([{ start: tokens.length - 1, end: tokens.length }]);
-    return { lastToken, contextTokens: tokens.length };
   }
 }
 
