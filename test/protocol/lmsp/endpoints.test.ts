@@ -54,6 +54,21 @@ describe('LMSP endpoints', () => {
     assertProblem(r, 404, 'model_not_found');
   });
 
+  it('reports what a loaded model runs on in the vendor member (a CPU here, with the reason and the threads)', async () => {
+    const task = await createTask(server, { model: server.model, input: 'hello', max_output_tokens: 2 });
+    await waitForStatus(server, task.id, ['succeeded', 'failed']);
+    const r = await call(server, 'GET', `/models/${encodeURIComponent(server.model)}`);
+    assert.equal(r.json.state, 'loaded');
+    const hw = r.json.task_runtime?.hardware;
+    assert.ok(hw, JSON.stringify(r.json));
+    assert.equal(hw.compute, 'cpu');
+    assert.equal(hw.gpu_layers, 0);
+    assert.match(hw.fallback_reason, /CPU/);
+    assert.ok(Number.isInteger(hw.threads) && hw.threads >= 1);
+    assert.ok(['calibration', 'cache', 'setting'].includes(hw.threads_from));
+    assert.match(hw.summary, /CPU, \d+ thread/);
+  });
+
   it('creates a task (202, ch.7 shape), reads it, and it succeeds', async () => {
     const r = await call(server, 'POST', '/tasks', {
       body: { type: 'response', input: { model: server.model, input: 'hello', max_output_tokens: 4 } },
