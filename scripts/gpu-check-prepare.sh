@@ -21,10 +21,11 @@ unzip -q "$work/ext.vsix" 'extension/node_modules/*' -d "$work/vsix"
 tar -C "$work/vsix/extension" --exclude='node_modules/@node-llama-cpp/linux-x64' -cJf "$out/node_modules.tar.xz" node_modules
 
 # Vulkan loader + GL dispatch (into libs/), X client libraries (into xlibs/, so they never shadow the system's).
-(cd "$work" && apt-get download libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 \
+(cd "$work" && chmod 777 . && apt-get download libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 \
   libx11-6 libxext6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 >/dev/null)
 for deb in "$work"/*.deb; do
   dir="$work/x/$(basename "$deb" .deb)"
+  mkdir -p "$dir"
   dpkg -x "$deb" "$dir"
   case "$(basename "$deb")" in
     libx*|libbsd*|libmd*) dest="$out/xlibs" ;;
