@@ -3,7 +3,7 @@
 // object, so tests and other extensions can run them without UI.
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { RESTART_POLICIES, TERMINAL_STATUSES, type TaskStatus } from '../runtime/task';
+import { CANCELLABLE_STATUSES, RESTART_POLICIES, TERMINAL_STATUSES, type TaskStatus } from '../runtime/task';
 import { CONFIG_SECTION, Commands, VIEW_CONTAINER_ID } from './constants';
 import type { TaskService } from './host/taskService';
 import { Disposable } from './lifecycle';
@@ -30,7 +30,8 @@ export const createTaskArgsSchema = z.strictObject({
 });
 export type CreateTaskArgs = z.infer<typeof createTaskArgsSchema>;
 
-const ACTIVE: readonly TaskStatus[] = ['queued', 'loading', 'running', 'input_required'];
+/** Finished without success: what Retry offers. */
+const RETRYABLE_STATUSES: readonly TaskStatus[] = TERMINAL_STATUSES.filter((s) => s !== 'succeeded');
 
 export interface CommandDeps {
   service: TaskService;
@@ -165,7 +166,7 @@ export class CommandRegistry extends Disposable {
   }
 
   async cancelTask(arg?: unknown): Promise<string | undefined> {
-    const id = await this.taskIdFrom(arg, ACTIVE, t('Cancel which task?'));
+    const id = await this.taskIdFrom(arg, CANCELLABLE_STATUSES, t('Cancel which task?'));
     if (!id) return undefined;
     const task = await this.d.source.cancel(id);
     return task.status;
@@ -200,7 +201,7 @@ export class CommandRegistry extends Disposable {
   }
 
   async retryTask(arg?: unknown): Promise<string | undefined> {
-    const id = await this.taskIdFrom(arg, ['failed', 'cancelled'], t('Retry which task?'));
+    const id = await this.taskIdFrom(arg, RETRYABLE_STATUSES, t('Retry which task?'));
     if (!id) return undefined;
     const old = await this.d.source.get(id);
     if (!old) throw new Error(t('Task {0} was not found.', id));

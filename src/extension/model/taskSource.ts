@@ -1,6 +1,6 @@
 // What the editor UI needs from the tasks, whether this window owns the store (local) or talks to the owner's
 // LMSP endpoint (remote). Pure: no vscode.
-import type { Problem, RestartPolicy, TaskOrigin, TaskStatus, Usage } from '../../runtime/task';
+import { TASK_STATUSES, type Problem, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 
 /** A task as the editor shows it; both sources map their own shape onto it. */
@@ -90,17 +90,9 @@ export interface TaskSource extends IDisposable {
   onDidInvalidate?(listener: () => void): IDisposable;
 }
 
+/** A zero for every runtime status. */
 export function emptyCounts(): Record<TaskStatus, number> {
-  return {
-    queued: 0,
-    loading: 0,
-    running: 0,
-    input_required: 0,
-    cancelling: 0,
-    succeeded: 0,
-    failed: 0,
-    cancelled: 0,
-  };
+  return Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
 }
 
 /** The text output of a Responses object (concatenated output_text parts). */
