@@ -107,6 +107,7 @@ class TaskRuntimeExtension extends Disposable {
       getRole: () => this.service.role,
       whenReady: async () => {
         await this.service.source.ready();
+        await this.service.source.connected();
       },
       openEventPanels: () => this.panels.openTaskIds(),
       getTreeSnapshot: () => this.treeSnapshot(),

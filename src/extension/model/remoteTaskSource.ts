@@ -1,5 +1,7 @@
 // TaskSource over the owner window's LMSP endpoint, for a window that does not own the store. Node fetch, bearer
-// token; the live tree comes from the owner's `task_runtime/changes` SSE feed.
+// token; the live tree comes from the owner's `task_runtime/changes` SSE feed. That feed carries live changes only,
+// so every connect (the first one too) tells listeners to reload: a change made while the feed was not connected
+// (between the window's first list and the connect, or during a drop) is then not lost.
 import { CLIENT_FACING_CODES, RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
 import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
@@ -78,6 +80,8 @@ export class RemoteTaskSource implements TaskSource {
   private readonly changeListeners = new Set<(task: TaskInfo, deleted: boolean) => void>();
   private readonly invalidateListeners = new Set<() => void>();
   private changesAbort: AbortController | undefined;
+  private feedConnected = false;
+  private connectWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
   private readonly streams = new Set<AbortController>();
   private disposed = false;
 
@@ -280,15 +284,35 @@ export class RemoteTaskSource implements TaskSource {
         if (!this.changeListeners.size) {
           this.changesAbort?.abort();
           this.changesAbort = undefined;
+          this.feedConnected = false;
         }
       },
     };
   }
 
-  /** Fired when the feed reconnected and changes may have been missed: reload everything. */
+  /** Fired on every connect of the change feed (the first one too): changes may have been missed, reload everything. */
   onDidInvalidate(listener: () => void): IDisposable {
     this.invalidateListeners.add(listener);
     return { dispose: () => this.invalidateListeners.delete(listener) };
+  }
+
+  /**
+   * Resolves when the change feed is connected and invalidate listeners have been told to reload; at once while it
+   * is. The feed runs while there are change listeners (the first one starts it). Rejects if the source is disposed.
+   */
+  connected(): Promise<void> {
+    if (this.disposed) return Promise.reject(new Error('The task source was disposed.'));
+    if (this.feedConnected) return Promise.resolve();
+    return new Promise((resolve, reject) => this.connectWaiters.push({ resolve, reject }));
+  }
+
+  private setFeedConnected(abort: AbortController): void {
+    if (abort.signal.aborted) return;
+    this.feedConnected = true;
+    for (const l of this.invalidateListeners) l();
+    const waiters = this.connectWaiters;
+    this.connectWaiters = [];
+    for (const w of waiters) w.resolve();
   }
 
   private ensureChangesFeed(): void {
@@ -296,7 +320,6 @@ export class RemoteTaskSource implements TaskSource {
     const abort = new AbortController();
     this.changesAbort = abort;
     void (async () => {
-      let connectedBefore = false;
       while (!abort.signal.aborted) {
         try {
           const res = await fetch(`${this.base}/task_runtime/changes`, {
@@ -304,8 +327,9 @@ export class RemoteTaskSource implements TaskSource {
             signal: abort.signal,
           });
           if (!res.ok || !res.body) throw new Error(`changes feed answered ${res.status}`);
-          if (connectedBefore) for (const l of this.invalidateListeners) l();
-          connectedBefore = true;
+          // The owner subscribes in the same step as it sends the headers: from here on no change is missed. What
+          // changed before (since this window's first list, or during a drop) comes with the reload this triggers.
+          this.setFeedConnected(abort);
           const parser = new SseParser((m) => {
             if (m.event !== CHANGE_EVENT && m.event !== 'message') return;
             try {
@@ -326,6 +350,7 @@ export class RemoteTaskSource implements TaskSource {
           if (abort.signal.aborted) return;
           this.options.log?.(`changes feed dropped: ${String(e)}`);
         }
+        if (this.changesAbort === abort) this.feedConnected = false;
         await delay(RECONNECT_MS, abort.signal);
       }
     })();
@@ -335,6 +360,10 @@ export class RemoteTaskSource implements TaskSource {
     this.disposed = true;
     this.changesAbort?.abort();
     this.changesAbort = undefined;
+    this.feedConnected = false;
+    const waiters = this.connectWaiters;
+    this.connectWaiters = [];
+    for (const w of waiters) w.reject(new Error('The task source was disposed.'));
     for (const a of this.streams) a.abort();
     this.streams.clear();
     this.changeListeners.clear();

@@ -86,8 +86,13 @@ export interface TaskSource extends IDisposable {
   /** Every change of any visible task. */
   onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable;
   listModels(): Promise<ModelSummary[]>;
-  /** Fired when changes may have been missed (a feed reconnected): reload everything. */
+  /** Fired when changes may have been missed (a change feed connected or reconnected): reload everything. */
   onDidInvalidate?(listener: () => void): IDisposable;
+  /**
+   * Resolves once changes flow to onDidChangeTask listeners: at once for the local runtime; for the owner's endpoint,
+   * when its change feed is connected (and listeners were told to reload). Tests wait on this instead of sleeping.
+   */
+  connected(): Promise<void>;
 }
 
 /** A zero for every runtime status. */

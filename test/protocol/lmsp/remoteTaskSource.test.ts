@@ -31,7 +31,7 @@ async function until<T>(f: () => T | undefined | false, what: string, ms = 60_00
 test('create, follow the change feed, read the vendor fields and the prompt, count, delete', async () => {
   const changes: Array<{ task: TaskInfo; deleted: boolean }> = [];
   const sub = source.onDidChangeTask((task, deleted) => changes.push({ task, deleted }));
-  await new Promise((r) => setTimeout(r, 200)); // let the feed connect
+  await source.connected(); // the feed is up: no change below can be missed
   const created = await source.create({ prompt: 'remote window prompt', maxOutputTokens: 6, onRestart: 'retry' });
   assert.equal(created.status, 'queued');
   assert.equal(created.origin, 'lmsp');

@@ -45,6 +45,7 @@ for (const ending of ['closes', 'crashes'] as const) {
       // A task created in the attached window runs in the owner and reaches this window through the change feed.
       const seen: TaskInfo[] = [];
       const sub = second.source.onDidChangeTask((t) => seen.push(t));
+      await second.source.connected();
       const created = await second.source.create({ prompt: 'from the second window', maxOutputTokens: 6 });
       assert.equal(created.origin, 'lmsp');
       await waitFor(() => seen.some((t) => t.id === created.id && t.status === 'succeeded'), 'the change feed to reach the client');
