@@ -3,7 +3,7 @@
 // so every connect (the first one too) tells listeners to reload: a change made while the feed was not connected
 // (between the window's first list and the connect, or during a drop) is then not lost.
 import { CLIENT_FACING_CODES, RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
-import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskStatus, type Usage } from '../../runtime/task';
+import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 import { SseParser } from './sseParser';
 import {
@@ -25,6 +25,9 @@ export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 const CHANGE_EVENT = 'task_runtime:task.changed';
+/** The vendor member of LMSP objects and requests (see docs/lmsp.md). */
+const VENDOR_MEMBER = 'task_runtime';
+const EDITOR_ORIGIN: TaskOrigin = 'editor';
 const RECONNECT_MS = 1000;
 /** The LMSP list route's largest page. */
 const REMOTE_PAGE_MAX = 100;
@@ -33,6 +36,11 @@ export interface RemoteTaskSourceOptions {
   /** e.g. http://127.0.0.1:4567/lmsp/v1 */
   lmspUrl: string;
   token: string;
+  /**
+   * Mark created tasks as made in the editor (the `task_runtime.origin` vendor member of a task create request).
+   * The owner accepts it only from its editor token; other clients are refused with 403.
+   */
+  editorOrigin?: boolean;
   log?: (message: string) => void;
 }
 
@@ -180,6 +188,7 @@ export class RemoteTaskSource implements TaskSource {
       type: 'response',
       input,
       on_restart: request.onRestart ?? 'fail',
+      ...(this.options.editorOrigin ? { [VENDOR_MEMBER]: { origin: EDITOR_ORIGIN } } : {}),
     });
     return taskInfoFromLmsp(body);
   }
