@@ -30,10 +30,11 @@ export async function runIntegration() {
   const report = join(artifacts, 'report.txt');
   const consoleLog = join(artifacts, 'workbench-console.log');
   // The extension host inherits the server's environment: tell the suite where the user data is and where to
-  // write its report (the browser console mixes the host's output with the workbench's).
+  // write its report (the browser console mixes the host's output with the workbench's), and ask the extension for
+  // its test API (TASK_RUNTIME_TEST_API, src/extension/constants.ts).
   const server = await startCodeServer(profile, {
     logFile: join(artifacts, 'code-server.log'),
-    extraEnv: { TASK_RUNTIME_TEST_USER_DATA_DIR: profile.userDataDir, TASK_RUNTIME_TEST_REPORT: report },
+    extraEnv: { TASK_RUNTIME_TEST_USER_DATA_DIR: profile.userDataDir, TASK_RUNTIME_TEST_REPORT: report, TASK_RUNTIME_TEST_API: '1' },
   });
   const browser = await launchBrowser();
   try {

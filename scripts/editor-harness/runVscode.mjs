@@ -22,7 +22,7 @@ try {
     extensionDevelopmentPath: repoRoot,
     extensionTestsPath: join(repoRoot, 'out/test/integration/suite/index'),
     launchArgs: [join(root), '--user-data-dir', userDataDir, '--extensions-dir', join(root, 'extensions'), '--disable-workspace-trust', '--skip-welcome'],
-    extensionTestsEnv: { TASK_RUNTIME_TEST_USER_DATA_DIR: userDataDir, TASK_RUNTIME_TEST_REPORT: report },
+    extensionTestsEnv: { TASK_RUNTIME_TEST_USER_DATA_DIR: userDataDir, TASK_RUNTIME_TEST_REPORT: report, TASK_RUNTIME_TEST_API: '1' },
   }).then(
     () => 0,
     () => 1,

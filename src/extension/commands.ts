@@ -1,9 +1,10 @@
 // Every command of the extension. Commands acting on a task take a task id, a tree node or a TaskInfo as their
 // first argument and otherwise ask with a quick pick; commands that ask for input also accept it as an argument
-// object, so tests and other extensions can run them without UI.
+// object, so tests and other extensions can run them without UI. The destructive ones (Clear Finished, Regenerate
+// Token) take no arguments and always ask the user first.
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { RESTART_POLICIES, TERMINAL_STATUSES, type TaskStatus } from '../runtime/task';
+import { CANCELLABLE_STATUSES, RESTART_POLICIES, TERMINAL_STATUSES, type TaskStatus } from '../runtime/task';
 import { CONFIG_SECTION, Commands, VIEW_CONTAINER_ID } from './constants';
 import type { TaskService } from './host/taskService';
 import { Disposable } from './lifecycle';
@@ -30,7 +31,8 @@ export const createTaskArgsSchema = z.strictObject({
 });
 export type CreateTaskArgs = z.infer<typeof createTaskArgsSchema>;
 
-const ACTIVE: readonly TaskStatus[] = ['queued', 'loading', 'running', 'input_required'];
+/** Finished without success: what Retry offers. */
+const RETRYABLE_STATUSES: readonly TaskStatus[] = TERMINAL_STATUSES.filter((s) => s !== 'succeeded');
 
 export interface CommandDeps {
   service: TaskService;
@@ -41,6 +43,8 @@ export interface CommandDeps {
   tokens: TokenStore;
   log: vscode.LogOutputChannel;
   settings: () => ExtensionSettings;
+  /** Asks a modal yes/no question with one action button; true when the user chose the action. */
+  confirm: (message: string, action: string) => Promise<boolean>;
 }
 
 export class CommandRegistry extends Disposable {
@@ -68,13 +72,13 @@ export class CommandRegistry extends Disposable {
     reg(Commands.openEvents, (arg?: unknown) => this.openEvents(arg));
     reg(Commands.retryTask, (arg?: unknown) => this.retryTask(arg));
     reg(Commands.deleteTask, (arg?: unknown) => this.deleteTask(arg));
-    reg(Commands.clearFinished, (arg?: unknown) => this.clearFinished(arg));
+    reg(Commands.clearFinished, () => this.clearFinished());
     reg(Commands.copyTaskId, (arg?: unknown) => this.copyTaskId(arg));
     reg(Commands.selectModel, (arg?: unknown) => this.selectModel(arg));
     reg(Commands.downloadModel, (arg?: unknown) => this.downloadModel(arg));
     reg(Commands.copyMcpConfig, () => this.copyMcpConfig());
     reg(Commands.copyLmspEndpoint, () => this.copyLmspEndpoint());
-    reg(Commands.regenerateToken, (arg?: unknown) => this.regenerateToken(arg));
+    reg(Commands.regenerateToken, () => this.regenerateToken());
     reg(Commands.restartServer, () => d.service.restart());
     reg(Commands.showLog, () => d.log.show());
     reg(Commands.refresh, () => d.tree.refresh());
@@ -165,7 +169,7 @@ export class CommandRegistry extends Disposable {
   }
 
   async cancelTask(arg?: unknown): Promise<string | undefined> {
-    const id = await this.taskIdFrom(arg, ACTIVE, t('Cancel which task?'));
+    const id = await this.taskIdFrom(arg, CANCELLABLE_STATUSES, t('Cancel which task?'));
     if (!id) return undefined;
     const task = await this.d.source.cancel(id);
     return task.status;
@@ -200,7 +204,7 @@ export class CommandRegistry extends Disposable {
   }
 
   async retryTask(arg?: unknown): Promise<string | undefined> {
-    const id = await this.taskIdFrom(arg, ['failed', 'cancelled'], t('Retry which task?'));
+    const id = await this.taskIdFrom(arg, RETRYABLE_STATUSES, t('Retry which task?'));
     if (!id) return undefined;
     const old = await this.d.source.get(id);
     if (!old) throw new Error(t('Task {0} was not found.', id));
@@ -222,13 +226,9 @@ export class CommandRegistry extends Disposable {
     return id;
   }
 
-  async clearFinished(arg?: unknown): Promise<number> {
-    const skipConfirmation = !!arg && typeof arg === 'object' && (arg as { skipConfirmation?: unknown }).skipConfirmation === true;
-    if (!skipConfirmation) {
-      const yes = t('Delete');
-      const answer = await vscode.window.showWarningMessage(t('Delete every finished task (succeeded, failed, cancelled)?'), { modal: true }, yes);
-      if (answer !== yes) return 0;
-    }
+  /** Always asks first, whatever the caller passes: another extension cannot delete the user's tasks unasked. */
+  async clearFinished(): Promise<number> {
+    if (!(await this.d.confirm(t('Delete every finished task (succeeded, failed, cancelled)?'), t('Delete')))) return 0;
     let deleted = 0;
     for (;;) {
       const page = await this.d.source.list({ statuses: TERMINAL_STATUSES, limit: 100 });
@@ -363,17 +363,10 @@ export class CommandRegistry extends Disposable {
     return endpoint.lmspUrl;
   }
 
-  async regenerateToken(arg?: unknown): Promise<boolean> {
-    const skipConfirmation = !!arg && typeof arg === 'object' && (arg as { skipConfirmation?: unknown }).skipConfirmation === true;
-    if (!skipConfirmation) {
-      const yes = t('Regenerate');
-      const answer = await vscode.window.showWarningMessage(
-        t('Regenerate the access token? Clients using the old token (other agents, scripts) must be reconfigured.'),
-        { modal: true },
-        yes,
-      );
-      if (answer !== yes) return false;
-    }
+  /** Always asks first, whatever the caller passes: another extension cannot cut off the user's clients unasked. */
+  async regenerateToken(): Promise<boolean> {
+    const question = t('Regenerate the access token? Clients using the old token (other agents, scripts) must be reconfigured.');
+    if (!(await this.d.confirm(question, t('Regenerate')))) return false;
     await this.d.tokens.regenerate();
     await this.d.service.tokenChanged();
     return true;

@@ -47,3 +47,8 @@ export const ContextKeys = {
   hasTasks: 'taskRuntime.hasTasks',
 } as const;
 export const OUTPUT_CHANNEL_NAME = 'Task Runtime';
+/**
+ * Environment variable the editor test harness sets (to "1") in the extension host: only then does activate() return
+ * the test API (tree snapshot, open panels, scripted confirmations). Never set for users.
+ */
+export const TEST_API_ENV = 'TASK_RUNTIME_TEST_API';

@@ -2,13 +2,20 @@
 // definition provider, the status bar and settings. Activation stays fast: the store opens in the background and
 // node-llama-cpp loads only when a model is needed.
 import * as vscode from 'vscode';
+import {
+  exportedApi,
+  type ConfirmationStub,
+  type TaskRuntimeExtensionApi,
+  type TaskRuntimeTestApi,
+  type TaskRuntimeTestMembers,
+  type TreeItemSnapshot,
+} from './api';
 import { CommandRegistry } from './commands';
 import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME } from './constants';
 import { TaskService, type EndpointInfo } from './host/taskService';
 import { Disposable, toDisposable } from './lifecycle';
 import { McpServerProvider } from './mcpProvider';
 import { readSettings, restartNeeded, type ExtensionSettings } from './model/settings';
-import type { TaskSource } from './model/taskSource';
 import { TokenStore } from './tokenStore';
 import { CompletionNotifier } from './ui/completionNotifier';
 import { ResultDocumentProvider } from './ui/resultDocument';
@@ -16,28 +23,7 @@ import { StatusBar } from './ui/statusBar';
 import { TasksTreeProvider } from './views/tasksTreeProvider';
 import { EventsPanelManager } from './webview/eventsPanelManager';
 
-/** What activate() returns; integration tests use it. */
-export interface TaskRuntimeExtensionApi {
-  getEndpoint(): { url: string; lmspUrl: string; mcpUrl: string } | undefined;
-  getTaskSource(): TaskSource;
-  isOwner(): boolean;
-  /** 'starting' | 'owner' | 'client' | 'waiting' | 'stopped' | 'failed' */
-  getRole(): string;
-  /** Resolves once this window owns the store or is attached to the owner (rejects after a timeout). */
-  whenReady(): Promise<void>;
-  /** Task ids with an open events panel. */
-  openEventPanels(): string[];
-  /** What the Tasks view's data provider shows: groups with their (loaded) rows, as tree items. */
-  getTreeSnapshot(): Promise<TreeItemSnapshot[]>;
-}
-
-export interface TreeItemSnapshot {
-  id: string | undefined;
-  label: string;
-  description: string | undefined;
-  contextValue: string | undefined;
-  children: TreeItemSnapshot[];
-}
+export type { TaskRuntimeExtensionApi, TaskRuntimeTestApi } from './api';
 
 class TaskRuntimeExtension extends Disposable {
   readonly log: vscode.LogOutputChannel;
@@ -45,6 +31,8 @@ class TaskRuntimeExtension extends Disposable {
   readonly panels: EventsPanelManager;
   private readonly tree: TasksTreeProvider;
   private settings: ExtensionSettings;
+  /** Set only through the test API (see api.ts): scripted answers to modal confirmations. */
+  private confirmationStub: { answer: boolean; asked: string[] } | undefined;
 
   constructor(context: vscode.ExtensionContext) {
     super();
@@ -67,7 +55,17 @@ class TaskRuntimeExtension extends Disposable {
     this._register(new StatusBar(this.service, tree.model, () => this.service.source));
     this._register(new McpServerProvider(this.service, tokens));
     this._register(
-      new CommandRegistry({ service: this.service, source, tree, panels: this.panels, notifier, tokens, log: this.log, settings: () => this.settings }),
+      new CommandRegistry({
+        service: this.service,
+        source,
+        tree,
+        panels: this.panels,
+        notifier,
+        tokens,
+        log: this.log,
+        settings: () => this.settings,
+        confirm: (message, action) => this.confirm(message, action),
+      }),
     );
     this._register(tokens.onDidChange(() => void this.service.tokenChanged()));
     this._register(this.service.onDidChangeState(() => void vscode.commands.executeCommand('setContext', ContextKeys.role, this.service.role)));
@@ -96,8 +94,18 @@ class TaskRuntimeExtension extends Disposable {
     return settings;
   }
 
-  api(): TaskRuntimeExtensionApi {
-    return {
+  /** A modal warning with one action; true when the user chose it. */
+  private async confirm(message: string, action: string): Promise<boolean> {
+    const stub = this.confirmationStub;
+    if (stub) {
+      stub.asked.push(message);
+      return stub.answer;
+    }
+    return (await vscode.window.showWarningMessage(message, { modal: true }, action)) === action;
+  }
+
+  api(): TaskRuntimeExtensionApi | TaskRuntimeTestApi {
+    const publicApi: TaskRuntimeExtensionApi = {
       getEndpoint: () => {
         const e: EndpointInfo | undefined = this.service.endpoint;
         return e && { url: e.url, lmspUrl: e.lmspUrl, mcpUrl: e.mcpUrl };
@@ -107,9 +115,26 @@ class TaskRuntimeExtension extends Disposable {
       getRole: () => this.service.role,
       whenReady: async () => {
         await this.service.source.ready();
+        await this.service.source.connected();
       },
+    };
+    return exportedApi(publicApi, () => this.testMembers(), process.env);
+  }
+
+  private testMembers(): TaskRuntimeTestMembers {
+    return {
       openEventPanels: () => this.panels.openTaskIds(),
       getTreeSnapshot: () => this.treeSnapshot(),
+      stubConfirmations: (answer: boolean): ConfirmationStub => {
+        const stub = { answer, asked: [] as string[] };
+        this.confirmationStub = stub;
+        return {
+          asked: stub.asked,
+          dispose: () => {
+            if (this.confirmationStub === stub) this.confirmationStub = undefined;
+          },
+        };
+      },
     };
   }
 
@@ -128,7 +153,7 @@ class TaskRuntimeExtension extends Disposable {
 
 let current: TaskRuntimeExtension | undefined;
 
-export function activate(context: vscode.ExtensionContext): TaskRuntimeExtensionApi {
+export function activate(context: vscode.ExtensionContext): TaskRuntimeExtensionApi | TaskRuntimeTestApi {
   current = new TaskRuntimeExtension(context);
   context.subscriptions.push(current);
   return current.api();

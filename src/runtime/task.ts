@@ -119,3 +119,6 @@ export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
 export function allowedTransitions(from: TaskStatus): readonly TaskStatus[] {
   return TRANSITIONS[from];
 }
+
+/** Statuses a cancel request acts on: every unfinished one except `cancelling`, which is already stopping. */
+export const CANCELLABLE_STATUSES: readonly TaskStatus[] = TASK_STATUSES.filter((s) => !isTerminal(s) && s !== 'cancelling');

@@ -56,6 +56,10 @@ describe('Task Runtime in the editor (UI)', function () {
     const body = await frame.locator('body').innerText();
     assert.match(body, /succeeded/i);
     assert.ok(body.length > donePrompt.length, 'the panel shows more than the title');
+    // The first task of a fresh profile loads the model: one timeline entry for the load, not one per event kind.
+    const kinds = await frame.locator('#timeline-list li').evaluateAll((items) => items.map((li) => li.getAttribute('data-kind')));
+    assert.equal(kinds.filter((k) => k === 'loading').length <= 1, true, `timeline: ${kinds.join(', ')}`);
+    assert.equal(kinds.at(-1), 'succeeded', `timeline: ${kinds.join(', ')}`);
     await wb.screenshot('03-events-panel');
   });
 

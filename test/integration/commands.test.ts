@@ -48,7 +48,8 @@ describe('commands', () => {
   });
 
   it('openEvents opens the events panel for a task', async () => {
-    const source = (await activateExtension()).getTaskSource();
+    const api = await activateExtension();
+    const source = api.getTaskSource();
     const id = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'Events please', maxOutputTokens: 8 });
     await waitForStatus(source, id, ['succeeded']);
     await vscode.commands.executeCommand(Commands.openEvents, id);
@@ -58,7 +59,36 @@ describe('commands', () => {
         .find((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith(EVENTS_PANEL_VIEW_TYPE)),
     );
     assert.ok(tab.label.length > 0);
+    assert.deepEqual(api.openEventPanels(), [id]);
     await vscode.window.tabGroups.close(tab);
+    await waitFor('the panel to be gone', () => api.openEventPanels().length === 0);
+  });
+
+  it('Clear Finished and Regenerate Token always ask first, whatever arguments a caller passes', async () => {
+    const api = await activateExtension();
+    const source = api.getTaskSource();
+    const id = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'keep me', maxOutputTokens: 4 });
+    await waitForStatus(source, id, ['succeeded']);
+    // The user says no: nothing happens, even for a caller that asks to skip the question.
+    const no = api.stubConfirmations(false);
+    try {
+      assert.equal(await vscode.commands.executeCommand<number>(Commands.clearFinished, { skipConfirmation: true }), 0);
+      assert.equal(await vscode.commands.executeCommand<boolean>(Commands.regenerateToken, { skipConfirmation: true }), false);
+      assert.equal(no.asked.length, 2, `asked: ${JSON.stringify(no.asked)}`);
+      assert.equal((await source.get(id))?.status, 'succeeded', 'the finished task is still there');
+    } finally {
+      no.dispose();
+    }
+    // The user says yes: finished tasks are deleted.
+    const yes = api.stubConfirmations(true);
+    try {
+      const deleted = await vscode.commands.executeCommand<number>(Commands.clearFinished);
+      assert.ok(deleted >= 1, `deleted ${deleted}`);
+      assert.equal(yes.asked.length, 1);
+      assert.equal(await source.get(id), undefined);
+    } finally {
+      yes.dispose();
+    }
   });
 
   it('the task source lists what the commands created, newest first', async () => {

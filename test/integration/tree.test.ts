@@ -3,7 +3,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import { Commands } from '../../src/extension/constants';
-import type { TreeItemSnapshot } from '../../src/extension/extension';
+import type { TreeItemSnapshot } from '../../src/extension/api';
 import { activateExtension, waitFor, waitForStatus } from './support/extensionApi';
 
 function group(tree: TreeItemSnapshot[], id: string): TreeItemSnapshot | undefined {

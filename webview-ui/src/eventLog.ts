@@ -49,9 +49,18 @@ export function applyEvents(previous: PanelState, events: readonly WireEvent[]):
   return { state, gap: false, applied };
 }
 
+/**
+ * Adds a timeline entry. One phase is one entry: an entry of the same kind as the last one (the status event and
+ * the progress events of one model load, say) updates that entry's detail instead of adding a second line.
+ */
 function push(state: PanelState, entry: TimelineEntry): void {
   const last = state.timeline[state.timeline.length - 1];
-  if (last && last.kind === entry.kind && last.detail === entry.detail) return;
+  if (last && last.kind === entry.kind) {
+    if (entry.detail !== undefined && entry.detail !== last.detail) {
+      state.timeline[state.timeline.length - 1] = { ...last, detail: entry.detail };
+    }
+    return;
+  }
   state.timeline.push(entry);
 }
 
@@ -99,9 +108,12 @@ function applyOne(state: PanelState, e: WireEvent): void {
       if (status) push(state, { seq: e.seq, kind: status, detail: typeof task?.['status_message'] === 'string' ? (task['status_message'] as string) : undefined });
       break;
     }
-    case 'task_runtime:model.loading':
-      push(state, { seq: e.seq, kind: 'loading' });
+    case 'task_runtime:model.loading': {
+      const progress = e.data['progress'];
+      const detail = typeof progress === 'number' && Number.isFinite(progress) ? `${Math.round(Math.min(1, Math.max(0, progress)) * 100)}%` : undefined;
+      push(state, { seq: e.seq, kind: 'loading', detail });
       break;
+    }
     case 'error': {
       const err = e.data['error'] as Record<string, unknown> | undefined;
       if (err) state.problem = { code: String(err['code'] ?? 'error'), message: String(err['message'] ?? '') };

@@ -6,6 +6,7 @@ import '@vscode-elements/elements/dist/vscode-icon/index.js';
 import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
 import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
+import { CANCELLABLE_STATUSES, TERMINAL_STATUSES } from '../../src/runtime/task';
 import { applyEvents, applySnapshot, initialState, mergeTask } from './eventLog';
 import {
   PROTOCOL_VERSION,
@@ -14,6 +15,7 @@ import {
   type ActionMessage,
   type HostMessage,
   type PanelState,
+  type TaskViewStatus,
   type WebviewMessage,
   type WebviewStringKey,
 } from './protocol';
@@ -87,7 +89,7 @@ const timelineList = el('ol', { id: 'timeline-list', class: 'timeline' });
 timelineBox.append(timelineList);
 app.append(header, meta, actions, notice, problemBox, outputSection, usageSection, timelineBox);
 
-const ICONS: Record<string, string> = {
+const STATUS_ICONS: Record<TaskViewStatus, string> = {
   queued: 'clock',
   loading: 'loading',
   running: 'loading',
@@ -97,8 +99,13 @@ const ICONS: Record<string, string> = {
   failed: 'error',
   cancelled: 'circle-slash',
 };
-const ACTIVE = new Set(['queued', 'loading', 'running', 'input_required']);
-const FINISHED = new Set(['succeeded', 'failed', 'cancelled']);
+/** A status or timeline kind's icon; kinds that are not statuses (created, retry, …) get a dot. */
+function iconOf(kind: string): string {
+  return Object.hasOwn(STATUS_ICONS, kind) ? STATUS_ICONS[kind as TaskViewStatus] : 'circle-small';
+}
+// The status sets come from the runtime's own lists (a leaf module with no imports, bundled in).
+const ACTIVE: ReadonlySet<string> = new Set(CANCELLABLE_STATUSES);
+const FINISHED: ReadonlySet<string> = new Set(TERMINAL_STATUSES);
 
 function kindLabel(kind: string): string {
   const key = `kind.${kind}` as WebviewStringKey;
@@ -114,7 +121,7 @@ function render(): void {
   const status = task?.status ?? 'queued';
   title.textContent = task?.title || taskId;
   statusBadge.textContent = kindLabel(status);
-  statusIcon.setAttribute('name', ICONS[status] ?? 'circle-outline');
+  statusIcon.setAttribute('name', STATUS_ICONS[status] ?? 'circle-outline');
   if (status === 'running' || status === 'loading' || status === 'cancelling') statusIcon.setAttribute('spin', '');
   else statusIcon.removeAttribute('spin');
   body.dataset['status'] = status;
@@ -161,7 +168,7 @@ function render(): void {
   timelineList.replaceChildren(
     ...state.timeline.map((entry) => {
       const li = el('li', { 'data-kind': entry.kind, 'data-seq': String(entry.seq) });
-      li.append(el('vscode-icon', { name: ICONS[entry.kind] ?? 'circle-small' }), el('span', {}, kindLabel(entry.kind)));
+      li.append(el('vscode-icon', { name: iconOf(entry.kind) }), el('span', {}, kindLabel(entry.kind)));
       if (entry.detail) li.append(el('span', { class: 'detail' }, ` — ${entry.detail}`));
       return li;
     }),

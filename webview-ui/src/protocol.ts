@@ -1,8 +1,10 @@
-// The typed messages between the events panel host (src/extension) and its webview. Shared by both sides; no
-// imports, so each bundle takes only these types and the guards below.
+// The typed messages between the events panel host (src/extension) and its webview. Shared by both sides; the
+// only import is type-only (erased from both bundles), so each bundle takes only these types and the guards below.
+import type { TaskStatus } from '../../src/runtime/task';
 
 export const PROTOCOL_VERSION = 1;
 
+/** The runtime status as the panel receives it (spelled out: it is part of the message contract). */
 export type TaskViewStatus =
   | 'queued'
   | 'loading'
@@ -12,6 +14,11 @@ export type TaskViewStatus =
   | 'succeeded'
   | 'failed'
   | 'cancelled';
+
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;
+/** Compile-time check: this fails to type-check (`npm run typecheck`) when the runtime's statuses change. */
+export type TaskViewStatusMatchesRuntime = Assert<Same<TaskViewStatus, TaskStatus>>;
 
 export interface ProblemView {
   type: string;

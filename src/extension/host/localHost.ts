@@ -65,7 +65,13 @@ export async function openLocalHost(options: {
   }
   let endpoint: Endpoint;
   try {
-    endpoint = await startEndpoint(runtime, { port: settings.port, tokens: tokenMap(options.token), log });
+    endpoint = await startEndpoint(runtime, {
+      port: settings.port,
+      tokens: tokenMap(options.token),
+      // Other windows create tasks with the editor token; they may mark them as made in the editor.
+      lmsp: { editorPrincipals: [EDITOR_PRINCIPAL] },
+      log,
+    });
   } catch (e) {
     await runtime.close().catch(() => undefined);
     await backend.dispose().catch(() => undefined);

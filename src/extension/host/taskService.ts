@@ -166,7 +166,8 @@ export class TaskService extends Disposable {
   private attach(record: EndpointRecord, token: string): void {
     this.dropRemote();
     const lmspUrl = `${record.url}/lmsp/v1`;
-    this.remote = new RemoteTaskSource({ lmspUrl, token, log: this.options.log });
+    // Tasks made here are the editor's: the owner takes the origin claim from the editor token only.
+    this.remote = new RemoteTaskSource({ lmspUrl, token, editorOrigin: true, log: this.options.log });
     this._role = 'client';
     this._endpoint = { url: record.url, port: record.port, lmspUrl, mcpUrl: `${record.url}/mcp` };
     this.source.setSource(this.remote);

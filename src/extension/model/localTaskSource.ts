@@ -121,6 +121,11 @@ export class LocalTaskSource implements TaskSource {
     };
   }
 
+  /** The runtime is in this process: changes flow as soon as a listener is registered. */
+  connected(): Promise<void> {
+    return Promise.resolve();
+  }
+
   async listModels(): Promise<ModelSummary[]> {
     return this.runtime.listModels().map((m) => ({
       id: m.id,

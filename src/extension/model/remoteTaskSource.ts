@@ -1,7 +1,9 @@
 // TaskSource over the owner window's LMSP endpoint, for a window that does not own the store. Node fetch, bearer
-// token; the live tree comes from the owner's `task_runtime/changes` SSE feed.
+// token; the live tree comes from the owner's `task_runtime/changes` SSE feed. That feed carries live changes only,
+// so every connect (the first one too) tells listeners to reload: a change made while the feed was not connected
+// (between the window's first list and the connect, or during a drop) is then not lost.
 import { CLIENT_FACING_CODES, RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
-import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskStatus, type Usage } from '../../runtime/task';
+import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 import { SseParser } from './sseParser';
 import {
@@ -23,6 +25,9 @@ export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 const CHANGE_EVENT = 'task_runtime:task.changed';
+/** The vendor member of LMSP objects and requests (see docs/lmsp.md). */
+const VENDOR_MEMBER = 'task_runtime';
+const EDITOR_ORIGIN: TaskOrigin = 'editor';
 const RECONNECT_MS = 1000;
 /** The LMSP list route's largest page. */
 const REMOTE_PAGE_MAX = 100;
@@ -31,6 +36,11 @@ export interface RemoteTaskSourceOptions {
   /** e.g. http://127.0.0.1:4567/lmsp/v1 */
   lmspUrl: string;
   token: string;
+  /**
+   * Mark created tasks as made in the editor (the `task_runtime.origin` vendor member of a task create request).
+   * The owner accepts it only from its editor token; other clients are refused with 403.
+   */
+  editorOrigin?: boolean;
   log?: (message: string) => void;
 }
 
@@ -78,6 +88,8 @@ export class RemoteTaskSource implements TaskSource {
   private readonly changeListeners = new Set<(task: TaskInfo, deleted: boolean) => void>();
   private readonly invalidateListeners = new Set<() => void>();
   private changesAbort: AbortController | undefined;
+  private feedConnected = false;
+  private connectWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
   private readonly streams = new Set<AbortController>();
   private disposed = false;
 
@@ -176,6 +188,7 @@ export class RemoteTaskSource implements TaskSource {
       type: 'response',
       input,
       on_restart: request.onRestart ?? 'fail',
+      ...(this.options.editorOrigin ? { [VENDOR_MEMBER]: { origin: EDITOR_ORIGIN } } : {}),
     });
     return taskInfoFromLmsp(body);
   }
@@ -281,15 +294,35 @@ export class RemoteTaskSource implements TaskSource {
         if (!this.changeListeners.size) {
           this.changesAbort?.abort();
           this.changesAbort = undefined;
+          this.feedConnected = false;
         }
       },
     };
   }
 
-  /** Fired when the feed reconnected and changes may have been missed: reload everything. */
+  /** Fired on every connect of the change feed (the first one too): changes may have been missed, reload everything. */
   onDidInvalidate(listener: () => void): IDisposable {
     this.invalidateListeners.add(listener);
     return { dispose: () => this.invalidateListeners.delete(listener) };
+  }
+
+  /**
+   * Resolves when the change feed is connected and invalidate listeners have been told to reload; at once while it
+   * is. The feed runs while there are change listeners (the first one starts it). Rejects if the source is disposed.
+   */
+  connected(): Promise<void> {
+    if (this.disposed) return Promise.reject(new Error('The task source was disposed.'));
+    if (this.feedConnected) return Promise.resolve();
+    return new Promise((resolve, reject) => this.connectWaiters.push({ resolve, reject }));
+  }
+
+  private setFeedConnected(abort: AbortController): void {
+    if (abort.signal.aborted) return;
+    this.feedConnected = true;
+    for (const l of this.invalidateListeners) l();
+    const waiters = this.connectWaiters;
+    this.connectWaiters = [];
+    for (const w of waiters) w.resolve();
   }
 
   private ensureChangesFeed(): void {
@@ -297,7 +330,6 @@ export class RemoteTaskSource implements TaskSource {
     const abort = new AbortController();
     this.changesAbort = abort;
     void (async () => {
-      let connectedBefore = false;
       while (!abort.signal.aborted) {
         try {
           const res = await fetch(`${this.base}/task_runtime/changes`, {
@@ -305,8 +337,9 @@ export class RemoteTaskSource implements TaskSource {
             signal: abort.signal,
           });
           if (!res.ok || !res.body) throw new Error(`changes feed answered ${res.status}`);
-          if (connectedBefore) for (const l of this.invalidateListeners) l();
-          connectedBefore = true;
+          // The owner subscribes in the same step as it sends the headers: from here on no change is missed. What
+          // changed before (since this window's first list, or during a drop) comes with the reload this triggers.
+          this.setFeedConnected(abort);
           const parser = new SseParser((m) => {
             if (m.event !== CHANGE_EVENT && m.event !== 'message') return;
             try {
@@ -327,6 +360,7 @@ export class RemoteTaskSource implements TaskSource {
           if (abort.signal.aborted) return;
           this.options.log?.(`changes feed dropped: ${String(e)}`);
         }
+        if (this.changesAbort === abort) this.feedConnected = false;
         await delay(RECONNECT_MS, abort.signal);
       }
     })();
@@ -336,6 +370,10 @@ export class RemoteTaskSource implements TaskSource {
     this.disposed = true;
     this.changesAbort?.abort();
     this.changesAbort = undefined;
+    this.feedConnected = false;
+    const waiters = this.connectWaiters;
+    this.connectWaiters = [];
+    for (const w of waiters) w.reject(new Error('The task source was disposed.'));
     for (const a of this.streams) a.abort();
     this.streams.clear();
     this.changeListeners.clear();

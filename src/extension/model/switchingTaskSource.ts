@@ -111,6 +111,19 @@ export class SwitchingTaskSource implements TaskSource {
     return (await this.ready()).listModels();
   }
 
+  /** The current source's connected(); when the source is replaced meanwhile, the new one's. */
+  async connected(): Promise<void> {
+    for (;;) {
+      const source = await this.ready();
+      try {
+        await source.connected();
+        if (source === this.current) return;
+      } catch (e) {
+        if (source === this.current) throw e;
+      }
+    }
+  }
+
   subscribeEvents(id: string, afterSeq: number | undefined, handlers: EventStreamHandlers): IDisposable {
     const entry: StreamEntry = { id, lastSeq: afterSeq, handlers, inner: undefined, done: false };
     this.streams.add(entry);

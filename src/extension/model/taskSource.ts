@@ -1,6 +1,6 @@
 // What the editor UI needs from the tasks, whether this window owns the store (local) or talks to the owner's
 // LMSP endpoint (remote). Pure: no vscode.
-import type { Problem, RestartPolicy, TaskOrigin, TaskStatus, Usage } from '../../runtime/task';
+import { TASK_STATUSES, type Problem, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 
 /** A task as the editor shows it; both sources map their own shape onto it. */
@@ -88,21 +88,18 @@ export interface TaskSource extends IDisposable {
   /** Every change of any visible task. */
   onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable;
   listModels(): Promise<ModelSummary[]>;
-  /** Fired when changes may have been missed (a feed reconnected): reload everything. */
+  /** Fired when changes may have been missed (a change feed connected or reconnected): reload everything. */
   onDidInvalidate?(listener: () => void): IDisposable;
+  /**
+   * Resolves once changes flow to onDidChangeTask listeners: at once for the local runtime; for the owner's endpoint,
+   * when its change feed is connected (and listeners were told to reload). Tests wait on this instead of sleeping.
+   */
+  connected(): Promise<void>;
 }
 
+/** A zero for every runtime status. */
 export function emptyCounts(): Record<TaskStatus, number> {
-  return {
-    queued: 0,
-    loading: 0,
-    running: 0,
-    input_required: 0,
-    cancelling: 0,
-    succeeded: 0,
-    failed: 0,
-    cancelled: 0,
-  };
+  return Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
 }
 
 /** The text output of a Responses object (concatenated output_text parts). */

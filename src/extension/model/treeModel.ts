@@ -120,14 +120,17 @@ export class TaskTreeModel implements IDisposable {
 
   /** Re-reads counts and forgets loaded pages (they load again on expand). */
   async reload(): Promise<void> {
-    this.generation++;
+    const generation = ++this.generation;
     for (const g of this.groups.values()) {
       g.ids = undefined;
       g.nextCursor = null;
       g.loading = undefined;
     }
     this.nodes.clear();
-    this.counts = await this.source.counts();
+    const counts = await this.source.counts();
+    // Two reloads in flight (the source switched, then its feed connected): the later one's counts win.
+    if (generation !== this.generation) return;
+    this.counts = counts;
     this.syncGroupCounts();
     this.coalescer.add('root');
     for (const id of GROUP_IDS) this.coalescer.add(`group:${id}`);

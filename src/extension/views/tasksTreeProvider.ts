@@ -6,7 +6,7 @@ import { Commands, ContextKeys, TASKS_VIEW_ID, TASK_URI_SCHEME } from '../consta
 import { Disposable } from '../lifecycle';
 import { statusLabel, taskDescription, taskTitle, taskTooltipMarkdown } from '../model/format';
 import type { TaskSource } from '../model/taskSource';
-import { TaskTreeModel, groupOf as groupOfStatus, type GroupId, type TreeNode } from '../model/treeModel';
+import { GROUP_STATUSES, TaskTreeModel, groupOf as groupOfStatus, type GroupId, type TreeNode } from '../model/treeModel';
 
 const t = vscode.l10n.t;
 
@@ -93,7 +93,7 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
   }
 
   private tickActiveRows(): void {
-    const active = this.model.loadedTasks().filter((task) => ['loading', 'running', 'cancelling'].includes(task.status));
+    const active = this.model.loadedTasks().filter((task) => GROUP_STATUSES.running.includes(task.status));
     if (!active.length || !this.view.visible) return;
     const nodes = active.map((task) => this.model.getTaskNode(task.id)).filter((n): n is NonNullable<typeof n> => !!n);
     this._onDidChangeTreeData.fire(nodes);

@@ -4,6 +4,8 @@ import type { SseGate, SseWriter } from '../http/sse';
 
 export interface LmspDeps {
   runtime: TaskRuntimeApi;
+  /** Principals allowed to create tasks with origin "editor" (LmspDoorOptions.editorPrincipals). */
+  editorPrincipals: ReadonlySet<string>;
   maxBodyBytes: number;
   heartbeatMs: number;
   sseGate: SseGate;

@@ -39,6 +39,10 @@ export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
 ]); // ch.7
 
 export const VENDOR_PREFIX = 'task_runtime:';
+/** The vendor member of task objects (and of a task create body, where it may carry `origin`). */
+export const VENDOR_MEMBER = 'task_runtime';
+/** The one origin a create body may claim, and only with an editor principal's token. */
+export const EDITOR_ORIGIN = 'editor';
 export const EVENT_TASK_CHANGED = 'task_runtime:task.changed';
 
 export const HEADERS = {

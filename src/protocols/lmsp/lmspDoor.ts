@@ -13,6 +13,11 @@ import { cancelTask, createTask, deleteTask, getTask, listTasks, taskEvents } fr
 import { checkResponseId, checkTaskId } from './wire';
 
 export interface LmspDoorOptions {
+  /**
+   * Principals that may mark a created task as made in the editor (`task_runtime.origin: "editor"` in the create
+   * body): the editor's own token, used by its other windows. Nobody else may (403). Default: none.
+   */
+  editorPrincipals?: readonly string[];
   maxBodyBytes?: number;
   heartbeatMs?: number;
   maxSseStreams?: number;
@@ -33,6 +38,7 @@ interface Route {
 export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions = {}): LmspDoor {
   const deps: LmspDeps = {
     runtime,
+    editorPrincipals: new Set(options.editorPrincipals ?? []),
     maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
     heartbeatMs: options.heartbeatMs ?? DEFAULTS.heartbeatMs,
     sseGate: new SseGate(options.maxSseStreams ?? DEFAULTS.maxSseStreams),

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { RESTART_POLICIES, type ResponseRequest } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
-import { DEFAULTS, LMSP_TASK_STATUSES, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
+import { DEFAULTS, EDITOR_ORIGIN, LMSP_TASK_STATUSES, TASK_TYPE_RESPONSE, VENDOR_MEMBER, type LmspTaskStatus } from './lmspConstants';
 
 const text = z.string().max(1_000_000);
 
@@ -45,11 +45,12 @@ export const responseCreateSchema = z.strictObject({
 });
 export type ResponseCreateBody = z.infer<typeof responseCreateSchema>;
 
-/** Body of POST /lmsp/v1/tasks (ch.7 §7.1). */
+/** Body of POST /lmsp/v1/tasks (ch.7 §7.1), plus the vendor member (only the editor's token may send it). */
 export const taskCreateSchema = z.strictObject({
   type: z.literal(TASK_TYPE_RESPONSE),
   input: responseCreateSchema,
   on_restart: z.enum(RESTART_POLICIES).optional(),
+  [VENDOR_MEMBER]: z.strictObject({ origin: z.literal(EDITOR_ORIGIN) }).optional(),
 });
 export type TaskCreateBody = z.infer<typeof taskCreateSchema>;
 

@@ -5,7 +5,7 @@ import { readJsonBody } from '../http/body';
 import type { LmspDeps } from './deps';
 import { runtimeStatuses, toTaskObject } from './format';
 import { idempotencyOf } from './idempotency';
-import { HEADERS, IDEMPOTENCY_SCOPES, LMSP_PREFIX, OBJECTS, PATHS, QUERY } from './lmspConstants';
+import { HEADERS, IDEMPOTENCY_SCOPES, LMSP_PREFIX, OBJECTS, PATHS, QUERY, VENDOR_MEMBER } from './lmspConstants';
 import { lmspProblem, translate } from './problems';
 import { parseBody, parseLastEventId, parseListQuery, rejectUnsupported, taskCreateSchema, toRuntimeRequest } from './schemas';
 import { streamTaskEvents } from './streams';
@@ -21,10 +21,16 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
   if (!advertised) {
     throw lmspProblem('unsupported_capability', `on_restart "${onRestart}" is not supported by this server.`, { param: 'on_restart' });
   }
+  // The editor's other windows create tasks here on the user's behalf and say so; nobody else may.
+  const claimed = parsed[VENDOR_MEMBER]?.origin;
+  if (claimed && !deps.editorPrincipals.has(ctx.principal)) {
+    throw lmspProblem('forbidden', `Only the editor may create tasks with origin "${claimed}".`, { param: `${VENDOR_MEMBER}.origin` });
+  }
+  const origin = claimed ?? 'lmsp';
   // ch.7: the `stream` field of the wrapped request is ignored.
   const input = toRuntimeRequest(parsed.input);
   const result = translate(() =>
-    deps.runtime.createTask({ origin: 'lmsp', principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),
+    deps.runtime.createTask({ origin, principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),
   );
   const headers: Record<string, string> = { Location: `${LMSP_PREFIX}${PATHS.tasks}/${result.task.id}` };
   if (result.replayed) headers[HEADERS.idempotentReplayed] = 'true';

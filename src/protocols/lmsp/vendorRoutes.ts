@@ -1,6 +1,6 @@
 // Vendor routes for editor windows that mirror the task list of the window owning the store:
-//   GET /lmsp/v1/task_runtime/changes  every change of the caller's tasks (SSE, live only: a reconnecting client
-//                                      re-reads GET /tasks)
+//   GET /lmsp/v1/task_runtime/changes  every change of the caller's tasks (SSE, live only: a client re-reads
+//                                      GET /tasks on every connect, the first one included)
 //   GET /lmsp/v1/task_runtime/counts   the caller's task counts by runtime status
 import type { ServerResponse } from 'node:http';
 import type { RequestContext } from '../http/types';
@@ -12,6 +12,7 @@ import { acquireStreamSlot, openWriter } from './streams';
 
 export async function streamChanges(deps: LmspDeps, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const release = acquireStreamSlot(deps);
+  // Headers and the subscription in one synchronous step: once a client has the headers, no change is missed.
   const writer = openWriter(deps, res, ctx.signal, release);
   const subscription = deps.runtime.onTaskChange((task, deleted) => {
     if (task.principal !== ctx.principal) return;

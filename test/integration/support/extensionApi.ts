@@ -1,16 +1,18 @@
 // Access to the extension under test from inside the extension host, and bounded waits on real state.
 import * as vscode from 'vscode';
-import { EXTENSION_ID } from '../../../src/extension/constants';
-import type { TaskRuntimeExtensionApi } from '../../../src/extension/extension';
+import type { TaskRuntimeExtensionApi, TaskRuntimeTestApi } from '../../../src/extension/api';
+import { EXTENSION_ID, TEST_API_ENV } from '../../../src/extension/constants';
 import type { TaskInfo, TaskSource } from '../../../src/extension/model/taskSource';
 import type { TaskStatus } from '../../../src/runtime/task';
 
-export type { TaskRuntimeExtensionApi };
+export type { TaskRuntimeExtensionApi, TaskRuntimeTestApi };
 
-export async function activateExtension(): Promise<TaskRuntimeExtensionApi> {
-  const ext = vscode.extensions.getExtension<TaskRuntimeExtensionApi>(EXTENSION_ID);
+/** The extension's test API: the harness sets TEST_API_ENV in the extension host, so activate() returns it. */
+export async function activateExtension(): Promise<TaskRuntimeTestApi> {
+  const ext = vscode.extensions.getExtension<TaskRuntimeExtensionApi | TaskRuntimeTestApi>(EXTENSION_ID);
   if (!ext) throw new Error(`extension ${EXTENSION_ID} is not installed in this editor`);
   const api = await ext.activate();
+  if (!('getTreeSnapshot' in api)) throw new Error(`no test API: the harness must set ${TEST_API_ENV}=1 in the extension host`);
   // Activation returns at once; the store opens (and ownership is settled) in the background.
   await api.whenReady();
   return api;

@@ -69,6 +69,23 @@ describe('LMSP bad input', () => {
     assert.equal(r.json.param, 'stream');
   });
 
+  it('only the editor token may mark a task as made in the editor: 403 for clients, 400 for other values', async () => {
+    // This server (task-runtime serve) has no editor principal: alice's claim is refused, and nothing is created.
+    const claim = await call(server, 'POST', '/tasks', { body: { type: 'response', input: validInput(), task_runtime: { origin: 'editor' } } });
+    expectProblem(claim, 403, 'forbidden');
+    assert.equal(claim.json.param, 'task_runtime.origin');
+    const cases: Array<[unknown, string]> = [
+      [{ origin: 'mcp' }, 'task_runtime.origin'],
+      [{ origin: 'editor', title: 'x' }, 'task_runtime.title'],
+      ['editor', 'task_runtime'],
+    ];
+    for (const [vendor, param] of cases) {
+      const r = await call(server, 'POST', '/tasks', { body: { type: 'response', input: validInput(), task_runtime: vendor } });
+      expectProblem(r, 400, 'invalid_request');
+      assert.equal(r.json.param, param, JSON.stringify(vendor));
+    }
+  });
+
   it('oversized bodies are 413 payload_too_large', async () => {
     const big = JSON.stringify({ type: 'response', input: { ...validInput(), input: 'x'.repeat(5 * 1024 * 1024) } });
     expectProblem(await call(server, 'POST', '/tasks', { rawBody: big, headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');

@@ -31,10 +31,10 @@ async function until<T>(f: () => T | undefined | false, what: string, ms = 60_00
 test('create, follow the change feed, read the vendor fields and the prompt, count, delete', async () => {
   const changes: Array<{ task: TaskInfo; deleted: boolean }> = [];
   const sub = source.onDidChangeTask((task, deleted) => changes.push({ task, deleted }));
-  await new Promise((r) => setTimeout(r, 200)); // let the feed connect
+  await source.connected(); // the feed is up: no change below can be missed
   const created = await source.create({ prompt: 'remote window prompt', maxOutputTokens: 6, onRestart: 'retry' });
   assert.equal(created.status, 'queued');
-  assert.equal(created.origin, 'lmsp');
+  assert.equal(created.origin, 'lmsp', 'a plain LMSP client');
   assert.equal(created.title, 'remote window prompt');
   const done = await until(() => changes.find((c) => c.task.id === created.id && c.task.status === 'succeeded'), 'succeeded via the feed');
   assert.equal(done.task.outputTokens > 0, true);
@@ -49,6 +49,15 @@ test('create, follow the change feed, read the vendor fields and the prompt, cou
   await until(() => changes.find((c) => c.task.id === created.id && c.deleted), 'deletion via the feed');
   assert.equal(await source.get(created.id), undefined);
   sub.dispose();
+});
+
+test("an editor window's origin claim is refused by a server that has no editor principal", async () => {
+  const editorSource = new RemoteTaskSource({ lmspUrl: server.lmsp, token: server.tokenA, editorOrigin: true });
+  try {
+    await assert.rejects(editorSource.create({ prompt: 'claims the editor', maxOutputTokens: 2 }), /Only the editor/);
+  } finally {
+    editorSource.dispose();
+  }
 });
 
 test('events: replay from a sequence, then live, ending after the terminal event; cancel through the owner', async () => {

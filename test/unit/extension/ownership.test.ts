@@ -42,11 +42,13 @@ for (const ending of ['closes', 'crashes'] as const) {
       assert.equal(second.role, 'client', 'a second window never opens the store itself');
       await second.source.ready();
 
-      // A task created in the attached window runs in the owner and reaches this window through the change feed.
+      // A task created in the attached window runs in the owner and reaches this window through the change feed. It
+      // was made in the editor, and the owner stores it so (the editor token may say so; see docs/lmsp.md).
       const seen: TaskInfo[] = [];
       const sub = second.source.onDidChangeTask((t) => seen.push(t));
+      await second.source.connected();
       const created = await second.source.create({ prompt: 'from the second window', maxOutputTokens: 6 });
-      assert.equal(created.origin, 'lmsp');
+      assert.equal(created.origin, 'editor');
       await waitFor(() => seen.some((t) => t.id === created.id && t.status === 'succeeded'), 'the change feed to reach the client');
 
       // A long task runs in the owner when it goes away; this window takes over and recovery resolves it.
@@ -57,7 +59,9 @@ for (const ending of ['closes', 'crashes'] as const) {
       const recovered = await second.source.get(long.id);
       assert.equal(recovered?.status, 'failed');
       assert.equal(recovered?.error?.code, 'server_restarted');
-      assert.equal((await second.source.get(created.id))?.status, 'succeeded', 'finished work is still there');
+      const kept = await second.source.get(created.id);
+      assert.equal(kept?.status, 'succeeded', 'finished work is still there');
+      assert.equal(kept?.origin, 'editor', 'the stored origin, read from the store this window now owns');
       sub.dispose();
     } finally {
       owner.kill('SIGKILL');

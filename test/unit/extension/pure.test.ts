@@ -5,8 +5,9 @@ import { ChangeCoalescer, type Timers } from '../../../src/extension/model/coale
 import { formatDuration, plainLocalize, taskDescription, taskTitle, taskTooltipMarkdown } from '../../../src/extension/model/format';
 import { readSettings, restartNeeded, DEFAULT_SETTINGS } from '../../../src/extension/model/settings';
 import { SseParser, type SseMessage } from '../../../src/extension/model/sseParser';
-import { groupOf } from '../../../src/extension/model/treeModel';
-import type { TaskInfo } from '../../../src/extension/model/taskSource';
+import { GROUP_STATUSES, groupOf } from '../../../src/extension/model/treeModel';
+import { emptyCounts, type TaskInfo } from '../../../src/extension/model/taskSource';
+import { CANCELLABLE_STATUSES, TASK_STATUSES, TERMINAL_STATUSES, canTransition } from '../../../src/runtime/task';
 
 function fakeClock(): Timers & { advance(ms: number): void } {
   let now = 0;
@@ -136,5 +137,18 @@ describe('row text', () => {
     assert.ok(md.includes('\\*\\*bold\\*\\* \\<img\\>'));
     assert.equal(groupOf('cancelling'), 'running');
     assert.equal(groupOf('input_required'), 'needsInput');
+  });
+});
+
+describe('status lists come from the runtime', () => {
+  it('counts, cancellable statuses and tree groups cover exactly the runtime statuses', () => {
+    assert.deepEqual(Object.keys(emptyCounts()), [...TASK_STATUSES]);
+    // What Cancel offers: every unfinished status that is not already stopping; each can move towards cancelled.
+    assert.deepEqual(CANCELLABLE_STATUSES, ['queued', 'loading', 'running', 'input_required']);
+    for (const s of CANCELLABLE_STATUSES) assert.ok(canTransition(s, 'cancelled') || canTransition(s, 'cancelling'), s);
+    assert.ok(CANCELLABLE_STATUSES.every((s) => !TERMINAL_STATUSES.includes(s)));
+    // Each status sits in exactly one tree group.
+    const grouped = Object.values(GROUP_STATUSES).flat();
+    assert.deepEqual([...grouped].sort(), [...TASK_STATUSES].sort());
   });
 });

@@ -59,6 +59,22 @@ describe('webview event log', () => {
     assert.deepEqual(r.state.timeline.map((t) => t.kind), ['created', 'queued', 'retry']);
   });
 
+  it('shows one model load as one "loading" entry: the status event and the progress events merge', () => {
+    const r = applyEvents(initialState('task_1'), [
+      ev(0, 'response.created'),
+      ev(1, 'response.queued'),
+      ev(2, 'task_runtime:task.status', { task: { status: 'loading', status_message: 'loading model' } }),
+      ev(3, 'task_runtime:model.loading', { model: 'tiny', progress: 0 }),
+      ev(4, 'task_runtime:model.loading', { model: 'tiny', progress: 0.5 }),
+      ev(5, 'task_runtime:model.loading', { model: 'tiny', progress: 1 }),
+      ev(6, 'response.in_progress'),
+    ]);
+    assert.deepEqual(r.state.timeline.map((t) => t.kind), ['created', 'queued', 'loading', 'running']);
+    const loading = r.state.timeline.find((t) => t.kind === 'loading')!;
+    assert.equal(loading.seq, 2, 'the entry keeps the sequence where the phase began');
+    assert.equal(loading.detail, '100%', 'and shows the latest progress');
+  });
+
   it('records usage and problems from terminal events, ignoring unknown ones', () => {
     const r = applyEvents(initialState('task_1'), [
       ev(0, 'response.created'),

@@ -1,0 +1,57 @@
+// What activate() returns. Other extensions get the public API; the test API (the view's rows, open panels,
+// scripted answers to confirmations) is returned only when the editor test harness sets TEST_API_ENV. Pure: no vscode.
+import { TEST_API_ENV } from './constants';
+import type { IDisposable } from './lifecycle';
+import type { TaskSource } from './model/taskSource';
+
+export interface TaskRuntimeExtensionApi {
+  getEndpoint(): { url: string; lmspUrl: string; mcpUrl: string } | undefined;
+  getTaskSource(): TaskSource;
+  isOwner(): boolean;
+  /** 'starting' | 'owner' | 'client' | 'waiting' | 'stopped' | 'failed' */
+  getRole(): string;
+  /**
+   * Resolves once this window owns the store or is attached to the owner with its change feed connected (rejects
+   * after a timeout).
+   */
+  whenReady(): Promise<void>;
+}
+
+export interface TreeItemSnapshot {
+  id: string | undefined;
+  label: string;
+  description: string | undefined;
+  contextValue: string | undefined;
+  children: TreeItemSnapshot[];
+}
+
+/** Answers modal confirmations while it lives, and records what they asked. */
+export interface ConfirmationStub extends IDisposable {
+  readonly asked: readonly string[];
+}
+
+/** Only for the editor test harness: never returned to other extensions. */
+export interface TaskRuntimeTestMembers {
+  /** Task ids with an open events panel. */
+  openEventPanels(): string[];
+  /** What the Tasks view's data provider shows: groups with their (loaded) rows, as tree items. */
+  getTreeSnapshot(): Promise<TreeItemSnapshot[]>;
+  /** Modal confirmations (Clear Finished, Regenerate Token) answer `answer` instead of asking, until disposed. */
+  stubConfirmations(answer: boolean): ConfirmationStub;
+}
+
+export type TaskRuntimeTestApi = TaskRuntimeExtensionApi & TaskRuntimeTestMembers;
+
+/** True only when the harness asked for the test API (the variable set to exactly "1"). */
+export function testApiEnabled(env: Record<string, string | undefined>): boolean {
+  return env[TEST_API_ENV] === '1';
+}
+
+/** The public API, plus the test members when the environment asks for them. */
+export function exportedApi(
+  publicApi: TaskRuntimeExtensionApi,
+  testMembers: () => TaskRuntimeTestMembers,
+  env: Record<string, string | undefined>,
+): TaskRuntimeExtensionApi | TaskRuntimeTestApi {
+  return testApiEnabled(env) ? { ...publicApi, ...testMembers() } : publicApi;
+}
