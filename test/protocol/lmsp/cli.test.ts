@@ -16,7 +16,8 @@ describe('task-runtime CLI', () => {
     const cases: Array<[string[], RegExp]> = [
       [['serve', '--port', 'abc'], /--port must be an integer from 0 to 65535/],
       [['serve', '--port', '70000'], /--port must be an integer/],
-      [['serve', '--threads', '0'], /--threads must be an integer from 1/],
+      [['serve', '--threads', '0'], /--threads must be "auto" or an integer from 1/],
+      [['serve', '--gpu', 'cuda12'], /--gpu must be one of auto, off, cuda, vulkan, metal/],
       [['serve', '--bogus'], /Unknown option "--bogus"/],
       [['serve', '--data-dir'], /--data-dir needs a value/],
       [['serve', '--port', '1', '--port', '2'], /given more than once/],
