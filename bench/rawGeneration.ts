@@ -39,12 +39,11 @@ export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<
     const started = performance.now();
     let firstAt = 0;
     let n = 0;
-    let chars = 0;
     const last: number[] = [];
     for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, tokenBias: bias })) {
       if (n === 0) firstAt = performance.now();
       // Decode each token as a streaming consumer must (the backend does the same).
-      chars += model.detokenize([token], false, last as never).length;
+      model.detokenize([token], false, last as never);
       last.push(token);
       if (++n >= opts.tokens) break;
     }

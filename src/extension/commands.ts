@@ -10,7 +10,7 @@ import type { TaskService } from './host/taskService';
 import { Disposable } from './lifecycle';
 import { statusLabel, taskDescription, taskTitle } from './model/format';
 import { SETTING_KEYS, type ExtensionSettings } from './model/settings';
-import { responseText, type TaskInfo, type TaskSource } from './model/taskSource';
+import { responseText, type TaskSource } from './model/taskSource';
 import type { GroupId } from './model/treeModel';
 import type { TokenStore } from './tokenStore';
 import type { CompletionNotifier } from './ui/completionNotifier';

@@ -172,14 +172,15 @@ function send(port: number, bytes: Buffer, slowMs = 0): Promise<Answer | undefin
       }
       resolve({ status: Number(m[1]), headers, body: Buffer.from(body, 'latin1').toString('utf8') });
     });
-    socket.on('connect', async () => {
+    const dribble = async () => {
       if (!slowMs) return void socket.end(bytes);
       for (let i = 0; i < bytes.length && !socket.destroyed; i++) {
         socket.write(bytes.subarray(i, i + 1));
         await sleep(slowMs);
       }
       socket.end();
-    });
+    };
+    socket.on('connect', () => void dribble().catch(reject));
   });
 }
 

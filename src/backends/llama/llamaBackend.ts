@@ -417,7 +417,7 @@ export class LlamaBackend implements ModelBackend {
         if (++n >= 2) break;
       }
     } finally {
-      sequence.dispose();
+      await sequence.dispose().catch(() => undefined);
     }
     return performance.now() - started;
   }
@@ -434,7 +434,7 @@ export class LlamaBackend implements ModelBackend {
 
   private async releaseContext(loaded: LoadedModel, context: LlamaContext, sequence: LlamaContextSequence) {
     loaded.busy.delete(context);
-    sequence.dispose();
+    await sequence.dispose().catch(() => undefined);
     if (this.disposed || context.disposed || loaded.idle.length >= MAX_IDLE_CONTEXTS) {
       await context.dispose().catch(() => undefined);
     } else {
@@ -464,13 +464,12 @@ export class LlamaBackend implements ModelBackend {
     const { model } = loaded;
     const { signal, onText, snapshots, resumeFrom } = options;
     let input: Token[];
-    let inputTokens: number;
     let outputTokens = 0;
     let text = '';
     /** Context tokens the last saved snapshot covers (a restored one counts). */
     let covered = 0;
     const prompt = this.promptTokens(loaded, request);
-    inputTokens = prompt.length;
+    const inputTokens = prompt.length;
     if (resumeFrom) {
       // Delivered text is fed back, never generated (or emitted) again.
       outputTokens = resumeFrom.outputTokens;
