@@ -180,7 +180,7 @@ function send(port: number, bytes: Buffer, slowMs = 0): Promise<Answer | undefin
       }
       socket.end();
     };
-    socket.on('connect', () => void dribble().catch(reject));
+    socket.on('connect', () => void dribble().catch(() => socket.destroy()));
   });
 }
 
