@@ -7,6 +7,9 @@ import { isAllowedHost, isAllowedOrigin } from './hostOrigin';
 import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
 import type { DoorHandler } from './types';
 
+/** Why a request's signal aborts: its response closed (finished, or the client went away). */
+const RESPONSE_CLOSED = Object.assign(new Error('The response was closed.'), { name: 'AbortError' });
+
 export interface MountedDoor {
   /** Path prefix without a trailing slash, e.g. `/lmsp/v1`. */
   prefix: string;
@@ -111,7 +114,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     inFlight.add(requestAbort);
     res.on('close', () => {
       inFlight.delete(requestAbort);
-      requestAbort.abort();
+      // A shared reason: abort() without one builds a DOMException with a stack for every finished response
+      // (~8 % of busy CPU in a profile of 100 MCP pollers).
+      requestAbort.abort(RESPONSE_CLOSED);
     });
     try {
       await door.handler(req, res, { principal: auth.principal, url, signal: requestAbort.signal });
