@@ -9,6 +9,7 @@ import { startEndpoint } from '../protocols/endpoint';
 import type { RuntimeLimits } from '../runtime/api';
 import { RESTART_POLICIES } from '../runtime/task';
 import { TaskRuntime } from '../runtime/runtime';
+import { damageSummary } from '../runtime/store/database';
 import { UsageError, type ServeArgs } from './args';
 import { loadOrCreateTokens } from './tokenFile';
 
@@ -100,6 +101,8 @@ export async function serve(args: ServeArgs): Promise<void> {
     log,
   });
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
+  const damage = damageSummary(runtime.storeReport);
+  if (damage) log(`WARNING: ${damage}`);
   const endpoint = await startEndpoint(runtime, { port: args.port, tokens, log, lmsp: { heartbeatMs } }).catch(async (e) => {
     await runtime.close();
     throw e;

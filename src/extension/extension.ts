@@ -45,6 +45,17 @@ class TaskRuntimeExtension extends Disposable {
         settings: () => this.settings,
         token: () => tokens.get(),
         log: (m) => this.log.info(m),
+        onStoreDamage: ({ unrecoveredBatches }) => {
+          const show = vscode.l10n.t('Show Log');
+          const message =
+            unrecoveredBatches > 0
+              ? vscode.l10n.t(
+                  'Task Runtime: the task store was damaged and {0} recent changes could not be restored; some tasks or events may be missing. The damaged files were kept. Details are in the log.',
+                  unrecoveredBatches,
+                )
+              : vscode.l10n.t('Task Runtime: the task store was damaged; everything was restored. The damaged files were kept. Details are in the log.');
+          void vscode.window.showWarningMessage(message, show).then((choice) => choice === show && this.log.show());
+        },
       }),
     );
     const source = this.service.source;

@@ -8,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { call, createTask, removeDir, startServer, tempDataDir, waitForStatus, LONG_INPUT, type Server } from '../protocol/lmsp/harness';
 import { testModelPath } from '../fixtures/testModel';
+import { fileSizeLimitUnavailable, limitFileSize, mountTmpfs, requireFault, skipOutsideCi } from '../fixtures/fileFaults';
 import { quarantinedFiles, readEventStream, recordFigures, sleep } from './support';
 
 const figures = { faults: 0, requests: 0, status5xx: 0, undocumented5xx: 0, dataLost: 0, crashes: 0, notes: {} as Record<string, unknown> };
@@ -46,18 +47,14 @@ test.after(() => {
   });
 });
 
-test('disk full under a running server: 503 store problem, the task is failed when space returns, nothing lost', async (t) => {
-  const mount = tempDataDir();
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=40m', 'tmpfs', mount], { stdio: 'pipe' });
-  } catch (e) {
-    removeDir(mount);
-    t.skip(`cannot mount a size-limited tmpfs here: ${(e as Error).message.split('\n')[0]}`);
-    return;
-  }
-  const dataDir = path.join(mount, 'data');
-  fs.mkdirSync(dataDir);
-  const filler = path.join(mount, 'filler');
+interface DiskFault {
+  /** The errno journal writes fail with. */
+  code: string;
+  fill(server: Server): void;
+  free(): void;
+}
+
+async function diskFullRun(dataDir: string, fault: DiskFault): Promise<void> {
   let server = await startServer({ dataDir, env });
   try {
     const before = await finishedTask(server);
@@ -67,15 +64,8 @@ test('disk full under a running server: 503 store problem, the task is failed wh
     await stream.done;
 
     figures.faults++;
-    const fd = fs.openSync(filler, 'w');
-    try {
-      for (let i = 0; i < 10_000; i++) fs.writeSync(fd, Buffer.alloc(64 * 1024, 7));
-    } catch (e) {
-      assert.equal((e as NodeJS.ErrnoException).code, 'ENOSPC');
-    } finally {
-      fs.closeSync(fd);
-    }
-    await until(() => /journal write failed \(ENOSPC\)/.test(server.stderr()), 'a journal write to fail');
+    fault.fill(server);
+    await until(() => server.stderr().includes(`journal write failed (${fault.code})`), 'a journal write to fail');
     const refused = await req(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x' } } });
     assert.equal(refused.status, 503);
     assert.match(String(refused.headers['content-type']), /application\/problem\+json/);
@@ -85,7 +75,7 @@ test('disk full under a running server: 503 store problem, the task is failed wh
     assert.equal((await req(server, 'GET', `/tasks/${before.id}`)).status, 200, 'reads keep working');
     assert.equal((await req(server, 'GET', `/tasks/${long.id}`)).json.task_runtime.status, 'running', 'nothing could be written');
 
-    fs.rmSync(filler);
+    fault.free();
     await until(async () => (await req(server, 'GET', `/tasks/${long.id}`)).json.status === 'failed', 'the stopped task to be failed');
     const failed = (await req(server, 'GET', `/tasks/${long.id}`)).json;
     assert.equal(failed.error.code, 'store_unwritable');
@@ -101,12 +91,73 @@ test('disk full under a running server: 503 store problem, the task is failed wh
     }
     assert.deepEqual(quarantinedFiles(dataDir), []);
     figures.undocumented5xx += 0; // the 503s above are the documented store answer
-    figures.notes.diskFull = { refusedWith: `${refused.status} ${refused.json.code}`, stoppedTask: failed.error.code };
+    figures.notes[`diskFull${fault.code}`] = { refusedWith: `${refused.status} ${refused.json.code}`, stoppedTask: failed.error.code };
   } finally {
+    fault.free();
     await server.kill();
-    fs.rmSync(filler, { force: true });
+  }
+}
+
+// Where a fault cannot be produced: skipped with the reason, but under CI=true the test fails (fileFaults.ts).
+const mountProbe = tempDataDir();
+const mountError = mountTmpfs(mountProbe, '1m');
+if (!mountError) execFileSync('umount', ['-l', mountProbe]);
+removeDir(mountProbe);
+const rlimitError = fileSizeLimitUnavailable();
+
+test('disk full (ENOSPC, tmpfs) under a running server: 503 store problem, the task is failed when space returns, nothing lost', { skip: skipOutsideCi(mountError) }, async () => {
+  requireFault(mountError, 'mounting a size-limited tmpfs');
+  const mount = tempDataDir();
+  const error = mountTmpfs(mount, '40m');
+  if (error) assert.fail(error);
+  const dataDir = path.join(mount, 'data');
+  fs.mkdirSync(dataDir);
+  const filler = path.join(mount, 'filler');
+  try {
+    await diskFullRun(dataDir, {
+      code: 'ENOSPC',
+      fill() {
+        const fd = fs.openSync(filler, 'w');
+        try {
+          for (let i = 0; i < 10_000; i++) fs.writeSync(fd, Buffer.alloc(64 * 1024, 7));
+        } catch (e) {
+          assert.equal((e as NodeJS.ErrnoException).code, 'ENOSPC');
+        } finally {
+          fs.closeSync(fd);
+        }
+      },
+      free: () => fs.rmSync(filler, { force: true }),
+    });
+  } finally {
     execFileSync('umount', ['-l', mount]);
     removeDir(mount);
+  }
+});
+
+test('no file can grow (EFBIG, RLIMIT_FSIZE 0 on the server, no mount): same answers, nothing lost', { skip: skipOutsideCi(rlimitError) }, async () => {
+  requireFault(rlimitError, 'limiting the file size with prlimit');
+  const dataDir = tempDataDir();
+  let pid: number | undefined;
+  try {
+    await diskFullRun(dataDir, {
+      code: 'EFBIG',
+      fill(server) {
+        pid = server.proc.pid!;
+        limitFileSize(pid, 0);
+      },
+      free() {
+        if (pid !== undefined) {
+          try {
+            limitFileSize(pid, 'unlimited');
+          } catch {
+            // the server already exited
+          }
+        }
+        pid = undefined;
+      },
+    });
+  } finally {
+    removeDir(dataDir);
   }
 });
 
@@ -157,6 +208,7 @@ async function damagedRun(damage: Damage): Promise<{ lost: number; quarantined: 
       // Loss is only acceptable when it is said out loud: a file set aside and a log line naming it.
       assert.ok(quarantined.length > 0, `${damage}: ${lost} tasks missing and nothing quarantined`);
       assert.match(server.stderr(), /moved .* aside|is damaged|journal gap/, `${damage}: the loss is logged`);
+      assert.match(server.stderr(), /WARNING: The task store was damaged: \d+ acknowledged write batch(es)? could not be restored/, `${damage}: and said to the operator`);
     }
     if (damage.endsWith('checkpoint')) {
       assert.ok(quarantined.length > 0, 'the damaged checkpoint was set aside');

@@ -81,7 +81,15 @@ const MAX_IDLE_CONTEXTS = 2;
 let nodeLlamaCppPromise: Promise<NodeLlamaCpp> | undefined;
 /** node-llama-cpp is ESM-only and heavy: import it only when the first model loads. */
 function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
-  nodeLlamaCppPromise ??= import('node-llama-cpp');
+  if (!nodeLlamaCppPromise) {
+    // Node ignores SIGXFSZ, so a write past the file-size limit (ulimit -f, systemd LimitFSIZE) fails with EFBIG and
+    // the store refuses writes (store_unwritable). node-llama-cpp pulls in signal-exit (via proper-lockfile), which
+    // listens for SIGXFSZ and re-raises it when it is the only listener: measured here, once a model had run, the
+    // first journal write past the limit killed the process by SIGXFSZ instead. A listener of our own keeps Node's
+    // behaviour.
+    process.on('SIGXFSZ', () => {});
+    nodeLlamaCppPromise = import('node-llama-cpp');
+  }
   return nodeLlamaCppPromise;
 }
 

@@ -7,6 +7,7 @@ import { ensureDemoModel } from '../../backends/llama/testModel';
 import { startEndpoint, type Endpoint } from '../../protocols/endpoint';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
 import { TaskRuntime } from '../../runtime/runtime';
+import type { OpenReport } from '../../runtime/store/database';
 import { EDITOR_PRINCIPAL } from '../constants';
 import type { ExtensionSettings } from '../model/settings';
 import { removeEndpointRecord, writeEndpointRecord } from './endpointRecord';
@@ -15,6 +16,8 @@ export interface LocalHost {
   readonly runtime: TaskRuntimeApi;
   readonly endpoint: Endpoint;
   readonly backend: LlamaBackend;
+  /** What opening the store found (damage, quarantined files). */
+  readonly storeReport: OpenReport;
   setToken(token: string): void;
   close(): Promise<void>;
 }
@@ -57,8 +60,11 @@ export async function openLocalHost(options: {
     log,
   });
   let runtime: TaskRuntimeApi;
+  let storeReport: OpenReport;
   try {
-    runtime = await TaskRuntime.open({ dataDir, backend, limits: limitsFromSettings(settings), log });
+    const opened = await TaskRuntime.open({ dataDir, backend, limits: limitsFromSettings(settings), log });
+    runtime = opened;
+    storeReport = opened.storeReport;
   } catch (e) {
     await backend.dispose().catch(() => undefined);
     throw e;
@@ -83,6 +89,7 @@ export async function openLocalHost(options: {
     runtime,
     endpoint,
     backend,
+    storeReport,
     setToken: (token) => endpoint.setTokens(tokenMap(token)),
     close() {
       closing ??= (async () => {

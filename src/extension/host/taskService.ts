@@ -2,6 +2,7 @@
 // store; if another live window owns it, it attaches to that owner's LMSP endpoint and polls to take over when
 // the owner goes away (opening the store runs restart recovery). No vscode: the token comes from a callback.
 import { isRuntimeError } from '../../runtime/errors';
+import { damageSummary } from '../../runtime/store/database';
 import { Disposable, toDisposable, type IDisposable } from '../lifecycle';
 import { LocalTaskSource } from '../model/localTaskSource';
 import { RemoteTaskSource } from '../model/remoteTaskSource';
@@ -27,6 +28,11 @@ export interface TaskServiceOptions {
   log: (message: string) => void;
   /** How often a non-owner checks whether it can take over. */
   pollMs?: number;
+  /**
+   * Called once when this window opened a store whose journal was damaged (the user must hear about it; the log
+   * gets the details). `unrecoveredBatches`: acknowledged write batches that could not be restored.
+   */
+  onStoreDamage?: (damage: { unrecoveredBatches: number; summary: string }) => void;
 }
 
 export class TaskService extends Disposable {
@@ -118,6 +124,11 @@ export class TaskService extends Disposable {
         return;
       }
       this.becomeOwner(host);
+      const summary = damageSummary(host.storeReport);
+      if (summary) {
+        this.options.log(`WARNING: ${summary}`);
+        this.options.onStoreDamage?.({ unrecoveredBatches: host.storeReport.unrecoveredBatches, summary });
+      }
     } catch (e) {
       if (isRuntimeError(e, 'store_locked')) {
         this.options.log('another window owns the task store; attaching to its endpoint');

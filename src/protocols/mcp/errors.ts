@@ -5,6 +5,13 @@ import { isRuntimeError } from '../../runtime/errors';
 /** Implementation-defined server error (JSON-RPC reserves -32000..-32099): rate or concurrency limit hit. */
 export const TOO_MANY_TASKS = -32029;
 
+/**
+ * Implementation-defined server error: the task store cannot be written (disk full or not writable) and the request
+ * changed nothing. The LMSP door answers the same condition with 503 `unavailable` and Retry-After: 1.
+ */
+export const STORE_UNWRITABLE = -32010;
+export const STORE_RETRY_AFTER_MS = 1000;
+
 export function invalidParams(message: string, data?: unknown): McpError {
   return new McpError(ErrorCode.InvalidParams, message, data);
 }
@@ -39,6 +46,13 @@ export function toMcpError(e: unknown): McpError {
         return invalidParams(e.message, e.param ? { param: e.param, code: e.code } : { code: e.code });
       case 'queue_full':
         return tooManyTasks(`Server busy: ${e.message}`);
+      case 'store_unwritable':
+        // The runtime's message may carry an errno code; never a path. Said the way the LMSP door says it.
+        return new McpError(
+          STORE_UNWRITABLE,
+          'The server cannot write its task store (disk full or not writable); nothing was changed. Retry later.',
+          { code: 'store_unwritable', retryAfterMs: STORE_RETRY_AFTER_MS },
+        );
       default:
         return new McpError(ErrorCode.InternalError, `${e.code}: ${e.message}`);
     }

@@ -4,14 +4,34 @@
 // Files in the data directory:
 //   checkpoint-<seq>.sqlite   database image containing every batch up to <seq> (the newest two are kept)
 //   journal-<seq>.log         batches from <seq> on (one file per checkpoint generation)
+//   *.corrupt-<time>          damaged files kept for inspection, never read again
+//
+// Journal damage at start-up. Batch numbers are dense, so what is missing is known exactly:
+//   - bad bytes at the end of the newest journal with nothing valid after them: an append torn by a crash, never
+//     acknowledged. Truncated; `report.torn` and the log say where and how many bytes.
+//   - bad bytes with valid frames after them (the reader resynchronises on the next frame with a valid length and
+//     CRC): acknowledged batches may sit behind the damage. Frames after it are replayed only while the sequence
+//     continues without a gap (then nothing was lost in the damaged bytes). At the first missing batch replay stops
+//     for good: a batch can depend on the one before it (a task's status, its event numbering), so replaying past a
+//     hole could build a state that never existed. The file is copied aside as found, the original keeps only the
+//     replayed frames, later journals are moved aside, and `report.journalDamage` names the damaged byte ranges, the
+//     missing batches, and the valid batches not replayed with their sequence numbers and byte range in the copy.
+//     `serve` and the editor show `damageSummary()` to the user. Measured on a 10-batch journal with one flipped byte
+//     in the 5th record: the old reader took it for a torn tail and dropped six acknowledged batches (the damaged one
+//     and five intact ones after it) with no copy and nothing in the report.
+//
+// A failed append or fdatasync makes the store refuse writes (`store_unwritable`, 503 at the doors) until a probe —
+// zeroing what the failed append may have left after the good end, then a sync of the journal — succeeds. The probe
+// runs on the next write attempt and on the maintenance timer. Nothing is acknowledged that was not synced, a
+// refused batch cannot surface after a restart, and no new journal generation starts while one may hold its bytes.
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Database, SqlJsStatic, Statement } from 'sql.js';
 import { RuntimeError } from '../errors';
-import { JournalWriter, readJournal, type SqlParam, type WriteOp } from './journal';
+import { JournalWriter, keepFrames, readJournal, type ByteRange, type JournalFrame, type SqlParam, type WriteOp } from './journal';
 import { migrate } from './migrations';
 
-export type { SqlParam, WriteOp } from './journal';
+export type { ByteRange, SqlParam, WriteOp } from './journal';
 export type Row = Record<string, SqlParam>;
 
 export interface DatabaseOptions {
@@ -66,11 +86,94 @@ function fsyncDir(dir: string): void {
   }
 }
 
+export interface JournalDamage {
+  /** The journal file, by name in the data directory. */
+  journal: string;
+  /**
+   * damaged: unreadable bytes with valid frames after them (or at the end of an older journal);
+   * gap: a batch missing from the sequence with no unreadable bytes in this file (lost with an earlier file);
+   * follows: a later journal set aside whole because a batch before it is missing.
+   */
+  kind: 'damaged' | 'gap' | 'follows';
+  /** The copy kept for inspection (also listed in `quarantined`): the file exactly as it was found. */
+  copy: string;
+  /** Unreadable byte ranges in the copy. */
+  damagedRanges: ByteRange[];
+  /** Batches that are gone: sequence numbers missing before the first valid frame after the damage (0 if none). */
+  lostBatches: number;
+  missingSeqs: [first: number, last: number] | null;
+  /** Valid, acknowledged batches in the copy that were not replayed because a batch before them is missing. */
+  skippedBatches: number;
+  skippedSeqs: [first: number, last: number] | null;
+  /** Where those frames lie in the copy: from the first one's offset to the end of the last one. */
+  skippedBytes: { from: number; to: number } | null;
+}
+
 export interface OpenReport {
   checkpointSeq: number;
   replayedBatches: number;
   tornTail: boolean;
+  /** Unreadable bytes dropped from the end of the newest journal (an append torn by a crash, never acknowledged). */
+  torn: Array<{ journal: string } & ByteRange>;
   quarantined: string[];
+  /** What the journals held that this start could not replay; empty when nothing was lost. */
+  journalDamage: JournalDamage[];
+  /** Sum of lostBatches and skippedBatches over journalDamage: acknowledged batches not restored. */
+  unrecoveredBatches: number;
+}
+
+function damageEntry(
+  journal: string,
+  copy: string,
+  kind: JournalDamage['kind'],
+  damagedRanges: ByteRange[],
+  missing: [number, number] | null,
+  skipped: JournalFrame[],
+): JournalDamage {
+  const first = skipped[0];
+  const last = skipped[skipped.length - 1];
+  return {
+    journal,
+    kind,
+    copy,
+    damagedRanges,
+    lostBatches: missing ? missing[1] - missing[0] + 1 : 0,
+    missingSeqs: missing,
+    skippedBatches: skipped.length,
+    skippedSeqs: first ? [first.seq, last.seq] : null,
+    skippedBytes: first ? { from: first.offset, to: last.offset + last.bytes } : null,
+  };
+}
+
+const range = (r: [number, number]) => (r[0] === r[1] ? `${r[0]}` : `${r[0]}–${r[1]}`);
+
+/** One line naming exactly what a damaged journal cost. */
+export function describeDamage(d: JournalDamage): string {
+  const parts: string[] = [];
+  if (d.kind === 'follows') parts.push(`${d.journal} follows a missing batch`);
+  else if (d.kind === 'gap') parts.push(`journal gap in ${d.journal}`);
+  else {
+    const where = d.damagedRanges.map((r) => `offset ${r.offset} (${r.bytes} bytes)`).join(', ');
+    parts.push(`${d.journal} is damaged: unreadable bytes at ${where}`);
+  }
+  if (d.missingSeqs) parts.push(`${d.lostBatches} batch${d.lostBatches === 1 ? '' : 'es'} missing (seq ${range(d.missingSeqs)})`);
+  if (d.skippedSeqs && d.skippedBytes) {
+    const what = `${d.skippedBatches} valid batch${d.skippedBatches === 1 ? '' : 'es'}${d.kind === 'follows' ? '' : ' after it'}`;
+    parts.push(`${what} not replayed (seq ${range(d.skippedSeqs)}, bytes ${d.skippedBytes.from}–${d.skippedBytes.to})`);
+  }
+  parts.push(`copy kept as ${d.copy}`);
+  return parts.join('; ');
+}
+
+/** For the user (editor notification, `serve` log): undefined when the store opened without losing anything. */
+export function damageSummary(report: OpenReport): string | undefined {
+  if (report.journalDamage.length === 0) return undefined;
+  const n = report.unrecoveredBatches;
+  const head =
+    n > 0
+      ? `The task store was damaged: ${n} acknowledged write batch${n === 1 ? '' : 'es'} could not be restored (recent tasks or events may be missing).`
+      : 'The task store was damaged; everything acknowledged was restored.';
+  return `${head} ${report.journalDamage.map(describeDamage).join('. ')}. The damaged files were kept in the data directory.`;
 }
 
 export class DurableDatabase {
@@ -105,12 +208,21 @@ export class DurableDatabase {
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
       log: options.log,
     };
-    const report: OpenReport = { checkpointSeq: 0, replayedBatches: 0, tornTail: false, quarantined: [] };
-    const quarantine = (name: string, why: string) => {
+    const report: OpenReport = {
+      checkpointSeq: 0,
+      replayedBatches: 0,
+      tornTail: false,
+      torn: [],
+      quarantined: [],
+      journalDamage: [],
+      unrecoveredBatches: 0,
+    };
+    const quarantine = (name: string, why?: string): string => {
       const to = `${name}.corrupt-${Date.now()}`;
       fs.renameSync(join(dir, name), join(dir, to));
       report.quarantined.push(to);
-      opts.log?.(`store: ${why}; moved ${name} aside as ${to}`);
+      if (why) opts.log?.(`store: ${why}; moved ${name} aside as ${to}`);
+      return to;
     };
 
     // Newest readable checkpoint wins; a damaged one is set aside, never silently overwritten.
@@ -139,45 +251,70 @@ export class DurableDatabase {
     migrate(db);
     if (seq === 0) seq = Number(db.exec("SELECT value FROM meta WHERE key = 'journal_seq'")[0]?.values[0]?.[0] ?? 0);
 
-    // Replay every journal batch after the checkpoint, in order; stop at the first gap or torn record.
+    // Replay every journal batch after the checkpoint, in sequence order. Batch numbers are dense, so a missing one
+    // shows as a gap; nothing after a gap is replayed (a batch may depend on the one before it).
     const journals = listFiles(dir).journals;
     let expected = seq + 1;
     let stop = false;
-    for (const start of journals) {
+    for (const [i, start] of journals.entries()) {
       const name = journalName(start);
       const path = join(dir, name);
+      const read = readJournal(path);
       if (stop) {
-        quarantine(name, `journal ${name} follows a damaged one`);
+        const to = quarantine(name);
+        const entry = damageEntry(name, to, 'follows', [], null, read.records);
+        report.journalDamage.push(entry);
+        opts.log?.(`store: ${describeDamage(entry)}`);
         continue;
       }
-      const { records, goodBytes, tornTail } = readJournal(path);
-      for (const rec of records) {
-        if (rec.seq < expected) continue;
+      let kept = 0; // frames kept in the file: replayed now or already in the checkpoint
+      let missing: [number, number] | null = null;
+      for (const rec of read.records) {
+        if (rec.seq < expected) {
+          kept++;
+          continue;
+        }
         if (rec.seq !== expected) {
+          missing = [expected, rec.seq - 1];
           stop = true;
-          opts.log?.(`store: journal gap before batch ${rec.seq} (expected ${expected})`);
           break;
         }
         applyBatch(db, rec.seq, rec.ops);
         report.replayedBatches++;
         expected++;
+        kept++;
       }
-      if (tornTail) {
-        report.tornTail = true;
-        const isLast = start === journals[journals.length - 1];
-        if (isLast) {
-          // A torn last record was never acknowledged: drop it.
-          opts.log?.(`store: dropped a torn record at the end of ${name}`);
-        } else {
-          stop = true;
-          const copy = `${name}.corrupt-${Date.now()}`;
-          fs.copyFileSync(path, join(dir, copy));
-          report.quarantined.push(copy);
-          opts.log?.(`store: ${name} is damaged in the middle (copy kept as ${copy}); later journals are set aside`);
+      const isLast = i === journals.length - 1;
+      if (read.damaged.length === 0 && !missing && (!read.torn || isLast)) {
+        if (read.torn) {
+          // Bad bytes with nothing valid after them, at the end of the newest journal: an append torn by a crash,
+          // never acknowledged. Dropped, and said where.
+          report.tornTail = true;
+          report.torn.push({ journal: name, offset: read.torn.offset, bytes: read.torn.bytes });
+          opts.log?.(`store: dropped a torn record at the end of ${name} (${read.torn.bytes} unreadable bytes at offset ${read.torn.offset}; never acknowledged)`);
+          fs.truncateSync(path, read.goodBytes);
         }
-        fs.truncateSync(path, goodBytes);
+        continue;
       }
+      // Damage with valid frames after it, a gap, or a torn end of an older journal (only the newest journal is
+      // appended to, so that is damage too): keep the file as it was, then leave in place only what was replayed.
+      const damagedRanges = [...read.damaged, ...(read.torn ? [read.torn] : [])];
+      const skipped = read.records.slice(kept);
+      let copy: string;
+      if (kept === 0) {
+        copy = quarantine(name);
+      } else {
+        copy = `${name}.corrupt-${Date.now()}`;
+        fs.copyFileSync(path, join(dir, copy));
+        report.quarantined.push(copy);
+        keepFrames(path, read.records.slice(0, kept));
+      }
+      const entry = damageEntry(name, copy, damagedRanges.length ? 'damaged' : 'gap', damagedRanges, missing, skipped);
+      report.journalDamage.push(entry);
+      opts.log?.(`store: ${describeDamage(entry)}`);
     }
+    report.unrecoveredBatches = report.journalDamage.reduce((n, d) => n + d.lostBatches + d.skippedBatches, 0);
+    fsyncDir(dir);
     seq = expected - 1;
 
     const store = new DurableDatabase(SQL, db, dir, seq, opts, report);
@@ -238,8 +375,8 @@ export class DurableDatabase {
    */
   write(ops: WriteOp[]): void {
     if (this.closed) throw new RuntimeError('runtime_closed', 'The store is closed.');
-    if (this.unwritable) {
-      throw new RuntimeError('store_unwritable', `The store cannot be written: ${this.unwritable.message}`);
+    if (this.unwritable && !this.probe()) {
+      throw new RuntimeError('store_unwritable', `The store cannot be written (${errorCode(this.unwritable)}).`);
     }
     const seq = this.seq + 1;
     this.db.exec('BEGIN');
@@ -258,16 +395,36 @@ export class DurableDatabase {
     } catch (e) {
       this.db.exec('ROLLBACK');
       const err = e as NodeJS.ErrnoException;
-      this.options.log?.(`store: journal write failed (${err.code ?? err.message}); nothing was changed`);
-      throw new RuntimeError('store_unwritable', `The store could not be written (${err.code ?? 'I/O error'}).`);
+      this.options.log?.(`store: journal write failed (${errorCode(err)}); nothing was changed; writes are refused until a probe write and sync succeed`);
+      this.markUnwritable(err);
+      throw new RuntimeError('store_unwritable', `The store could not be written (${errorCode(err)}).`);
     }
     this.db.exec('COMMIT');
     this.seq = seq;
     if (!this.checkpointing && this.journal.bytes >= this.options.checkpointBytes) void this.checkpoint().catch(() => {});
   }
 
+  /**
+   * After a failed append: zero what it may have left behind and sync (a real write and sync on the journal). True
+   * when that worked and writes are accepted again.
+   */
+  private probe(): boolean {
+    if (!this.unwritable || this.closed) return !this.unwritable;
+    try {
+      this.journal.probe();
+    } catch {
+      return false;
+    }
+    this.options.log?.(`store: a probe write and sync succeeded after ${errorCode(this.unwritable)}; writes are accepted again`);
+    this.unwritable = undefined;
+    return true;
+  }
+
   private maybeCheckpoint(): void {
-    if (this.closed || this.checkpointing) return;
+    if (this.closed) return;
+    // While writes are refused the timer probes too, so the store recovers without waiting for a write.
+    if (this.unwritable && !this.probe()) return;
+    if (this.checkpointing) return;
     if (this.journal.bytes > 0 && Date.now() - this.lastCheckpointAt >= this.options.checkpointIntervalMs) {
       void this.checkpoint().catch(() => {});
     }
@@ -275,6 +432,10 @@ export class DurableDatabase {
 
   /** Writes a database image containing every acknowledged batch, then drops journals no longer needed. */
   checkpoint(): Promise<void> {
+    // A new journal generation must not start while the current one may hold a refused batch's bytes.
+    if (this.unwritable && !this.probe()) {
+      return Promise.reject(new RuntimeError('store_unwritable', `The store cannot be written (${errorCode(this.unwritable)}).`));
+    }
     if (this.checkpointing) {
       // One more after the one under way, so the caller's writes are covered.
       return this.checkpointing.then(() => (!this.closed && this.journal.bytes > 0 ? this.checkpoint() : undefined));
@@ -339,7 +500,7 @@ export class DurableDatabase {
     if (this.timer) clearInterval(this.timer);
     try {
       if (this.checkpointing) await this.checkpointing.catch(() => {});
-      if (this.journal.bytes > 0 && !this.unwritable) await this.checkpoint();
+      if (this.journal.bytes > 0 && (!this.unwritable || this.probe())) await this.checkpoint();
     } catch {
       // the journal still holds everything
     } finally {
@@ -351,10 +512,14 @@ export class DurableDatabase {
     }
   }
 
-  /** For fault handling: refuse writes from now on. */
+  /** Refuse writes (`store_unwritable`) until a probe write and sync on the journal succeeds. */
   markUnwritable(reason: Error): void {
     this.unwritable = reason;
   }
+}
+
+function errorCode(e: Error): string {
+  return (e as NodeJS.ErrnoException).code ?? 'I/O error';
 }
 
 function applyPragmas(db: Database): void {

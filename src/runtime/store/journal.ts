@@ -1,5 +1,21 @@
 // Append-only journal of committed write batches. A record is [u32 length][u32 crc32][JSON payload]; it is
-// synced before the write it carries is acknowledged. Reading stops at the first torn or corrupt record.
+// synced before the write it carries is acknowledged.
+//
+// Reading tells two kinds of bad bytes apart:
+//   - a torn tail: bad bytes with no valid frame anywhere after them. A crash during an append leaves this, and such
+//     a record was never acknowledged, so it is dropped.
+//   - damage: bad bytes followed by at least one valid frame (found by scanning forward, byte by byte, for a header
+//     whose length fits and whose CRC matches a JSON payload of the record shape). The frames after the damage were
+//     acknowledged, so they are returned with their offsets and the caller decides what may be replayed and what is
+//     kept aside. A false resynchronisation needs a 32-bit CRC collision on a payload that also parses as a record.
+//     Cheap: a payload starts with '{' and JSON bytes read as a length are ≥ 0x20000000, so a CRC is computed at
+//     almost no offset. Measured here (loaded 2-core machine, best of 9): 4 MiB of random junk or of zeros after a
+//     torn record scanned in 20–50 ms; a clean 4 MiB journal (~28 k records) reads in the same 100–200 ms as before.
+//
+// A failed append leaves bytes after the good end whose on-disk state is unknown (written but not synced, or a
+// header zeroed but not synced). The writer remembers that extent; `probe()` overwrites it with zeros and syncs —
+// the probe that must succeed before the store accepts writes again, so a batch that was refused can never surface
+// on the next start and a later batch never lands behind unsynced leftovers.
 import * as fs from 'node:fs';
 import { crc32 } from 'node:zlib';
 
@@ -13,6 +29,9 @@ export interface JournalRecord {
 }
 
 const HEADER = 8;
+/** The smallest payload a record can have: {"s":0,"o":[]}. */
+const MIN_PAYLOAD = 14;
+const OPEN_BRACE = 0x7b;
 
 // Appends overwrite space written ahead of time, so each sync carries data only and no file-size change
 // (measured here: p50 0.11 ms vs 0.26 ms for growing appends; p99 0.3 ms vs 2–9 ms).
@@ -22,6 +41,8 @@ export class JournalWriter {
   private fd: number;
   private size: number;
   private allocated: number;
+  /** End of the bytes a failed append may have left after `size` (0: nothing to repair). */
+  private dirtyTo = 0;
 
   constructor(readonly path: string) {
     this.fd = fs.openSync(path, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
@@ -43,8 +64,12 @@ export class JournalWriter {
     this.allocated += grow;
   }
 
-  /** Appends and syncs one record. On failure the record's bytes are zeroed so no torn record stays behind. */
+  /**
+   * Appends and syncs one record. On failure the record's header is zeroed (best effort) and its extent is
+   * remembered for `probe()`; appending again before a probe is refused.
+   */
   append(record: JournalRecord): void {
+    if (this.dirtyTo > 0) throw new Error('the journal needs a probe after a failed write');
     const payload = Buffer.from(JSON.stringify({ s: record.seq, o: record.ops }), 'utf8');
     const frame = Buffer.allocUnsafe(HEADER + payload.length);
     frame.writeUInt32LE(payload.length, 0);
@@ -58,13 +83,30 @@ export class JournalWriter {
       fs.fdatasyncSync(this.fd);
       this.size = before + frame.length;
     } catch (e) {
+      this.dirtyTo = before + frame.length;
       try {
         fs.writeSync(this.fd, Buffer.alloc(HEADER), 0, HEADER, before);
       } catch {
-        // The caller marks the store unwritable; the reader ignores a torn tail anyway.
+        // probe() zeroes it later; until then the store refuses writes
       }
       throw e;
     }
+  }
+
+  /**
+   * The probe after a failed append: overwrite with zeros everything after the good end that the failed append may
+   * have left (at least one header's worth), and sync. Throws while the file system still refuses; afterwards the
+   * file holds exactly the acknowledged records followed by zeros.
+   */
+  probe(): void {
+    const end = Math.max(this.dirtyTo, this.size + HEADER);
+    const len = end - this.size;
+    const zeros = Buffer.alloc(len);
+    let off = 0;
+    while (off < len) off += fs.writeSync(this.fd, zeros, off, len - off, this.size + off);
+    fs.fdatasyncSync(this.fd);
+    this.allocated = Math.max(this.allocated, end);
+    this.dirtyTo = 0;
   }
 
   close(): void {
@@ -72,36 +114,107 @@ export class JournalWriter {
   }
 }
 
+export interface JournalFrame extends JournalRecord {
+  /** Byte offset of the frame's header in the file. */
+  offset: number;
+  /** Frame length (header + payload). */
+  bytes: number;
+}
+
+export interface ByteRange {
+  offset: number;
+  bytes: number;
+}
+
 export interface JournalReadResult {
-  records: JournalRecord[];
-  /** Byte offset just past the last good record. */
+  /** Every valid frame in file order: the clean prefix, then any found past damaged bytes. */
+  records: JournalFrame[];
+  /** Byte offset just past the clean prefix (the first bad byte, or the end of the last record). */
   goodBytes: number;
-  /** True when bytes after goodBytes were ignored (torn or corrupt tail). */
+  /** Unreadable ranges that have valid frames after them. */
+  damaged: ByteRange[];
+  /** Unreadable bytes at the end with nothing valid after them (zero write-ahead space is not counted). */
+  torn: ByteRange | undefined;
+  /** True when `torn` is set. */
   tornTail: boolean;
+}
+
+function frameAt(buf: Buffer, off: number): JournalFrame | undefined {
+  if (off + HEADER + MIN_PAYLOAD > buf.length || buf[off + HEADER] !== OPEN_BRACE) return undefined;
+  const len = buf.readUInt32LE(off);
+  if (len < MIN_PAYLOAD || off + HEADER + len > buf.length) return undefined;
+  const payload = buf.subarray(off + HEADER, off + HEADER + len);
+  if (crc32(payload) !== buf.readUInt32LE(off + 4)) return undefined;
+  let parsed: { s: number; o: WriteOp[] };
+  try {
+    parsed = JSON.parse(payload.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed?.s !== 'number' || !Array.isArray(parsed.o)) return undefined;
+  return { seq: parsed.s, ops: parsed.o, offset: off, bytes: HEADER + len };
+}
+
+/** Offset of the first non-zero byte at or after `from` (buf.length when the rest is zeros). */
+function skipZeros(buf: Buffer, from: number): number {
+  let i = from;
+  while (i < buf.length && buf[i] === 0) i++;
+  return i;
+}
+
+/** Offset of the next valid frame after `from` (buf.length when there is none). */
+function nextFrame(buf: Buffer, from: number): number {
+  const last = buf.length - HEADER - MIN_PAYLOAD;
+  for (let p = from; p <= last; p++) {
+    // Every payload starts with '{': one byte rules out almost every offset before any CRC is computed.
+    if (buf[p + HEADER] === OPEN_BRACE && frameAt(buf, p)) return p;
+  }
+  return buf.length;
 }
 
 export function readJournal(path: string): JournalReadResult {
   const buf = fs.readFileSync(path);
-  const records: JournalRecord[] = [];
+  const records: JournalFrame[] = [];
+  const damaged: ByteRange[] = [];
+  let goodBytes: number | undefined;
   let off = 0;
-  while (off + HEADER <= buf.length) {
-    const len = buf.readUInt32LE(off);
-    const crc = buf.readUInt32LE(off + 4);
-    if (off + HEADER + len > buf.length) break;
-    const payload = buf.subarray(off + HEADER, off + HEADER + len);
-    if (crc32(payload) !== crc) break;
-    let parsed: { s: number; o: WriteOp[] };
-    try {
-      parsed = JSON.parse(payload.toString('utf8'));
-    } catch {
-      break;
+  for (;;) {
+    const rec = frameAt(buf, off);
+    if (rec) {
+      records.push(rec);
+      off += rec.bytes;
+      continue;
     }
-    if (typeof parsed?.s !== 'number' || !Array.isArray(parsed.o)) break;
-    records.push({ seq: parsed.s, ops: parsed.o });
-    off += HEADER + len;
+    goodBytes ??= off;
+    // Space written ahead (zeros) after the last record is a clean end, not a torn one.
+    if (skipZeros(buf, off) === buf.length) return { records, goodBytes, damaged, torn: undefined, tornTail: false };
+    const next = nextFrame(buf, off + 1);
+    if (next >= buf.length) {
+      // Nothing valid after: a torn tail, trailing zeros excluded.
+      let last = buf.length;
+      while (last > off && buf[last - 1] === 0) last--;
+      return { records, goodBytes, damaged, torn: { offset: off, bytes: last - off }, tornTail: true };
+    }
+    damaged.push({ offset: off, bytes: next - off });
+    off = next;
   }
-  // Space written ahead (zeros) after the last record is a clean end, not a torn one.
-  let tail = off;
-  while (tail < buf.length && buf[tail] === 0) tail++;
-  return { records, goodBytes: off, tornTail: tail !== buf.length };
+}
+
+/**
+ * Rewrites a journal to hold exactly `frames` (frames read from it, in order), through a synced temp file and a
+ * rename; the caller syncs the directory.
+ */
+export function keepFrames(path: string, frames: JournalFrame[]): void {
+  const buf = fs.readFileSync(path);
+  const out = Buffer.concat(frames.map((f) => buf.subarray(f.offset, f.offset + f.bytes)));
+  const tmp = `${path}.${process.pid}.tmp`;
+  const fd = fs.openSync(tmp, 'w', 0o600);
+  try {
+    let off = 0;
+    while (off < out.length) off += fs.writeSync(fd, out, off, out.length - off);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, path);
 }

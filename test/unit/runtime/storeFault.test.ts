@@ -1,25 +1,20 @@
-// A disk that fills up in the middle of a generation (a real size-limited tmpfs holding the data directory, so
-// journal writes fail with ENOSPC): the run stops, the task does not stay `running` in the live process, and once
-// space returns it fails with `store_unwritable`, keeping the text clients already received. Needs `mount`
-// (root); skipped with a reason where the sandbox does not allow it.
+// A disk that fills up in the middle of a generation: the run stops, the task does not stay `running` in the live
+// process, and once space returns it fails with `store_unwritable`, keeping the text clients already received.
+// Two real faults, the same scenario:
+//   - ENOSPC: a size-limited tmpfs holding the data directory, filled up. Needs `mount` (root).
+//   - EFBIG: RLIMIT_FSIZE of this process lowered to 0 with prlimit (no mount), so no file can be written at all.
+// Where a fault cannot be produced the test skips with the reason, except under CI, where it fails: CI must not
+// lose the only disk-full coverage without anyone seeing it (test/fixtures/fileFaults.ts).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isRuntimeError } from '../../../src/runtime/errors';
+import { fileSizeLimitUnavailable, limitFileSize, mountTmpfs, requireFault, skipOutsideCi } from '../../fixtures/fileFaults';
 import { backend, collect, longPrompt, openRuntime, prompt, tempDir, waitFor } from './helpers';
 
 after(() => backend().dispose());
-
-function mountTmpfs(dir: string, size: string): string | undefined {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'pipe' });
-    return undefined;
-  } catch (e) {
-    return (e as Error).message.split('\n')[0];
-  }
-}
 
 /** Writes until the file system is full; returns the filler's path. */
 function fillDisk(dir: string): string {
@@ -36,32 +31,58 @@ function fillDisk(dir: string): string {
   return filler;
 }
 
+interface Fault {
+  /** The errno the journal write fails with. */
+  code: string;
+  fill(): void;
+  free(): void;
+}
+
 const mountPoint = tempDir('tr-store-fault-');
 const mountError = mountTmpfs(mountPoint, '24m');
 after(() => {
   if (!mountError) execFileSync('umount', ['-l', mountPoint]);
 });
+const rlimitError = fileSizeLimitUnavailable();
 
-test('the disk filling up mid-generation fails the task with store_unwritable once space returns', { skip: mountError && `cannot mount a tmpfs: ${mountError}` }, async () => {
-  const dataDir = path.join(mountPoint, 'data');
+test('disk full (ENOSPC, tmpfs): the task fails with store_unwritable once space returns', { skip: skipOutsideCi(mountError) }, async () => {
+  requireFault(mountError, 'mounting a size-limited tmpfs');
+  let filler: string | undefined;
+  await diskFull(path.join(mountPoint, 'data'), {
+    code: 'ENOSPC',
+    fill: () => (filler = fillDisk(mountPoint)),
+    free: () => filler && fs.rmSync(filler, { force: true }),
+  });
+});
+
+test('no file can grow (EFBIG, RLIMIT_FSIZE 0, no mount): the task fails with store_unwritable once writes work', { skip: skipOutsideCi(rlimitError) }, async () => {
+  requireFault(rlimitError, 'limiting the file size with prlimit');
+  await diskFull(path.join(tempDir('tr-store-fsize-'), 'data'), {
+    code: 'EFBIG',
+    fill: () => limitFileSize(process.pid, 0),
+    free: () => limitFileSize(process.pid, 'unlimited'),
+  });
+});
+
+async function diskFull(dataDir: string, fault: Fault): Promise<void> {
   const logs: string[] = [];
   // Small checkpoints roll the journal over often; a new journal generation needs fresh space.
   const options = { log: (m: string) => logs.push(m), deltaFlushMs: 2, database: { checkpointBytes: 16 * 1024 } };
   const rt = await openRuntime(dataDir, options);
-  let filler: string | undefined;
   try {
     const { task } = rt.createTask({ origin: 'lmsp', principal: 'p', input: longPrompt('fill the disk') });
     const seen = collect(rt, task.id);
     await waitFor(() => seen.events.filter((e) => e.type === 'response.output_text.delta').length >= 3, 'some deltas');
 
-    filler = fillDisk(mountPoint);
+    fault.fill();
     await waitFor(() => logs.some((l) => l.includes(`task ${task.id}: run aborted`)), 'the run to stop on the failed write');
     assert.equal(rt.getTask(task.id)?.status, 'running', 'nothing could be written yet');
     assert.throws(
       () => rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('refused') }),
       (e: unknown) => isRuntimeError(e, 'store_unwritable'),
     );
-    fs.rmSync(filler);
+    assert.ok(logs.some((l) => l.includes(`journal write failed (${fault.code})`)), logs.join('\n'));
+    fault.free();
 
     await waitFor(() => rt.getTask(task.id)?.status === 'failed', 'the orphaned task to be failed');
     const failed = rt.getTask(task.id)!;
@@ -83,7 +104,7 @@ test('the disk filling up mid-generation fails the task with store_unwritable on
     await rt.waitForTerminal(next.id);
     assert.equal(rt.getTask(next.id)?.status, 'succeeded');
   } finally {
-    if (filler) fs.rmSync(filler, { force: true });
+    fault.free();
     await rt.close();
   }
 
@@ -97,4 +118,4 @@ test('the disk filling up mid-generation fails the task with store_unwritable on
   } finally {
     await again.close();
   }
-});
+}
