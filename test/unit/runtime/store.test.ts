@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { join } from 'node:path';
 import { DurableDatabase, damageSummary } from '../../../src/runtime/store/database';
 import { DataDirLock } from '../../../src/runtime/store/lock';
@@ -252,7 +253,7 @@ test('one writer per data directory: a second lock fails clearly; a dead owner i
   // A lock left by a process that no longer exists.
   fs.writeFileSync(
     join(dir, 'owner.lock'),
-    JSON.stringify({ pid: 2 ** 22 + 12345, host: require('node:os').hostname(), token: 'x', startedAt: 0, heartbeatAt: Date.now() }),
+    JSON.stringify({ pid: 2 ** 22 + 12345, host: os.hostname(), token: 'x', startedAt: 0, heartbeatAt: Date.now() }),
   );
   const third = DataDirLock.acquire(dir);
   third.release();
