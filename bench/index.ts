@@ -50,7 +50,16 @@ async function main() {
     }
   }
   const out = path.join(__dirname, '../../bench/results.json');
-  fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  // A run of some sections (`npm run bench -- hardware`) replaces those sections and keeps the others' last figures.
+  let previous: Record<string, unknown> = {};
+  if (only.length) {
+    try {
+      previous = JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, unknown>;
+    } catch {
+      previous = {};
+    }
+  }
+  fs.writeFileSync(out, `${JSON.stringify({ ...previous, ...results }, null, 2)}\n`);
   console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
   fs.rmSync(dir, { recursive: true, force: true });
   process.exit(0);

@@ -30,7 +30,7 @@ export interface ModelHardware {
   vram?: { total: number; used: number };
   /** CPU threads per generation and how that number was chosen. */
   threads: number;
-  threadsFrom: 'setting' | 'calibration' | 'cache';
+  threadsFrom: 'setting' | 'calibration' | 'cache' | 'default';
   /** Decode tokens/s per measured thread count when calibrated (from this load or the cache). */
   threadTokensPerSecond?: Record<string, number>;
   /** Set when a GPU was wanted (setting or auto with a GPU build present) but the CPU is used, and why. */

@@ -302,11 +302,15 @@ export class LlamaBackend implements ModelBackend {
         Math.min(m.trainContextSize, this.options.contextSize ?? Math.min(m.trainContextSize, DEFAULT_MAX_CONTEXT));
       if (useGpu) {
         // A model or context that does not fit in free VRAM (or a GPU that fails) runs on the CPU instead.
+        let onGpu: LlamaModel | undefined;
         try {
-          model = await loadWith(wantedLayers);
-          firstContext = await model.createContext({ contextSize: contextSizeFor(model), threads: 1, sequences: 1 });
+          onGpu = await loadWith(wantedLayers);
+          firstContext = await onGpu.createContext({ contextSize: contextSizeFor(onGpu), threads: 1, sequences: 1 });
+          model = onGpu;
           if (model.gpuLayers === 0) fallbackReason = 'the model does not fit in free GPU memory; running on the CPU';
         } catch (err) {
+          // Free what the GPU attempt holds before loading the weights again.
+          await onGpu?.dispose().catch(() => undefined);
           options.signal?.throwIfAborted();
           fallbackReason = `the GPU could not hold the model (${describe(err)}); running on the CPU`;
           model = await loadWith(0);
@@ -385,10 +389,19 @@ export class LlamaBackend implements ModelBackend {
     const started = Date.now();
     const bias = neverEndBias(nlc, model);
     const prompt = this.calibrationPrompt(model);
-    const choice = await chooseThreads(threadCandidates(mathCores), async (threads) => {
+    let choice;
+    try {
+      choice = await chooseThreads(threadCandidates(mathCores), async (threads) => {
+        options.signal?.throwIfAborted();
+        return measureDecode(model, prompt, threads, bias);
+      });
+    } catch (err) {
       options.signal?.throwIfAborted();
-      return measureDecode(model, prompt, threads, bias);
-    });
+      // Calibration is an optimisation: a failure (e.g. no memory for its small contexts) never fails the load.
+      const threads = Math.max(1, Math.min(4, mathCores));
+      this.log(`thread calibration failed (${describe(err)}); using ${threads} thread(s)`);
+      return { threads, from: 'default' };
+    }
     this.calibrated.set(key, choice);
     try {
       this.calibrationCache?.set(key, choice);
