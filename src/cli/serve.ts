@@ -100,7 +100,13 @@ export async function serve(args: ServeArgs): Promise<void> {
     log,
   });
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
-  const endpoint = await startEndpoint(runtime, { port: args.port, tokens, log, lmsp: { heartbeatMs } }).catch(async (e) => {
+  const endpoint = await startEndpoint(runtime, {
+    port: args.port,
+    tokens,
+    log,
+    lmsp: { heartbeatMs },
+    allowedOrigins: args.allowedOrigins,
+  }).catch(async (e) => {
     await runtime.close();
     throw e;
   });

@@ -65,7 +65,7 @@ export async function openLocalHost(options: {
   }
   let endpoint: Endpoint;
   try {
-    endpoint = await startEndpoint(runtime, { port: settings.port, tokens: tokenMap(options.token), log });
+    endpoint = await startEndpoint(runtime, { port: settings.port, tokens: tokenMap(options.token), allowedOrigins: [...settings.allowedOrigins], log });
   } catch (e) {
     await runtime.close().catch(() => undefined);
     await backend.dispose().catch(() => undefined);
