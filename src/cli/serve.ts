@@ -106,6 +106,7 @@ export async function serve(args: ServeArgs): Promise<void> {
     log,
     lmsp: { heartbeatMs },
     allowedOrigins: args.allowedOrigins,
+    mcp: args.conformanceFixtures ? { conformanceFixtures: true } : undefined,
   }).catch(async (e) => {
     await runtime.close();
     throw e;
