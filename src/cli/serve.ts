@@ -3,6 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import { ConformanceFixtureBackend } from '../backends/fixture/conformanceBackend';
 import { LlamaBackend } from '../backends/llama/llamaBackend';
 import { ensureDemoModel } from '../backends/llama/testModel';
 import { startEndpoint } from '../protocols/endpoint';
@@ -90,7 +91,7 @@ export async function serve(args: ServeArgs): Promise<void> {
     models.push({ source: demo, demo: true } as { source: string; demo?: boolean });
   }
 
-  const backend = new LlamaBackend({
+  const llama = new LlamaBackend({
     models,
     threads: args.threads ?? 'auto',
     gpu: args.gpu ?? 'auto',
@@ -99,6 +100,8 @@ export async function serve(args: ServeArgs): Promise<void> {
     modelsDir: path.join(dataDir, 'models'),
     log,
   });
+  if (args.conformanceFixtures) log('--conformance-fixtures: TEST ONLY fixture tools (greet, slow_compute, …) are on /mcp');
+  const backend = args.conformanceFixtures ? new ConformanceFixtureBackend(llama) : llama;
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
   const endpoint = await startEndpoint(runtime, {
     port: args.port,

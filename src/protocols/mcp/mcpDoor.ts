@@ -51,7 +51,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
     pageSize: options.pageSize ?? 50,
     log,
   };
-  const modern = createModernHandler(ctx);
+  const modern = createModernHandler(ctx, { conformanceFixtures: options.conformanceFixtures });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   let closed = false;

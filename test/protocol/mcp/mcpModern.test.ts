@@ -121,7 +121,7 @@ describe('MCP 2026-07-28 on /mcp', () => {
   });
 
   test('unknown and removed methods: HTTP 404 + -32601 (tasks/result, tasks/list, ping, initialize-less era)', async () => {
-    for (const method of ['tasks/result', 'tasks/list', 'ping', 'resources/list', 'nope/nope']) {
+    for (const method of ['tasks/result', 'tasks/list', 'ping', 'initialize', 'resources/list', 'nope/nope']) {
       const r = await alice.request(method, method.startsWith('tasks/') ? { taskId: 'task_x' } : {}, { id: method });
       assert.equal(r.status, 404, method);
       assert.equal(r.body.id, method);
@@ -180,6 +180,7 @@ describe('MCP 2026-07-28 on /mcp', () => {
     assert.equal(done.status, 'completed');
     assert.equal(done.resultType, 'complete');
     assert.equal(done.result.isError, false);
+    assert.equal(done.result.resultType, 'complete', 'the inlined result is what tools/call would have returned');
     assert.equal(done.result.structuredContent.outputTokens, 12);
     assert.equal(done.result._meta?.['io.modelcontextprotocol/related-task'], undefined);
     assert.equal('pollIntervalMs' in done, false, 'no poll hint on a finished task');

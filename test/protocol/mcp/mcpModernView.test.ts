@@ -42,6 +42,7 @@ test('modern status for every runtime state; integer ttlMs and pollIntervalMs (t
 test('outcome inlined by status: result on completed (isError too), error only on failed, nothing otherwise', () => {
   const ok = modernTask(ctx, record({ status: 'succeeded', response }), true);
   assert.equal(ok.result?.['isError'], false);
+  assert.equal(ok.result?.['resultType'], 'complete', 'inlined as the tools/call would have answered it');
   assert.deepEqual((ok.result?.['content'] as unknown[])[0], { type: 'text', text: 'hello' });
   assert.equal(ok.error, undefined);
 

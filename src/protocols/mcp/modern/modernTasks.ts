@@ -88,8 +88,9 @@ export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean)
         const { code, message, data } = outcome.error;
         return { ...base, status: 'failed', ...(detailed && { error: { code, message, ...(data !== undefined && { data }) } }) };
       }
-      // A tool result, isError or not, is `completed` in this era (a JSON-RPC error is `failed`).
-      return { ...base, status: 'completed', ...(detailed && { result: outcome.result as Record<string, unknown> }) };
+      // A tool result, isError or not, is `completed` in this era (a JSON-RPC error is `failed`). Inlined exactly as
+      // the tools/call would have answered it, so with its own resultType (ext-tasks validates that).
+      return { ...base, status: 'completed', ...(detailed && { result: { ...outcome.result, resultType: 'complete' } }) };
     }
   }
 }
