@@ -1,4 +1,5 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
+import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
@@ -11,7 +12,7 @@ export class UsageError extends Error {
 export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
-                     [--concurrency N]
+                     [--concurrency N] [--allow-origin ORIGIN]... [--conformance-fixtures]
   task-runtime make-test-model <out.gguf>
   task-runtime --help
 
@@ -24,6 +25,10 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --gpu          GPU API (default auto: the best working build, else the CPU; off: CPU only)
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
            --concurrency  tasks generating at the same time
+           --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
+                          origins; repeat for more. Any other Origin is refused with 403
+           --conformance-fixtures  TEST ONLY: adds the MCP conformance suite's fixture tools (greet,
+                          slow_compute, …) to /mcp. Never use it in production
 make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
 
 export interface ServeArgs {
@@ -36,11 +41,15 @@ export interface ServeArgs {
   gpu?: GpuChoice;
   gpuLayers?: GpuLayersChoice;
   concurrency?: number;
+  /** Canonical origins (normalizeOrigin) from --allow-origin. */
+  allowedOrigins: string[];
+  /** Test-only: the MCP conformance suite's fixture tools on /mcp. */
+  conformanceFixtures: boolean;
 }
 
 export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
 
-type FlagKind = 'string' | 'int' | 'list';
+type FlagKind = 'string' | 'int' | 'list' | 'switch';
 const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }> = {
   'data-dir': { kind: 'string' },
   port: { kind: 'int', min: 0, max: 65535 },
@@ -50,6 +59,8 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   gpu: { kind: 'string' },
   'gpu-layers': { kind: 'string' },
   concurrency: { kind: 'int', min: 1, max: 64 },
+  'allow-origin': { kind: 'list' },
+  'conformance-fixtures': { kind: 'switch' },
 };
 
 export function parseArgs(argv: readonly string[]): CliArgs {
@@ -73,6 +84,11 @@ function parseServe(args: readonly string[]): ServeArgs {
     const spec = SERVE_FLAGS[name];
     if (!spec) throw new UsageError(`Unknown option "--${name}".`);
     let value: string | undefined;
+    if (spec.kind === 'switch') {
+      if (eq >= 0) throw new UsageError(`Option --${name} takes no value.`);
+      values.set(name, ['true']);
+      continue;
+    }
     if (eq >= 0) value = arg.slice(eq + 1);
     else if (i + 1 < args.length && !args[i + 1].startsWith('--')) value = args[++i];
     if (value === undefined || value === '') throw new UsageError(`Option --${name} needs a value.`);
@@ -105,6 +121,12 @@ function parseServe(args: readonly string[]): ServeArgs {
     gpu: gpuChoice(values.get('gpu')?.[0]),
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
     concurrency: int('concurrency'),
+    allowedOrigins: (values.get('allow-origin') ?? []).map((raw) => {
+      const origin = normalizeOrigin(raw);
+      if (origin instanceof Error) throw new UsageError(`--allow-origin ${origin.message}.`);
+      return origin;
+    }),
+    conformanceFixtures: values.has('conformance-fixtures'),
   };
 }
 

@@ -3,6 +3,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
+import { ConformanceFixtureBackend } from '../backends/fixture/conformanceBackend';
 import { LlamaBackend } from '../backends/llama/llamaBackend';
 import { ensureDemoModel } from '../backends/llama/testModel';
 import { startEndpoint } from '../protocols/endpoint';
@@ -91,7 +92,7 @@ export async function serve(args: ServeArgs): Promise<void> {
     models.push({ source: demo, demo: true } as { source: string; demo?: boolean });
   }
 
-  const backend = new LlamaBackend({
+  const llama = new LlamaBackend({
     models,
     threads: args.threads ?? 'auto',
     gpu: args.gpu ?? 'auto',
@@ -100,10 +101,19 @@ export async function serve(args: ServeArgs): Promise<void> {
     modelsDir: path.join(dataDir, 'models'),
     log,
   });
+  if (args.conformanceFixtures) log('--conformance-fixtures: TEST ONLY fixture tools (greet, slow_compute, …) are on /mcp');
+  const backend = args.conformanceFixtures ? new ConformanceFixtureBackend(llama) : llama;
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
   const damage = damageSummary(runtime.storeReport);
   if (damage) log(`WARNING: ${damage}`);
-  const endpoint = await startEndpoint(runtime, { port: args.port, tokens, log, lmsp: { heartbeatMs } }).catch(async (e) => {
+  const endpoint = await startEndpoint(runtime, {
+    port: args.port,
+    tokens,
+    log,
+    lmsp: { heartbeatMs },
+    allowedOrigins: args.allowedOrigins,
+    mcp: args.conformanceFixtures ? { conformanceFixtures: true } : undefined,
+  }).catch(async (e) => {
     await runtime.close();
     throw e;
   });

@@ -3,7 +3,7 @@ import type { TaskRuntimeApi } from '../runtime/api';
 import { startListener, type ListenerLimits } from './http/listener';
 import { LMSP_PREFIX } from './lmsp/lmspConstants';
 import { createLmspDoor, type LmspDoorOptions } from './lmsp/lmspDoor';
-import { createMcpDoor } from './mcp/mcpDoor';
+import { createMcpDoor, type McpDoorOptions } from './mcp/mcpDoor';
 
 export const MCP_PREFIX = '/mcp';
 
@@ -15,6 +15,7 @@ export interface EndpointOptions {
   allowedOrigins?: string[];
   log?: (msg: string) => void;
   lmsp?: Omit<LmspDoorOptions, 'log'>;
+  mcp?: Omit<McpDoorOptions, 'log'>;
   listenerLimits?: Partial<ListenerLimits>;
 }
 
@@ -29,7 +30,7 @@ export interface Endpoint {
 
 export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptions): Promise<Endpoint> {
   const lmsp = createLmspDoor(runtime, { ...opts.lmsp, log: opts.log });
-  const mcp = createMcpDoor(runtime, { log: opts.log });
+  const mcp = createMcpDoor(runtime, { ...opts.mcp, log: opts.log });
   const listener = await startListener({
     port: opts.port,
     tokens: opts.tokens,

@@ -74,6 +74,7 @@ export async function openLocalHost(options: {
     endpoint = await startEndpoint(runtime, {
       port: settings.port,
       tokens: tokenMap(options.token),
+      allowedOrigins: [...settings.allowedOrigins],
       // Other windows create tasks with the editor token; they may mark them as made in the editor.
       lmsp: { editorPrincipals: [EDITOR_PRINCIPAL] },
       log,

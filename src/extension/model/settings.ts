@@ -1,12 +1,15 @@
 // Reads and validates the extension's settings (pure: the caller passes a getter over the configuration).
 // Invalid values fall back to the default and are reported with a message naming the setting.
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
+import { normalizeOrigin } from '../../protocols/http/hostOrigin';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
 import type { Localize } from './format';
 
 export interface ExtensionSettings {
   /** 0 = pick a free port. */
   port: number;
+  /** Browser origins allowed besides the server's own loopback origins (canonical form, see hostOrigin.ts). */
+  allowedOrigins: readonly string[];
   /** Local .gguf path or model URI; '' = the generated demo model. */
   model: string;
   /** 0 = measured at model load (auto). */
@@ -27,6 +30,7 @@ export interface ExtensionSettings {
 
 export const SETTING_KEYS = {
   port: 'server.port',
+  allowedOrigins: 'server.allowedOrigins',
   model: 'model',
   threads: 'threads',
   gpu: 'gpu',
@@ -44,6 +48,7 @@ export const SETTING_KEYS = {
 
 export const DEFAULT_SETTINGS: ExtensionSettings = {
   port: 0,
+  allowedOrigins: [],
   model: '',
   threads: 0,
   gpu: 'auto',
@@ -62,6 +67,7 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
 /** Settings whose change needs the runtime (store, backend, listener) restarted. */
 export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'port',
+  'allowedOrigins',
   'model',
   'threads',
   'gpu',
@@ -140,8 +146,20 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     if (parsed !== undefined) gpuLayers = parsed;
     else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.gpuLayers, 0, MAX_GPU_LAYERS, String(d.gpuLayers)));
   }
+  const originsRaw = get(k.allowedOrigins);
+  const allowedOrigins: string[] = [];
+  if (Array.isArray(originsRaw)) {
+    for (const entry of originsRaw) {
+      const origin = typeof entry === 'string' ? normalizeOrigin(entry) : new Error(`${JSON.stringify(entry)} is not a string`);
+      if (origin instanceof Error) p.push(t('Setting taskRuntime.{0}: {1}; entry ignored.', k.allowedOrigins, origin.message));
+      else if (!allowedOrigins.includes(origin)) allowedOrigins.push(origin);
+    }
+  } else if (originsRaw !== undefined && originsRaw !== null) {
+    p.push(t('Setting taskRuntime.{0} must be a list of origins such as "http://localhost:5173"; using none.', k.allowedOrigins));
+  }
   const settings: ExtensionSettings = {
     port: integer(get, k.port, 0, 65535, d.port, p, t),
+    allowedOrigins,
     model,
     threads: integer(get, k.threads, 0, 256, d.threads, p, t),
     gpu,
@@ -165,5 +183,9 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
 
 /** The settings that differ and need a runtime restart. */
 export function restartNeeded(a: ExtensionSettings, b: ExtensionSettings): boolean {
-  return RESTART_KEYS.some((key) => a[key] !== b[key]);
+  return RESTART_KEYS.some((key) => {
+    const x = a[key];
+    const y = b[key];
+    return Array.isArray(x) && Array.isArray(y) ? x.join('\n') !== y.join('\n') : x !== y;
+  });
 }

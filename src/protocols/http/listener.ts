@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { authenticate, TokenTable, WWW_AUTHENTICATE } from './auth';
-import { isAllowedHost, isAllowedOrigin } from './hostOrigin';
+import { isAllowedHost, isAllowedOrigin, normalizeOrigin } from './hostOrigin';
 import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
 import type { DoorHandler } from './types';
 
@@ -45,6 +45,7 @@ export interface ListenerOptions {
   port: number;
   /** Bearer token → principal. */
   tokens: Map<string, string>;
+  /** Browser origins allowed besides our own loopback origins (see hostOrigin.ts); anything else is 403. */
   allowedOrigins?: string[];
   doors: MountedDoor[];
   limits?: Partial<ListenerLimits>;
@@ -62,7 +63,12 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const limits = { ...DEFAULT_LISTENER_LIMITS, ...options.limits };
   const host = options.host ?? '127.0.0.1';
   const tokens = new TokenTable(options.tokens);
-  const allowedOrigins = options.allowedOrigins ?? [];
+  // Canonical form, so `http://LocalHost:5173/` on the list matches the `http://localhost:5173` a browser sends.
+  const allowedOrigins = (options.allowedOrigins ?? []).map((o) => {
+    const n = normalizeOrigin(o);
+    if (n instanceof Error) throw n;
+    return n;
+  });
   const log = options.log ?? (() => {});
   const doors = [...options.doors].sort((a, b) => b.prefix.length - a.prefix.length);
   // Aborted at shutdown: long requests (SSE, synchronous generations) end instead of holding the port.
@@ -95,7 +101,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       writeProblem(res, new HttpProblem(403, 'forbidden', 'The Host header is not a loopback address of this server.'), style, instance);
       return;
     }
-    if (!isAllowedOrigin(req, allowedOrigins)) {
+    if (!isAllowedOrigin(req, allowedOrigins, port)) {
       writeProblem(res, new HttpProblem(403, 'forbidden', 'Requests from this Origin are not allowed.'), style, instance);
       return;
     }

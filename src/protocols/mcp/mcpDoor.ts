@@ -1,5 +1,8 @@
-// The MCP door: Streamable HTTP JSON-RPC at /mcp over the shared task runtime (MCP 2025-11-25 tasks).
-// Stateful sessions (for notifications on the GET stream), tasks bound to the authenticated principal.
+// The MCP door: Streamable HTTP JSON-RPC at /mcp over the shared task runtime, both eras on one endpoint.
+// 2025-11-25 (legacy: `initialize`, sessions, GET/DELETE, experimental tasks) goes through the SDK transport with
+// stateful sessions (for notifications on the GET stream), exactly as before; a POST whose body carries the
+// 2026-07-28 `_meta` envelope goes to the stateless modern layer (modern/). Tasks are bound to the authenticated
+// principal in both eras, so one runtime task is the same task to either.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRuntimeApi } from '../../runtime/api';
@@ -11,6 +14,8 @@ import { CreationGuard, DEFAULT_CREATION_LIMITS, type CreationLimits } from './l
 import { TaskNotifier } from './notifier';
 import { McpSessions, type SessionLimits } from './sessions';
 import { getTask } from './taskMethods';
+import { classify } from './modern/era';
+import { createModernHandler } from './modern/modernDoor';
 
 export interface McpDoorOptions {
   log?: (m: string) => void;
@@ -22,6 +27,8 @@ export interface McpDoorOptions {
   maxBodyBytes?: number;
   limits?: Partial<CreationLimits>;
   sessions?: Partial<SessionLimits>;
+  /** TEST ONLY (`serve --conformance-fixtures`): the MCP conformance suite's fixture tools. */
+  conformanceFixtures?: boolean;
 }
 
 export interface McpDoor {
@@ -44,6 +51,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
     pageSize: options.pageSize ?? 50,
     log,
   };
+  const modern = createModernHandler(ctx, { conformanceFixtures: options.conformanceFixtures });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   let closed = false;
@@ -58,6 +66,11 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
           sendJsonRpcError(res, body.status, body.code, body.message, null, body.status === 413 ? { connection: 'close' } : {});
           req.resume();
           return;
+        }
+        const era = classify(req, body.value, sessionId !== undefined);
+        if (era === 'modern') return await modern.handle(req, res, rc, body.value);
+        if (era === 'modern-header-only') {
+          return sendJsonRpcError(res, 400, -32602, 'Invalid params: missing _meta keys: io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities (the MCP-Protocol-Version header names 2026-07-28)', idOf(body.value));
         }
         if (sessionId === undefined) {
           if (!isInitialize(body.value)) {
@@ -127,6 +140,11 @@ function header(req: IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
   const first = Array.isArray(v) ? v[0] : v;
   return first === '' ? undefined : first;
+}
+
+function idOf(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
 function isInitialize(body: unknown): boolean {

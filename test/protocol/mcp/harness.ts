@@ -45,7 +45,7 @@ export interface InProcessServer {
 }
 
 export async function startInProcess(
-  opts: { door?: McpDoorOptions; limits?: Partial<RuntimeLimits>; suppressEos?: boolean } = {},
+  opts: { door?: McpDoorOptions; limits?: Partial<RuntimeLimits>; suppressEos?: boolean; allowedOrigins?: string[] } = {},
 ): Promise<InProcessServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-door-test-'));
   const backend = new LlamaBackend({
@@ -61,6 +61,7 @@ export async function startInProcess(
       [TOKENS.alice, 'alice'],
       [TOKENS.bob, 'bob'],
     ]),
+    allowedOrigins: opts.allowedOrigins,
     doors: [
       { prefix: '/mcp', handler: mcp.handle, problemStyle: 'jsonrpc' },
       { prefix: LMSP_PREFIX, handler: lmsp.handle, problemStyle: 'problem+json' },

@@ -1,0 +1,154 @@
+// The 2026-07-28 half of /mcp: a thin stateless JSON-RPC layer on our own listener (no SDK transport, no session),
+// reached only for bodies that carry the `_meta` envelope (era.ts). Every request is validated on its own
+// (wire.ts), answered as plain application/json, every result carries `resultType` and `serverInfo`, every error
+// echoes the request id. Chosen over @modelcontextprotocol/server 2.x: that package has no tasks runtime in either
+// era, its legacy fallback cannot carry our sessions, and the whole layer here is ~0.2 ms and a few KB of bundle
+// (figures in docs/mcp.md).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { isJsonContentType } from '../../http/body';
+import type { RequestContext } from '../../http/types';
+import type { CallerContext, McpContext } from '../context';
+import { toMcpError } from '../errors';
+import { SERVER_INFO } from '../server';
+import { listTools } from '../tools';
+import { callFixture, fixtureTools, isFixture } from './fixtures';
+import { callToolModern, cancelTaskModern, getTaskModern, updateTaskModern } from './modernTasks';
+import {
+  declaresTasks,
+  httpStatusOf,
+  LIST_TTL_MS,
+  META_SERVER_INFO,
+  missingTasksExtension,
+  MODERN_VERSIONS,
+  TASKS_EXTENSION,
+  validateModernRequest,
+  type ModernRequest,
+} from './wire';
+
+/** Declared exactly: the extension's value is `{}` (clients test for an empty object) and there is no `tasks`. */
+export const MODERN_CAPABILITIES = { tools: {}, extensions: { [TASKS_EXTENSION]: {} } };
+
+/** Methods that existed in 2025-11-25 and are gone in this era: 404 + -32601 like any unknown method. */
+const REMOVED: Record<string, string> = {
+  'tasks/result': 'tasks/result is removed in 2026-07-28 (tasks extension): the result is inlined in tasks/get',
+  'tasks/list': 'tasks/list is removed in 2026-07-28 (tasks extension): keep the task ids you were given',
+  initialize: 'initialize does not exist in 2026-07-28: send the _meta envelope on every request (server/discover)',
+  ping: 'ping is removed in 2026-07-28',
+  'logging/setLevel': 'logging/setLevel is removed in 2026-07-28: use _meta["io.modelcontextprotocol/logLevel"]',
+};
+
+function modernInstructions(ctx: McpContext): string {
+  const l = ctx.runtime.limits;
+  const g = ctx.guard.limits;
+  return (
+    'Local-model generation (MCP 2026-07-28; tasks via the io.modelcontextprotocol/tasks extension). Declare the ' +
+    'extension on a request to let long calls become tasks: generate_long always runs as a task (without the ' +
+    'extension: error -32021), generate becomes one when max_output_tokens is 256 or more. Poll tasks/get; the ' +
+    'result is inlined when completed. Task ids are bound to your credentials and are the same ids the ' +
+    `2025-11-25 endpoint, LMSP and the editor show. Task TTL: default ${l.defaultTtlMs} ms, counted from createdAt. ` +
+    `At most ${g.maxActiveTasksPerPrincipal} unfinished tasks per client; creation is rate-limited to ` +
+    `${g.createPerSecond}/s (burst ${g.createBurst}); over the limit answers error -32029. Tasks interrupted by a ` +
+    'server restart complete with an isError result; re-issue them.'
+  );
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, id: string | number | null, e: McpError): void {
+  const error: Record<string, unknown> = { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, '') };
+  if (e.data !== undefined) error['data'] = e.data;
+  send(res, httpStatusOf(e.code), { jsonrpc: '2.0', id, error });
+}
+
+export interface ModernHandler {
+  /** Serves one POSTed modern message (the caller has read and parsed the body and classified it). */
+  handle(req: IncomingMessage, res: ServerResponse, rc: RequestContext, body: unknown): Promise<void>;
+}
+
+export interface ModernOptions {
+  /** TEST ONLY (`serve --conformance-fixtures`): add the conformance suite's fixture tools (fixtures.ts). */
+  conformanceFixtures?: boolean;
+}
+
+export function createModernHandler(ctx: McpContext, options: ModernOptions = {}): ModernHandler {
+  const instructions = modernInstructions(ctx);
+  const serverMeta = { [META_SERVER_INFO]: SERVER_INFO };
+
+  function tools(): Record<string, unknown>[] {
+    // The 2026-07-28 Tool has no `execution`: whether a call becomes a task is decided per request.
+    const ours = listTools().map(({ execution: _execution, ...tool }) => tool);
+    // Fixtures first: some suite checks call tools[0] with `{}` (greet accepts that).
+    return options.conformanceFixtures ? [...fixtureTools(), ...ours] : ours;
+  }
+
+  async function dispatch(r: ModernRequest, caller: CallerContext): Promise<Record<string, unknown>> {
+    const tasks = declaresTasks(r.envelope);
+    switch (r.method) {
+      case 'server/discover':
+        return {
+          resultType: 'complete',
+          supportedVersions: [...MODERN_VERSIONS],
+          capabilities: MODERN_CAPABILITIES,
+          instructions,
+          ttlMs: LIST_TTL_MS,
+          cacheScope: 'private',
+        };
+      case 'tools/list': {
+        const cursor = r.params['cursor'];
+        if (cursor !== undefined) throw new McpError(-32602, 'Invalid params: unknown cursor (the tool list has one page)');
+        return { resultType: 'complete', tools: tools(), ttlMs: LIST_TTL_MS, cacheScope: 'private' };
+      }
+      case 'tools/call':
+        if (options.conformanceFixtures && isFixture(r.params['name'])) return callFixture(ctx, caller, r.params, tasks);
+        return callToolModern(ctx, caller, r.params, { tasks });
+      case 'tasks/get':
+      case 'tasks/update':
+      case 'tasks/cancel': {
+        if (!tasks) throw missingTasksExtension(r.method);
+        if (r.method === 'tasks/get') return getTaskModern(ctx, caller, r.params);
+        if (r.method === 'tasks/update') return updateTaskModern(ctx, caller, r.params);
+        return cancelTaskModern(ctx, caller, r.params);
+      }
+      default:
+        throw new McpError(-32601, REMOVED[r.method] ?? `Method not found: ${r.method}`);
+    }
+  }
+
+  return {
+    async handle(req, res, rc, body) {
+      const msg = body as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
+      const id = typeof msg.id === 'string' || typeof msg.id === 'number' ? msg.id : null;
+      if (msg.jsonrpc !== '2.0' || typeof msg.method !== 'string' || (msg.id !== undefined && id === null)) {
+        return sendError(res, id, new McpError(-32600, 'Invalid Request: expected a JSON-RPC 2.0 request with a string method and a string or number id'));
+      }
+      if (!isJsonContentType(req.headers['content-type'])) {
+        return sendError(res, id, new McpError(-32600, 'Invalid Request: Content-Type must be application/json'));
+      }
+      if (id === null) {
+        // Client-to-server notifications do not exist on 2026-07-28 Streamable HTTP; accepted and ignored.
+        res.writeHead(202).end();
+        return;
+      }
+      try {
+        const r = validateModernRequest(req, { id, method: msg.method, params: msg.params });
+        const result = await dispatch(r, { principal: rc.principal, signal: rc.signal });
+        const meta = result['_meta'] && typeof result['_meta'] === 'object' ? (result['_meta'] as Record<string, unknown>) : {};
+        send(res, 200, { jsonrpc: '2.0', id, result: { ...result, _meta: { ...meta, ...serverMeta } } });
+      } catch (e) {
+        const err = toMcpError(e);
+        if (err.code === -32603) ctx.log(`mcp (2026-07-28): ${msg.method} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+        if (res.writableEnded || res.destroyed) return;
+        sendError(res, id, err);
+      }
+    },
+  };
+}

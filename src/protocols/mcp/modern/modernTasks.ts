@@ -1,0 +1,201 @@
+// tools/call and tasks/get|update|cancel of MCP 2026-07-28 with the tasks extension (SEP-2663), over the same
+// runtime tasks as the 2025-11-25 door: same ids, same principal binding, same stored outcome (toolOutcome), only
+// the wire shape differs (flat CreateTaskResult, ttlMs/pollIntervalMs, result/error inlined in tasks/get,
+// isError results are `completed`, `failed` only for JSON-RPC errors). MCP-2026.md §1.
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { isRuntimeError } from '../../../runtime/errors';
+import type { TaskRecord } from '../../../runtime/task';
+import type { CallerContext, McpContext } from '../context';
+import { invalidParams, toMcpError } from '../errors';
+import { getTaskText, listModels } from '../readTools';
+import { effectiveTtl } from '../toolCall';
+import { visibleTask, waitTerminal } from '../taskMethods';
+import { statusMessage, toolOutcome } from '../taskView';
+import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
+import { missingTasksExtension } from './wire';
+
+/**
+ * Which tools/call becomes a task for a client that declared the extension (the 2026 Tool has no taskSupport;
+ * the server decides per request): `generate_long` always (without the extension → -32021); `generate` when
+ * its effective max_output_tokens is at least this many. 256 tokens is ≥ 10 s at the ~20 tokens/s of a 7–8 B
+ * model on a laptop CPU — beyond that a held-open HTTP request is what breaks (client timeouts, no stream
+ * resumption in 2026-07-28). Shorter calls answer synchronously: a task would cost the client 2+ round trips.
+ * The read-only tools never become tasks.
+ */
+export const LONG_GENERATION_TOKENS = 256;
+
+export type ModernTaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+
+export interface ModernTask {
+  taskId: string;
+  status: ModernTaskStatus;
+  statusMessage: string;
+  createdAt: string;
+  lastUpdatedAt: string;
+  ttlMs: number | null;
+  pollIntervalMs?: number;
+}
+
+export type DetailedTask = ModernTask & {
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+  inputRequests?: Record<string, unknown>;
+};
+
+const TASK_ID = z.string().min(1).max(200);
+const GET_PARAMS = z.object({ taskId: TASK_ID }).passthrough();
+const UPDATE_PARAMS = z.object({ taskId: TASK_ID, inputResponses: z.record(z.string(), z.unknown()) }).passthrough();
+const CALL_PARAMS = z.object({ name: z.string().min(1).max(256), arguments: z.record(z.string(), z.unknown()).optional() }).passthrough();
+
+function parse<T>(schema: z.ZodType<T>, params: unknown): T {
+  const r = schema.safeParse(params);
+  if (!r.success) throw invalidParams(`Invalid params: ${describeIssues(r.error)}`);
+  return r.data;
+}
+
+function int(n: number | null): number | null {
+  return n === null ? null : Math.max(0, Math.round(n));
+}
+
+/** The runtime record in the modern vocabulary, with the outcome inlined by status (tasks/get, CreateTaskResult). */
+export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean): DetailedTask {
+  const position = task.status === 'queued' ? ctx.runtime.queuePosition(task.id) : null;
+  const base = {
+    taskId: task.id,
+    statusMessage: statusMessage(task, position),
+    createdAt: new Date(task.createdAt).toISOString(),
+    lastUpdatedAt: new Date(task.updatedAt).toISOString(),
+    ttlMs: int(task.ttlMs),
+  };
+  const working = { ...base, pollIntervalMs: Math.max(1, Math.round(ctx.view.pollIntervalMs)) };
+  switch (task.status) {
+    case 'queued':
+    case 'loading':
+    case 'running':
+      return { ...working, status: 'working' };
+    case 'input_required':
+      // No tool of ours asks for input mid-task yet; the map is required in this status, so it is empty.
+      return { ...working, status: 'input_required', ...(detailed && { inputRequests: {} }) };
+    case 'cancelling':
+    case 'cancelled':
+      return { ...base, status: 'cancelled' };
+    case 'succeeded':
+    case 'failed': {
+      const outcome = toolOutcome(task);
+      if (!outcome) return { ...base, status: 'failed', ...(detailed && { error: { code: -32603, message: `Task ended in unexpected state ${task.status}` } }) };
+      if ('error' in outcome) {
+        const { code, message, data } = outcome.error;
+        return { ...base, status: 'failed', ...(detailed && { error: { code, message, ...(data !== undefined && { data }) } }) };
+      }
+      // A tool result, isError or not, is `completed` in this era (a JSON-RPC error is `failed`). Inlined exactly as
+      // the tools/call would have answered it, so with its own resultType (ext-tasks validates that).
+      return { ...base, status: 'completed', ...(detailed && { result: { ...outcome.result, resultType: 'complete' } }) };
+    }
+  }
+}
+
+export interface ModernCallOptions {
+  /** The request declared the tasks extension. */
+  tasks: boolean;
+}
+
+function becomesTask(spec: ToolSpec, args: GenerationArgs): boolean {
+  if (spec.taskSupport === 'required') return true;
+  if (spec.taskSupport === 'forbidden') return false;
+  return (args.max_output_tokens ?? spec.defaultMaxTokens ?? 0) >= LONG_GENERATION_TOKENS;
+}
+
+/** tools/call → a CallToolResult (`complete`) or, for a declaring client and a long call, a flat CreateTaskResult. */
+export async function callToolModern(
+  ctx: McpContext,
+  caller: CallerContext,
+  params: unknown,
+  opts: ModernCallOptions,
+): Promise<Record<string, unknown>> {
+  // A legacy `task` param is an unknown field here: ignored, never an error and never a reason to make a task.
+  const call = parse(CALL_PARAMS, params);
+  const spec = TOOLS_BY_NAME.get(call.name);
+  if (!spec) throw invalidParams(`Unknown tool: ${call.name}`);
+  // Checked before anything runs, so a misuse has no side effect.
+  if (spec.taskSupport === 'required' && !opts.tasks) throw missingTasksExtension(`tool '${spec.name}' runs only as a task and`);
+  const parsed = spec.args.safeParse(call.arguments ?? {});
+  if (!parsed.success) throw invalidParams(`Invalid arguments for tool '${spec.name}': ${describeIssues(parsed.error)}`);
+
+  if (spec.name === 'get_task_text') return { ...getTaskText(ctx.runtime, caller.principal, parsed.data as { taskId: string }), resultType: 'complete' };
+  if (spec.name === 'list_models') return { ...listModels(ctx.runtime), resultType: 'complete' };
+
+  const args = parsed.data as GenerationArgs;
+  const asTask = opts.tasks && becomesTask(spec, args);
+  const input = toResponseRequest(args, spec.defaultMaxTokens ?? 512);
+  ctx.guard.admit(caller.principal);
+  let task: TaskRecord;
+  try {
+    task = ctx.runtime.createTask({
+      origin: 'mcp',
+      principal: caller.principal,
+      input,
+      onRestart: 'fail',
+      ttlMs: effectiveTtl(ctx, undefined),
+      meta: { tool: spec.name, arguments: call.arguments ?? {}, asTask, era: '2026-07-28' },
+    }).task;
+  } catch (e) {
+    throw toMcpError(e);
+  }
+  ctx.log(`mcp: ${caller.principal} created ${task.id} via ${spec.name} (2026-07-28${asTask ? ', task' : ''})`);
+
+  if (asTask) {
+    // createTask returns once the record is journaled and readable, so tasks/get resolves from here on
+    // (SEP-2663 durable-create rule). Re-read: the scheduler may already have moved it on.
+    const now = ctx.runtime.getTask(task.id, caller.principal) ?? task;
+    return { resultType: 'task', ...modernTask(ctx, now, false) };
+  }
+
+  try {
+    const final = await waitTerminal(ctx, caller, task);
+    const outcome = toolOutcome(final);
+    if (!outcome) throw new McpError(-32603, `Task ${task.id} ended in unexpected state ${final.status}`);
+    if ('error' in outcome) throw new McpError(outcome.error.code, outcome.error.message, outcome.error.data);
+    return { ...outcome.result, resultType: 'complete' };
+  } catch (e) {
+    // Nobody is left to read the answer: stop the generation instead of burning the model on it.
+    if (caller.signal.aborted) {
+      try {
+        ctx.runtime.cancelTask(task.id, caller.principal, 'the synchronous tools/call was abandoned by the client');
+      } catch {
+        /* already terminal */
+      }
+    }
+    throw e;
+  }
+}
+
+export function getTaskModern(ctx: McpContext, caller: CallerContext, params: unknown): Record<string, unknown> {
+  const { taskId } = parse(GET_PARAMS, params);
+  return { resultType: 'complete', ...modernTask(ctx, visibleTask(ctx, caller, taskId), true) };
+}
+
+/**
+ * tasks/update: our tools never park for input, so every response is for a key we did not ask for and is
+ * ignored (spec: SHOULD ignore unknown keys); the ack is still sent. Unknown / foreign task → -32602.
+ */
+export function updateTaskModern(ctx: McpContext, caller: CallerContext, params: unknown): Record<string, unknown> {
+  const { taskId } = parse(UPDATE_PARAMS, params);
+  visibleTask(ctx, caller, taskId);
+  return { resultType: 'complete' };
+}
+
+/** tasks/cancel: acknowledged and idempotent — a terminal or already-cancelling task is simply acknowledged. */
+export function cancelTaskModern(ctx: McpContext, caller: CallerContext, params: unknown): Record<string, unknown> {
+  const { taskId } = parse(GET_PARAMS, params);
+  const task = visibleTask(ctx, caller, taskId);
+  if (task.status === 'queued' || task.status === 'loading' || task.status === 'running' || task.status === 'input_required') {
+    try {
+      ctx.runtime.cancelTask(taskId, caller.principal, 'cancelled by the MCP client');
+    } catch (e) {
+      // Became terminal in between: still an acknowledged cancel.
+      if (!isRuntimeError(e, 'task_not_cancelable')) throw toMcpError(e);
+    }
+  }
+  return { resultType: 'complete' };
+}
