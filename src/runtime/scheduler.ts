@@ -21,6 +21,8 @@ export interface SchedulerOptions {
   maxConcurrentPerModel: number;
   deltaFlushMs?: number;
   snapshotEveryMs?: number;
+  /** The runtime's clock (task times); deadlines are compared against it. */
+  now: () => number;
   log?: (msg: string) => void;
 }
 
@@ -41,6 +43,7 @@ export class Scheduler {
       deltaFlushMs: o.deltaFlushMs ?? 16,
       snapshotDir: join(o.dataDir, 'snapshots'),
       snapshotEveryMs: o.snapshotEveryMs ?? 2000,
+      now: o.now,
       log: o.log,
     };
   }
@@ -171,14 +174,14 @@ export class Scheduler {
       this.deadlines.delete(task.id);
       const t = this.o.store.getTask(task.id);
       if (!t || isTerminal(t.status)) return;
-      if (t.deadlineAt !== null && t.deadlineAt > Date.now()) return this.armDeadline(t);
+      if (t.deadlineAt !== null && t.deadlineAt > this.o.now()) return this.armDeadline(t);
       if (this.stop(task.id, 'deadline')) return;
       if (t.status === 'queued') {
         this.remove(t.id);
         failTask(this.o.transitions, t.id, problem('deadline_exceeded', 'The task did not start before its deadline.'));
       }
     };
-    const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - Date.now(), 0), MAX_TIMER_MS));
+    const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - this.o.now(), 0), MAX_TIMER_MS));
     timer.unref();
     this.deadlines.set(task.id, timer);
   }

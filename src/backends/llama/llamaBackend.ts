@@ -22,6 +22,7 @@ import type {
   ModelInfo,
   ModelState,
 } from '../../runtime/backend';
+import { errorText } from '../../runtime/problems';
 import { chatHistory, plainTextPrompt } from './prompt';
 import { TokenTextStream } from './tokenTextStream';
 
@@ -46,7 +47,9 @@ export interface LlamaBackendOptions {
   modelsDir?: string;
   log?: (msg: string) => void;
   /**
-   * Never sample end-of-generation tokens (benchmarks force a fixed number of tokens this way). Not for serving.
+   * An end-of-generation token does not end a generation (like vLLM's `ignore_eos`): it counts as an output token,
+   * adds no text, and the generation goes on until max tokens, a full context or a stop. Benchmarks and tests use
+   * it for generations of an exact length. Not for serving: the output runs on past where the model ended it.
    */
   suppressEndOfGeneration?: boolean;
 }
@@ -101,10 +104,9 @@ function defaultId(source: string): string {
   return path.basename(source).replace(/\.gguf$/i, '');
 }
 
-/** Error text without absolute paths (they end up in problem details and task errors). */
+/** Error text without absolute paths (they end up in problem details and task errors): the runtime's scrubber. */
 function describe(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
-  return msg.replace(/(?:[A-Za-z]:)?[\\/][^\s'"`]*[\\/]([^\\/\s'"`]+)/g, '$1');
+  return errorText(err, Number.POSITIVE_INFINITY);
 }
 
 function fileFingerprint(filePath: string): string {
@@ -367,17 +369,16 @@ export class LlamaBackend implements ModelBackend {
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
       topP: request.topP,
       seed: request.seed,
+      // Documented node-llama-cpp option: an end-of-generation token is yielded (and evaluated on) instead of
+      // ending evaluate(). Sampling is untouched, so the text up to that token is what it would have been.
+      yieldEogToken: this.options.suppressEndOfGeneration === true,
     };
-    if (this.options.suppressEndOfGeneration) {
-      const nlc = await importNodeLlamaCpp();
-      evaluateOptions.tokenBias = neverEndBias(nlc, model);
-    }
 
     if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens };
     if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens };
 
     let finishReason: GenerateResult['finishReason'] = 'stop';
-    // evaluate() ends by itself on an end-of-generation token (not yielded, not counted).
+    // evaluate() ends by itself on an end-of-generation token (not yielded, not counted), unless suppressed.
     for await (const token of sequence.evaluate(input, evaluateOptions)) {
       // Here every earlier token is evaluated into the sequence, this one is not: a consistent point to save.
       if (snapshots && snapshotPath && stream.clean && Date.now() - lastSnapshot >= snapshots.everyMs) {
@@ -426,16 +427,4 @@ export class LlamaBackend implements ModelBackend {
     await sequence.eraseContextTokenRanges([{ start: tokens.length - 1, end: tokens.length }]);
     return { lastToken, contextTokens: tokens.length };
   }
-}
-
-/**
- * A token bias that rules out every end-of-generation token (benchmarks that need a fixed length).
- * TokenBias.set() silently skips EOG tokens, so the bias is written into its table directly.
- */
-export function neverEndBias(nlc: NodeLlamaCpp, model: LlamaModel): InstanceType<NodeLlamaCpp['TokenBias']> {
-  const bias = new nlc.TokenBias(model.tokenizer);
-  const table = (bias as unknown as { _biases: Map<number, number> })._biases;
-  const vocabulary = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0;
-  for (let t = 0; t < vocabulary; t++) if (model.isEogToken(t as Token)) table.set(t, -Infinity);
-  return bias;
 }
