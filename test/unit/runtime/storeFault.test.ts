@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isRuntimeError } from '../../../src/runtime/errors';
-import { backend, collect, longPrompt, openRuntime, prompt, tempDir, waitFor } from './helpers';
+import { waitFor } from '../../support/wait';
+import { backend, collect, longPrompt, openRuntime, prompt, tempDir } from './helpers';
 
 after(() => backend().dispose());
 
