@@ -1,11 +1,12 @@
 // Raw node-llama-cpp generation speed (the API LlamaBackend uses: LlamaContextSequence.evaluate) versus the same
-// generation through LlamaBackend.generate. Both force a fixed number of tokens by never sampling end tokens.
+// generation through LlamaBackend.generate. Both force a fixed number of tokens by not stopping at an end token:
+// node-llama-cpp's documented `yieldEogToken` here, the backend's `suppressEndOfGeneration` (which sets it) there.
 // Run directly: node out/bench/rawGeneration.js [tokens=400] [threads=1,2] [modelPath]
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { LlamaBackend, neverEndBias } from '../src/backends/llama/llamaBackend';
+import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { plainTextPrompt } from '../src/backends/llama/prompt';
 import { writeTestModel } from '../src/backends/llama/testModel';
 import type { ChatMessage } from '../src/runtime/backend';
@@ -33,14 +34,13 @@ export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<
     const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
     const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: 1 });
     const sequence = context.getSequence();
-    const bias = neverEndBias(nlc, model);
     const prompt = model.tokenize(plainTextPrompt(INSTRUCTIONS, MESSAGES));
     const input = model.tokens.bos !== null ? [model.tokens.bos, ...prompt] : prompt;
     const started = performance.now();
     let firstAt = 0;
     let n = 0;
     const last: number[] = [];
-    for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, tokenBias: bias })) {
+    for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, yieldEogToken: true })) {
       if (n === 0) firstAt = performance.now();
       // Decode each token as a streaming consumer must (the backend does the same).
       model.detokenize([token], false, last as never);

@@ -1,25 +1,28 @@
-// Runs one task attempt on the backend: loading → running → terminal, with token deltas batched into events.
+// Runs one task attempt on the backend, in three steps: start (queued → loading → running, loading the model when
+// it is not loaded yet), stream (the backend's text, batched into delta events by DeltaBatcher, with snapshots for
+// `resume` tasks) and finish (the terminal transition that fits how the stream ended).
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import type { GenerationSnapshot, ModelBackend } from './backend';
+import type { GenerateResult, GenerationSnapshot, ModelBackend } from './backend';
+import { DeltaBatcher } from './deltaBatcher';
 import { newMessageId } from './ids';
 import { responseObject, taskStatusSnapshot, toChatMessages } from './responses';
 import type { TaskStore, NewEvent } from './taskStore';
 import type { TaskTransitions } from './transitions';
 import type { Problem, TaskRecord } from './task';
-import { problem } from './problems';
-
-const MAX_FLUSH_MS = 100;
+import { errorText, problem } from './problems';
 
 export type StopReason = 'cancel' | 'deadline' | 'shutdown' | 'expired';
 
 export interface GenerationSettings {
-  /** Batch text deltas for this long before persisting them as one event. */
+  /** Batch text deltas for at least this long before persisting them as one event. */
   deltaFlushMs: number;
   snapshotDir: string;
   snapshotEveryMs: number;
   /** Snapshots only once re-evaluating what the last one does not cover would take longer (see docs/runtime.md). */
   snapshotMinReevalMs: number;
+  /** The runtime's clock, for the times written into responses. */
+  now: () => number;
   log?: (msg: string) => void;
 }
 
@@ -33,12 +36,16 @@ export interface ResumePoint {
   messageId: string;
 }
 
+/** How the backend's stream ended: the text and tokens delivered, and its result or what it threw. */
+type Streamed = { text: string; tokens: number } & ({ ok: true; result: GenerateResult } | { ok: false; error: unknown });
+
 export class GenerationRun {
   readonly abort = new AbortController();
   stopReason: StopReason | undefined;
   /** Set when a durable write failed mid-run: the run stops and rejects with it; the runtime settles the task later. */
   storeError: Error | undefined;
   private running: Promise<void> | undefined;
+  private readonly messageId: string;
 
   constructor(
     readonly taskId: string,
@@ -48,7 +55,9 @@ export class GenerationRun {
     private readonly backend: ModelBackend,
     private readonly settings: GenerationSettings,
     private readonly resume?: ResumePoint,
-  ) {}
+  ) {
+    this.messageId = resume?.messageId ?? newMessageId();
+  }
 
   stop(reason: StopReason): void {
     this.stopReason ??= reason;
@@ -66,9 +75,18 @@ export class GenerationRun {
   }
 
   private async execute(): Promise<void> {
+    const running = await this.start();
+    if (!running) return;
+    this.finish(await this.stream(running));
+  }
+
+  /**
+   * queued → loading → running. Returns the running task, or undefined when the run ended here (someone else moved
+   * the task, the load failed, or the run was stopped while loading: those outcomes are written here).
+   */
+  private async start(): Promise<TaskRecord | undefined> {
     const id = this.taskId;
     const resumed = this.resume;
-    const messageId = resumed?.messageId ?? newMessageId();
     const toLoading = {
       to: 'loading' as const,
       patch: { statusMessage: 'loading model' },
@@ -78,99 +96,74 @@ export class GenerationRun {
       to: 'running' as const,
       patch: { statusMessage: resumed ? `resuming after ${resumed.outputTokens} tokens` : 'generating' },
       events: (t: TaskRecord): NewEvent[] =>
-        resumed ? [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }] : startEvents(t, messageId),
+        resumed ? [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }] : startEvents(t, this.messageId),
     };
 
-    let running: TaskRecord | undefined;
     const queued = this.store.getTask(id);
     if (queued && this.backend.isLoaded(queued.model)) {
       // Nothing to load: both transitions in one durable write, which is what a client waits for before text.
-      running = this.transitions.transitionSteps(id, [toLoading, toRunning], ['queued']);
-      if (!running) return;
-    } else {
-      const loading = this.transitions.transition(id, 'loading', toLoading.patch, toLoading.events, ['queued']);
-      if (!loading) return;
-      const model = loading.model;
-      try {
-        let lastReported = -1;
-        await this.backend.load(model, {
-          signal: this.abort.signal,
-          onProgress: (p) => {
-            // A handful of progress events, not hundreds.
-            const pct = Math.floor(p * 10);
-            if (pct === lastReported) return;
-            lastReported = pct;
-            this.transitions.append(id, { statusMessage: `loading model ${Math.round(p * 100)}%` }, [
-              { type: 'task_runtime:model.loading', data: { model, progress: Math.min(1, Math.max(0, p)) } },
-            ]);
-          },
-        });
-      } catch (e) {
-        if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
-        const msg = safeMessage(e);
-        this.settings.log?.(`task ${id}: model load failed: ${msg}`);
-        return this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
-      }
-      if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
-      running = this.transitions.transition(id, 'running', toRunning.patch, toRunning.events, ['loading']);
-      if (!running) {
-        const now = this.store.getTask(id);
-        if (now) return this.finishStopped(now, '', 0, messageId);
-        return;
-      }
+      return this.transitions.transitionSteps(id, [toLoading, toRunning], ['queued']);
     }
-    const model = running.model;
+    const loading = this.transitions.transition(id, 'loading', toLoading.patch, toLoading.events, ['queued']);
+    if (!loading) return undefined;
+    const model = loading.model;
+    try {
+      let lastReported = -1;
+      await this.backend.load(model, {
+        signal: this.abort.signal,
+        onProgress: (p) => {
+          // A handful of progress events, not hundreds.
+          const pct = Math.floor(p * 10);
+          if (pct === lastReported) return;
+          lastReported = pct;
+          this.transitions.append(id, { statusMessage: `loading model ${Math.round(p * 100)}%` }, [
+            { type: 'task_runtime:model.loading', data: { model, progress: Math.min(1, Math.max(0, p)) } },
+          ]);
+        },
+      });
+    } catch (e) {
+      if (this.stopReason) return void this.finishStopped(loading, '', 0, undefined);
+      const msg = errorText(e);
+      this.settings.log?.(`task ${id}: model load failed: ${msg}`);
+      return void this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
+    }
+    if (this.stopReason) return void this.finishStopped(loading, '', 0, undefined);
+    const running = this.transitions.transition(id, 'running', toRunning.patch, toRunning.events, ['loading']);
+    if (!running) {
+      const now = this.store.getTask(id);
+      if (now) this.finishStopped(now, '', 0, this.messageId);
+    }
+    return running;
+  }
 
+  /** Runs the backend's generation, persisting its text in batches. Never throws: the outcome is returned. */
+  private async stream(running: TaskRecord): Promise<Streamed> {
+    const id = this.taskId;
+    const resumed = this.resume;
     let text = resumed ? resumed.text : '';
     let tokens = resumed?.outputTokens ?? 0;
-    let pending = '';
-    let lastFlush = 0;
-    let writeMs = 0;
-    let flushEvery = this.settings.deltaFlushMs;
-    let flushTimer: NodeJS.Timeout | undefined;
-    const deltaEvent = (delta: string): NewEvent => ({
-      type: 'response.output_text.delta',
-      data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] },
-    });
-    const flush = (extraSnapshot?: GenerationSnapshot) => {
-      if (flushTimer) clearTimeout(flushTimer);
-      flushTimer = undefined;
-      if (!pending && !extraSnapshot) return;
-      const events = pending ? [deltaEvent(pending)] : [];
-      pending = '';
-      lastFlush = Date.now();
-      const t0 = performance.now();
-      this.transitions.append(
-        id,
-        {
-          outputTokens: tokens,
-          statusMessage: `generating: ${tokens} tokens`,
-          ...(extraSnapshot ? { snapshot: extraSnapshot } : {}),
-        },
-        events,
-      );
-      // Keep durable writes to a small share of generation time: on a slow disk, batch longer.
-      writeMs = writeMs * 0.8 + (performance.now() - t0) * 0.2;
-      flushEvery = Math.min(MAX_FLUSH_MS, Math.max(this.settings.deltaFlushMs, writeMs * 20));
-    };
-    // Flushes run from timers and backend callbacks: a failed write must stop the generation, not escape there.
-    const safeFlush = (extraSnapshot?: GenerationSnapshot) => {
-      if (this.storeError) return;
-      try {
-        flush(extraSnapshot);
-      } catch (e) {
-        this.storeError = e as Error;
+    const batcher = new DeltaBatcher({
+      minWindowMs: this.settings.deltaFlushMs,
+      now: () => performance.now(),
+      write: (delta, snapshot) =>
+        this.transitions.append(
+          id,
+          { outputTokens: tokens, statusMessage: `generating: ${tokens} tokens`, ...(snapshot ? { snapshot } : {}) },
+          delta ? [deltaEvent(this.messageId, delta)] : [],
+        ),
+      // Writes run from timers and backend callbacks: a failed one must stop the generation, not escape there.
+      onError: (e) => {
+        this.storeError = e;
         this.abort.abort();
-      }
-    };
+      },
+    });
     const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots;
     const snapDir = join(this.settings.snapshotDir, id);
-    let result;
     try {
       if (snapshotsWanted) fs.mkdirSync(snapDir, { recursive: true });
-      result = await this.backend.generate(
+      const result = await this.backend.generate(
         {
-          model,
+          model: running.model,
           instructions: running.input.instructions,
           messages: toChatMessages(running.input),
           maxOutputTokens: running.input.max_output_tokens,
@@ -183,11 +176,8 @@ export class GenerationRun {
           resumeFrom: resumed ? { snapshot: resumed.snapshot, text: resumed.text, outputTokens: resumed.outputTokens } : undefined,
           onText: (piece, n) => {
             text += piece;
-            pending += piece;
             tokens += n;
-            const now = Date.now();
-            if (now - lastFlush >= flushEvery) safeFlush();
-            else flushTimer ??= setTimeout(() => safeFlush(), flushEvery);
+            batcher.add(piece);
           },
           snapshots: snapshotsWanted
             ? {
@@ -195,29 +185,41 @@ export class GenerationRun {
                 everyMs: this.settings.snapshotEveryMs,
                 minReevalMs: this.settings.snapshotMinReevalMs,
                 // The snapshot and the text it covers are persisted in one batch.
-                onSnapshot: (s) => safeFlush(s),
+                onSnapshot: (s) => batcher.flush(s),
               }
             : undefined,
         },
       );
-    } catch (e) {
-      safeFlush();
-      if (this.storeError) throw this.storeError;
-      if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, messageId);
-      const msg = safeMessage(e);
+      return { text, tokens, ok: true, result };
+    } catch (error) {
+      return { text, tokens, ok: false, error };
+    } finally {
+      batcher.flush();
+      batcher.close();
+    }
+  }
+
+  /** The terminal transition for how the stream ended; rejects with the store error when a write failed. */
+  private finish(streamed: Streamed): void {
+    const id = this.taskId;
+    const { text, tokens } = streamed;
+    if (this.storeError) throw this.storeError;
+    if (!streamed.ok) {
+      if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, this.messageId);
+      const msg = errorText(streamed.error);
       this.settings.log?.(`task ${id}: generation failed: ${msg}`);
       const current = this.store.getTask(id);
-      if (current) this.fail(current, problem('model_error', `Generation failed: ${msg}`), text, messageId, tokens);
+      if (current) this.fail(current, problem('model_error', `Generation failed: ${msg}`), text, this.messageId, tokens);
       return;
-    } finally {
-      if (flushTimer) clearTimeout(flushTimer);
     }
-    safeFlush();
-    if (this.storeError) throw this.storeError;
     const current = this.store.getTask(id);
     if (!current) return;
-    if (this.stopReason || current.status === 'cancelling') return this.finishStopped(current, text, tokens, messageId);
+    if (this.stopReason || current.status === 'cancelling') return this.finishStopped(current, text, tokens, this.messageId);
+    this.succeed(current, streamed.result, text, tokens);
+  }
 
+  private succeed(current: TaskRecord, result: GenerateResult, text: string, tokens: number): void {
+    const messageId = this.messageId;
     const incomplete = result.finishReason === 'max_output_tokens';
     const usage = {
       input_tokens: result.inputTokens,
@@ -226,7 +228,7 @@ export class GenerationRun {
     };
     const part = { type: 'output_text', text, annotations: [], logprobs: [] };
     this.transitions.transition(
-      id,
+      this.taskId,
       'succeeded',
       {
         statusMessage: incomplete ? `finished at the token limit (${tokens} tokens)` : `completed: ${tokens} tokens`,
@@ -240,7 +242,7 @@ export class GenerationRun {
           itemStatus: incomplete ? 'incomplete' : 'completed',
           usage,
           incompleteReason: incomplete ? 'max_output_tokens' : null,
-          completedAt: Date.now(),
+          completedAt: this.settings.now(),
         }),
       },
       (t) => [
@@ -279,6 +281,13 @@ export class GenerationRun {
   private dropSnapshots(): void {
     fs.rmSync(join(this.settings.snapshotDir, this.taskId), { recursive: true, force: true });
   }
+}
+
+function deltaEvent(messageId: string, delta: string): NewEvent {
+  return {
+    type: 'response.output_text.delta',
+    data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] },
+  };
 }
 
 /** The events that open a response's output: in_progress, the message item, its text part. */
@@ -345,10 +354,4 @@ export function finishCancelled(
     }),
     (t) => [{ type: 'response.cancelled', data: { response: t.response } }],
   );
-}
-
-function safeMessage(e: unknown): string {
-  const msg = e instanceof Error ? e.message : String(e);
-  // Problem details never carry paths.
-  return msg.replace(/(?:[A-Za-z]:)?[\\/][^\s'"]+/g, '<path>').slice(0, 300);
 }

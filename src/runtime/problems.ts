@@ -17,3 +17,20 @@ export function problem(code: string, detail: string): Problem {
   const [title, status] = TITLES[code] ?? ['Task failed', 500];
   return { type: `${PROBLEM_TYPE_BASE}${code}`, title, status, detail, code };
 }
+
+/**
+ * An absolute path: POSIX (`/…`, `~/…`), Windows (`C:\…`, `C:/…`, `\\server\…`) or a `file://` URL. It starts at
+ * the beginning of the text or after a space, quote, bracket, `=` or `,` (so `application/json`, `1/2` and the path
+ * of an `https://` URL are not paths) and runs to the next space, quote, closing bracket, `,`, `;` or `:`.
+ */
+const ABSOLUTE_PATH = /(^|[\s'"`([=,])(?:file:\/\/)?(?:~?\/|[A-Za-z]:[\\/]|\\\\)[^\s'"`)\],;:]+/g;
+
+/**
+ * Error text fit for a problem detail or a task error, which clients see: every absolute path becomes `<path>`
+ * (a file name can name a person: /home/alice), and the text is cut to `maxChars`. The one scrubber for error
+ * text; backends use it too.
+ */
+export function errorText(err: unknown, maxChars = 300): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  return msg.replace(ABSOLUTE_PATH, '$1<path>').slice(0, maxChars);
+}

@@ -38,6 +38,12 @@ export interface RuntimeOptions {
   /** Snapshot only when re-evaluating the uncovered context would take longer (default 1000 ms; 0 = always). */
   snapshotMinReevalMs?: number;
   database?: DatabaseOptions;
+  /**
+   * The clock task times come from, in ms since the epoch (default Date.now): creation and update stamps, ttl expiry,
+   * deadlines, retention, idempotency-key age. Timers still run on real time; a clock that stands still means no
+   * deadline or ttl is ever reached.
+   */
+  now?: () => number;
 }
 
 export const DEFAULT_LIMITS: RuntimeLimits = {
@@ -74,6 +80,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   private readonly sweepTimer: NodeJS.Timeout;
   private queueOrder: number;
   private closed = false;
+  private readonly now: () => number;
 
   private constructor(
     private readonly options: RuntimeOptions,
@@ -85,8 +92,10 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (options.backend.supportsSnapshots && !this.limits.onRestart.includes('resume')) {
       this.limits.onRestart = [...this.limits.onRestart, 'resume'];
     }
-    this.transitions = new TaskTransitions(store, this.log, Date.now);
+    this.now = options.now ?? Date.now;
+    this.transitions = new TaskTransitions(store, this.log, this.now);
     this.scheduler = new Scheduler({
+      now: this.now,
       store,
       transitions: this.transitions,
       backend: options.backend,
@@ -114,7 +123,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       throw e;
     }
     const store = new TaskStore(db);
-    const recovery = recoverTasks(store, new TaskTransitions(store, new EventLog(), Date.now), options.backend);
+    const recovery = recoverTasks(store, new TaskTransitions(store, new EventLog(), options.now ?? Date.now), options.backend);
     const runtime = new TaskRuntime(options, store, lock, recovery);
     // After recovery every unfinished task is queued.
     for (const t of store.activeTasks()) runtime.scheduler.enqueue(t, recovery.resumePoints.get(t.id));
@@ -143,7 +152,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (!this.limits.onRestart.includes(onRestart)) {
       throw new RuntimeError('unsupported_capability', `on_restart "${onRestart}" is not supported by this server.`, 'on_restart');
     }
-    const now = Date.now();
+    const now = this.now();
     if (p.idempotency) {
       const found = this.store.findIdempotencyKey(p.principal, p.idempotency.scope, p.idempotency.key);
       if (found && found.createdAt > now - this.limits.idempotencyKeyTtlSeconds * 1000) {
@@ -210,7 +219,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   private visible(task: TaskRecord | undefined, principal?: string): TaskRecord | undefined {
     if (!task) return undefined;
     if (principal !== undefined && task.principal !== principal) return undefined;
-    if (task.expiresAt !== null && task.expiresAt <= Date.now()) {
+    if (task.expiresAt !== null && task.expiresAt <= this.now()) {
       queueMicrotask(() => this.sweepNow());
       return undefined;
     }
@@ -236,7 +245,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   listTasks(q: ListTasksQuery): ListTasksPage {
     const limit = Math.min(Math.max(Math.floor(q.limit ?? 50), 1), 1000);
     const before = q.cursor !== undefined ? decodeCursor(q.cursor) : undefined;
-    const now = Date.now();
+    const now = this.now();
     const rows = this.store.listTasks({ principal: q.principal, statuses: q.statuses, origin: q.origin, before, limit: limit + 1 });
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
@@ -380,7 +389,7 @@ export class TaskRuntime implements TaskRuntimeApi {
           eventHistoryMs: this.limits.eventHistorySeconds * 1000,
           idempotencyKeyTtlMs: this.limits.idempotencyKeyTtlSeconds * 1000,
         },
-        Date.now(),
+        this.now(),
         (id) => {
           this.scheduler.remove(id);
           this.scheduler.stop(id, 'expired');

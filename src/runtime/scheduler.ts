@@ -22,6 +22,8 @@ export interface SchedulerOptions {
   deltaFlushMs?: number;
   snapshotEveryMs?: number;
   snapshotMinReevalMs?: number;
+  /** The runtime's clock (task times); deadlines are compared against it. */
+  now: () => number;
   log?: (msg: string) => void;
 }
 
@@ -53,6 +55,7 @@ export class Scheduler {
       snapshotDir: join(o.dataDir, 'snapshots'),
       snapshotEveryMs: o.snapshotEveryMs ?? 2000,
       snapshotMinReevalMs: o.snapshotMinReevalMs ?? DEFAULT_SNAPSHOT_MIN_REEVAL_MS,
+      now: o.now,
       log: o.log,
     };
   }
@@ -183,14 +186,14 @@ export class Scheduler {
       this.deadlines.delete(task.id);
       const t = this.o.store.getTask(task.id);
       if (!t || isTerminal(t.status)) return;
-      if (t.deadlineAt !== null && t.deadlineAt > Date.now()) return this.armDeadline(t);
+      if (t.deadlineAt !== null && t.deadlineAt > this.o.now()) return this.armDeadline(t);
       if (this.stop(task.id, 'deadline')) return;
       if (t.status === 'queued') {
         this.remove(t.id);
         failTask(this.o.transitions, t.id, problem('deadline_exceeded', 'The task did not start before its deadline.'));
       }
     };
-    const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - Date.now(), 0), MAX_TIMER_MS));
+    const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - this.o.now(), 0), MAX_TIMER_MS));
     timer.unref();
     this.deadlines.set(task.id, timer);
   }

@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { call, removeDir, startServer, tempDataDir, type Server } from '../protocol/lmsp/harness';
-import { QUICK, pick, quarantinedFiles, readEventStream, recordFigures, seeded, sleep, type EventReader } from './support';
+import { sleep } from '../support/wait';
+import { QUICK, pick, quarantinedFiles, readEventStream, recordFigures, seeded, type EventReader } from './support';
 
 const ITERATIONS = Number(process.env.RELIABILITY_CRASH_ITERATIONS ?? (QUICK ? 20 : 200));
 const POLICIES = ['fail', 'retry', 'resume'] as const;

@@ -9,7 +9,8 @@ import * as path from 'node:path';
 import { call, createTask, removeDir, startServer, tempDataDir, waitForStatus, LONG_INPUT, type Server } from '../protocol/lmsp/harness';
 import { testModelPath } from '../fixtures/testModel';
 import { fileSizeLimitUnavailable, limitFileSize, mountTmpfs, requireFault, skipOutsideCi } from '../fixtures/fileFaults';
-import { quarantinedFiles, readEventStream, recordFigures, sleep } from './support';
+import { sleep, until } from '../support/wait';
+import { quarantinedFiles, readEventStream, recordFigures } from './support';
 
 const figures = { faults: 0, requests: 0, status5xx: 0, undocumented5xx: 0, dataLost: 0, crashes: 0, notes: {} as Record<string, unknown> };
 const env = { TASK_RUNTIME_CHECKPOINT_BYTES: '8192' };
@@ -19,14 +20,6 @@ async function req(server: Server, method: string, p: string, opts: Parameters<t
   const r = await call(server, method, p, opts);
   if (r.status >= 500) figures.status5xx++;
   return r;
-}
-
-async function until(check: () => Promise<boolean> | boolean, what: string, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
 }
 
 async function finishedTask(server: Server, input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {

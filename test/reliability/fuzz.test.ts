@@ -5,7 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { call, createTask, removeDir, startServer, waitForStatus, type Server } from '../protocol/lmsp/harness';
-import { QUICK, pick, recordFigures, seeded, sleep } from './support';
+import { sleep } from '../support/wait';
+import { QUICK, pick, recordFigures, seeded } from './support';
 
 const CORPUS = Number(process.env.RELIABILITY_FUZZ_REQUESTS ?? 5000);
 const SLOW_LORIS = QUICK ? 4 : 12;

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { call, removeDir, startServer, type Server } from '../protocol/lmsp/harness';
 import { connect } from '../protocol/mcp/harness';
-import { QUICK, percentile, pick, readEventStream, recordFigures, rssBytes, seeded, sleep, type EventReader } from './support';
+import { sleep } from '../support/wait';
+import { QUICK, percentile, pick, readEventStream, recordFigures, rssBytes, seeded, type EventReader } from './support';
 
 const SCALE = QUICK
   ? { tasks: 150, pollers: 40, followers: 10, mcpClients: 4, windowMs: 25_000 }

@@ -38,6 +38,7 @@ import {
   type GpuLayersChoice,
   type ThreadsChoice,
 } from './hardware';
+import { errorText } from '../../runtime/problems';
 import { chatHistory, plainTextPrompt } from './prompt';
 import { TokenTextStream } from './tokenTextStream';
 
@@ -68,7 +69,9 @@ export interface LlamaBackendOptions {
   modelsDir?: string;
   log?: (msg: string) => void;
   /**
-   * Never sample end-of-generation tokens (benchmarks force a fixed number of tokens this way). Not for serving.
+   * An end-of-generation token does not end a generation (like vLLM's `ignore_eos`): it counts as an output token,
+   * adds no text, and the generation goes on until max tokens, a full context or a stop. Benchmarks and tests use
+   * it for generations of an exact length. Not for serving: the output runs on past where the model ended it.
    */
   suppressEndOfGeneration?: boolean;
 }
@@ -126,10 +129,9 @@ function defaultId(source: string): string {
   return path.basename(source).replace(/\.gguf$/i, '');
 }
 
-/** Error text without absolute paths (they end up in problem details and task errors). */
+/** Error text without absolute paths (they end up in problem details and task errors): the runtime's scrubber. */
 function describe(err: unknown): string {
-  const msg = err instanceof Error ? err.message : String(err);
-  return msg.replace(/(?:[A-Za-z]:)?[\\/][^\s'"`]*[\\/]([^\\/\s'"`]+)/g, '$1');
+  return errorText(err, Number.POSITIVE_INFINITY);
 }
 
 function fileFingerprint(filePath: string): string {
@@ -387,13 +389,12 @@ export class LlamaBackend implements ModelBackend {
       return { threads: known.threads, from: 'cache', measured: known.measured };
     }
     const started = Date.now();
-    const bias = neverEndBias(nlc, model);
     const prompt = this.calibrationPrompt(model);
     let choice;
     try {
       choice = await chooseThreads(threadCandidates(mathCores), async (threads) => {
         options.signal?.throwIfAborted();
-        return measureDecode(model, prompt, threads, bias);
+        return measureDecode(model, prompt, threads);
       });
     } catch (err) {
       options.signal?.throwIfAborted();
@@ -429,10 +430,7 @@ export class LlamaBackend implements ModelBackend {
     const sequence = context.getSequence();
     try {
       let n = 0;
-      const evaluation = sequence.evaluate(this.calibrationPrompt(loaded.model), {
-        temperature: 0,
-        tokenBias: neverEndBias(nlc, loaded.model),
-      });
+      const evaluation = sequence.evaluate(this.calibrationPrompt(loaded.model), { temperature: 0, yieldEogToken: true });
       for await (const token of evaluation) {
         void token;
         if (++n >= 2) break;
@@ -543,17 +541,16 @@ export class LlamaBackend implements ModelBackend {
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
       topP: request.topP,
       seed: request.seed,
+      // Documented node-llama-cpp option: an end-of-generation token is yielded (and evaluated on) instead of
+      // ending evaluate(). Sampling is untouched, so the text up to that token is what it would have been.
+      yieldEogToken: this.options.suppressEndOfGeneration === true,
     };
-    if (this.options.suppressEndOfGeneration) {
-      const nlc = await importNodeLlamaCpp();
-      evaluateOptions.tokenBias = neverEndBias(nlc, model);
-    }
 
     if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens };
     if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens };
 
     let finishReason: GenerateResult['finishReason'] = 'stop';
-    // evaluate() ends by itself on an end-of-generation token (not yielded, not counted).
+    // evaluate() ends by itself on an end-of-generation token (not yielded, not counted), unless suppressed.
     for await (const token of sequence.evaluate(input, evaluateOptions)) {
       if (!reevalRate) reevalRate = batchTokens / Math.max(1e-3, (performance.now() - batchStarted) / 1000);
       // Here every earlier token is evaluated into the sequence, this one is not: a consistent point to save.
@@ -670,18 +667,14 @@ async function noGpuReason(nlc: NodeLlamaCpp): Promise<string> {
  * Decode tokens/s of `model` with `threads` threads: the prompt and one token untimed, then real generation steps
  * (sampling included) until 300 ms and at least 4 tokens, or 32 tokens.
  */
-async function measureDecode(
-  model: LlamaModel,
-  prompt: Token[],
-  threads: number,
-  tokenBias: InstanceType<NodeLlamaCpp['TokenBias']>,
-): Promise<number> {
+async function measureDecode(model: LlamaModel, prompt: Token[], threads: number): Promise<number> {
   const context = await model.createContext({ contextSize: Math.min(512, model.trainContextSize), threads, sequences: 1 });
   try {
     const sequence = context.getSequence();
     let n = 0;
     let t0 = 0;
-    for await (const token of sequence.evaluate(prompt, { temperature: 0, tokenBias })) {
+    // yieldEogToken: an end token does not end the measurement (it costs the same decode step).
+    for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
       void token;
       n++;
       if (n === 1) {
@@ -696,16 +689,4 @@ async function measureDecode(
   } finally {
     await context.dispose();
   }
-}
-
-/**
- * A token bias that rules out every end-of-generation token (benchmarks that need a fixed length).
- * TokenBias.set() silently skips EOG tokens, so the bias is written into its table directly.
- */
-export function neverEndBias(nlc: NodeLlamaCpp, model: LlamaModel): InstanceType<NodeLlamaCpp['TokenBias']> {
-  const bias = new nlc.TokenBias(model.tokenizer);
-  const table = (bias as unknown as { _biases: Map<number, number> })._biases;
-  const vocabulary = model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length ?? 0;
-  for (let t = 0; t < vocabulary; t++) if (model.isEogToken(t as Token)) table.set(t, -Infinity);
-  return bias;
 }

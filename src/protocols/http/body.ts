@@ -1,8 +1,10 @@
-// Reads a JSON request body with a size cap and a content-type check; answers bad bodies as HttpProblems.
+// The one JSON request body reader, for both doors: a size cap and a content-type check; bad bodies are thrown as
+// HttpProblems (400 unreadable, 413 too large, 415 not JSON), which each door answers in its own style.
 import type { IncomingMessage } from 'node:http';
 import { HttpProblem } from './problem';
 
-export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** The largest request body either door accepts (LMSP discovery advertises it as max_body_bytes). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export function isJsonContentType(value: string | undefined): boolean {
   if (!value) return false;
@@ -10,7 +12,7 @@ export function isJsonContentType(value: string | undefined): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
-export async function readJsonBody(req: IncomingMessage, maxBytes = DEFAULT_MAX_BODY_BYTES): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
   if (!isJsonContentType(req.headers['content-type'])) {
     throw new HttpProblem(415, 'unsupported_media_type', 'The request body must be application/json.');
   }

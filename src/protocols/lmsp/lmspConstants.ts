@@ -1,6 +1,8 @@
 // Every LMSP name this door uses that is not settled by chapter 7 lives here, so it is cheap to rename when the
 // rest of the spec is found (LMSP-PROFILE.md §0). Names marked ch.7 are from the published chapter.
 
+import { MAX_BODY_BYTES } from '../http/body';
+
 export const LMSP_PREFIX = '/lmsp/v1';
 export const LMSP_PROTOCOL = 'lmsp';
 export const LMSP_VERSION = '1.0';
@@ -94,7 +96,7 @@ export type LmspCode = keyof typeof CODES;
 export const SERVER_RESTARTED = 'server_restarted';
 
 export const DEFAULTS = {
-  maxBodyBytes: 4 * 1024 * 1024,
+  maxBodyBytes: MAX_BODY_BYTES,
   maxInputItems: 256,
   maxSseStreams: 256,
   heartbeatMs: 15_000,

@@ -9,7 +9,9 @@ import type { TaskRuntimeApi } from '../../runtime/api';
 import type { DoorHandler, RequestContext } from '../http/types';
 import type { CallerContext, McpContext } from './context';
 import { toMcpError } from './errors';
-import { readJsonBody, sendJson, sendJsonRpcError } from './httpBody';
+import { MAX_BODY_BYTES, readJsonBody } from '../http/body';
+import { HttpProblem } from '../http/problem';
+import { sendJson, sendJsonRpcError } from './httpBody';
 import { CreationGuard, DEFAULT_CREATION_LIMITS, type CreationLimits } from './limits';
 import { TaskNotifier } from './notifier';
 import { McpSessions, type SessionLimits } from './sessions';
@@ -23,7 +25,7 @@ export interface McpDoorOptions {
   pollIntervalMs?: number;
   /** tasks/list page size. */
   pageSize?: number;
-  /** Largest accepted POST body. */
+  /** Largest accepted POST body (default MAX_BODY_BYTES, the same as LMSP). */
   maxBodyBytes?: number;
   limits?: Partial<CreationLimits>;
   sessions?: Partial<SessionLimits>;
@@ -37,7 +39,6 @@ export interface McpDoor {
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1000;
-export const DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024;
 
 export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions = {}): McpDoor {
   const log = options.log ?? (() => {});
@@ -53,7 +54,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
   };
   const modern = createModernHandler(ctx, { conformanceFixtures: options.conformanceFixtures });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
   let closed = false;
 
   async function handle(req: IncomingMessage, res: ServerResponse, rc: RequestContext): Promise<void> {
@@ -61,33 +62,37 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
     const sessionId = header(req, 'mcp-session-id');
     try {
       if (req.method === 'POST') {
-        const body = await readJsonBody(req, maxBodyBytes);
-        if (!body.ok) {
-          sendJsonRpcError(res, body.status, body.code, body.message, null, body.status === 413 ? { connection: 'close' } : {});
-          req.resume();
-          return;
+        let value: unknown;
+        try {
+          value = await readJsonBody(req, maxBodyBytes);
+        } catch (e) {
+          if (!(e instanceof HttpProblem)) throw e;
+          // JSON-RPC calls an unreadable body a parse error, a refused one (size, media type) an invalid request.
+          const parse = e.status === 400;
+          const headers: Record<string, string> = e.status === 413 ? { connection: 'close' } : {};
+          return sendJsonRpcError(res, e.status, parse ? -32700 : -32600, parse ? `Parse error: ${e.detail}` : e.detail, null, headers);
         }
-        const era = classify(req, body.value, sessionId !== undefined);
-        if (era === 'modern') return await modern.handle(req, res, rc, body.value);
+        const era = classify(req, value, sessionId !== undefined);
+        if (era === 'modern') return await modern.handle(req, res, rc, value);
         if (era === 'modern-header-only') {
-          return sendJsonRpcError(res, 400, -32602, 'Invalid params: missing _meta keys: io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities (the MCP-Protocol-Version header names 2026-07-28)', idOf(body.value));
+          return sendJsonRpcError(res, 400, -32602, 'Invalid params: missing _meta keys: io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities (the MCP-Protocol-Version header names 2026-07-28)', idOf(value));
         }
         if (sessionId === undefined) {
-          if (!isInitialize(body.value)) {
+          if (!isInitialize(value)) {
             return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required (initialize first)');
           }
           const session = await sessions.open(rc.principal);
-          await session.dispatch(req, res, rc.signal, body.value);
+          await session.dispatch(req, res, rc.signal, value);
           if (session.id === undefined) await session.close(); // the transport refused it: keep no half-open session
           return;
         }
         const session = sessions.get(sessionId, rc.principal);
         if (!session) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-        if (answerTaskGet(req, res, body.value, sessionId, { principal: rc.principal, signal: rc.signal })) {
+        if (answerTaskGet(req, res, value, sessionId, { principal: rc.principal, signal: rc.signal })) {
           session.lastSeen = Date.now();
           return;
         }
-        return await session.dispatch(req, res, rc.signal, body.value);
+        return await session.dispatch(req, res, rc.signal, value);
       }
       if (req.method === 'GET' || req.method === 'DELETE') {
         if (sessionId === undefined) return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');

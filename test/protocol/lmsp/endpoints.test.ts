@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { EventSource } from 'eventsource';
+import { until } from '../../support/wait';
 import { call, createTask, followEvents, removeDir, startRunningTask, startServer, waitForStatus, type Server } from './harness';
 
 // ch.7 §7.1 members, plus the vendor member the editor's other windows read (Responses clients ignore it).
@@ -257,7 +258,7 @@ describe('LMSP endpoints', () => {
     await waitForStatus(server, mine.id, ['succeeded']);
     await waitForStatus(server, other.id, ['succeeded'], server.tokenB);
     assert.equal((await call(server, 'DELETE', `/tasks/${mine.id}`)).status, 200);
-    for (let i = 0; i < 100 && !seen.some((c) => c.deleted && c.task.id === mine.id); i++) await new Promise((r) => setTimeout(r, 20));
+    await until(() => seen.some((c) => c.deleted && c.task.id === mine.id), 'the deletion on the change feed');
     es.close();
     // Other tasks of the same principal (earlier tests) may still report changes; another principal's never do.
     assert.ok(seen.every((c) => c.task.id !== other.id), 'nothing of the other principal');

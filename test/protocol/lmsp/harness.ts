@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { EventSource } from 'eventsource';
 import { testModelPath } from '../../fixtures/testModel';
+import { until } from '../../support/wait';
 
 export function repoRoot(): string {
   let dir = __dirname;
@@ -264,13 +265,16 @@ export async function startRunningTask(server: Server, extra: Record<string, unk
   return { task, seen: events };
 }
 
+/** Polls GET /tasks/{id} (another process: no event to wait on) until the task has one of `statuses`. */
 export async function waitForStatus(server: Server, id: string, statuses: string[], token?: string): Promise<any> {
-  for (let i = 0; i < 1200; i++) {
-    const r = await call(server, 'GET', `/tasks/${id}`, { token });
-    if (r.status === 200 && statuses.includes(r.json.status)) return r.json;
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  throw new Error(`task ${id} never reached ${statuses.join('/')}`);
+  return until(
+    async () => {
+      const r = await call(server, 'GET', `/tasks/${id}`, { token });
+      return r.status === 200 && statuses.includes(r.json.status) && r.json;
+    },
+    `task ${id} to reach ${statuses.join('/')}`,
+    { intervalMs: 50 },
+  );
 }
 
 export function assertContiguous(events: SseEvent[], from = 0): void {

@@ -1,6 +1,7 @@
 // Idempotency-Key on POST /tasks and POST /responses (profile §9.2).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { until } from '../../support/wait';
 import { call, removeDir, startServer, waitForStatus, type Server } from './harness';
 
 describe('LMSP idempotency', () => {
@@ -79,14 +80,17 @@ describe('LMSP idempotency', () => {
   it('POST /responses with a key whose first request is still running is 409 idempotency_request_in_progress', async () => {
     const req = { model: server.model, input: 'write a long report', max_output_tokens: 100000, temperature: 0 };
     const first = call(server, 'POST', '/responses', { body: req, headers: { 'idempotency-key': 'slow-key' } });
-    let second;
-    for (let i = 0; i < 100; i++) {
-      second = await call(server, 'POST', '/responses', { body: req, headers: { 'idempotency-key': 'slow-key' } });
-      if (second.status === 409) break;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    assert.equal(second!.status, 409);
-    assert.equal(second!.json.code, 'idempotency_request_in_progress');
+    // The first request runs until the context is full; retry until the server has registered its key.
+    const second = await until(
+      async () => {
+        const r = await call(server, 'POST', '/responses', { body: req, headers: { 'idempotency-key': 'slow-key' } });
+        if (r.status === 200) throw new Error('the first request ended before a second one saw it in progress');
+        return r.status === 409 && r;
+      },
+      'a 409 while the first request runs',
+      { intervalMs: 10 },
+    );
+    assert.equal(second.json.code, 'idempotency_request_in_progress');
     const done = await first;
     assert.equal(done.status, 200);
   });

@@ -1,6 +1,7 @@
 // Limits that need their own server: 410 after the event history is purged, 429 when the queue is full.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { until } from '../../support/wait';
 import { call, createTask, followEvents, LONG_INPUT, removeDir, startRunningTask, startServer, waitForStatus } from './harness';
 
 describe('LMSP retention and queue limits', () => {
@@ -9,11 +10,15 @@ describe('LMSP retention and queue limits', () => {
     try {
       const t = await createTask(server, { max_output_tokens: 4 });
       await waitForStatus(server, t.id, ['succeeded']);
-      let r = await call(server, 'GET', `/tasks/${t.id}/events`);
-      for (let i = 0; i < 100 && r.status === 200; i++) {
-        await new Promise((res) => setTimeout(res, 100));
-        r = await call(server, 'GET', `/tasks/${t.id}/events`);
-      }
+      // The server's own clock and sweep decide when; poll until its answer changes.
+      const r = await until(
+        async () => {
+          const got = await call(server, 'GET', `/tasks/${t.id}/events`);
+          return got.status !== 200 && got;
+        },
+        'the event history to be purged',
+        { intervalMs: 100 },
+      );
       assert.equal(r.status, 410);
       assert.equal(r.json.code, 'event_history_expired');
       assert.match(String(r.headers['content-type']), /^application\/problem\+json/);

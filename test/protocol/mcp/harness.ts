@@ -84,12 +84,31 @@ export async function startInProcess(
 }
 
 export async function connect(mcpUrl: string, token: string, name = 'mcp-door-test'): Promise<Client> {
+  return (await connectWatchingStream(mcpUrl, token, name)).client;
+}
+
+/**
+ * Connects, and tells when the client's standalone GET stream (where notifications arrive) has been answered: the
+ * server registers the stream before it sends the response headers, so from then on notifications reach it.
+ */
+export async function connectWatchingStream(
+  mcpUrl: string,
+  token: string,
+  name = 'mcp-door-test',
+): Promise<{ client: Client; streamOpen: Promise<void> }> {
+  let opened!: () => void;
+  const streamOpen = new Promise<void>((resolve) => (opened = resolve));
   const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
   const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
     requestInit: { headers: { authorization: `Bearer ${token}` } },
+    fetch: async (url, init) => {
+      const res = await fetch(url, init);
+      if (init?.method === 'GET' && res.ok) opened();
+      return res;
+    },
   });
   await client.connect(transport);
-  return client;
+  return { client, streamOpen };
 }
 
 export interface ServerProcess {
@@ -204,20 +223,5 @@ export class RawSession {
     const id = this.nextId++;
     const r = await this.post({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
     return r.messages.find((m) => m.id === id) ?? { status: r.status, messages: r.messages };
-  }
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Polls `check` until it returns a value (not undefined), up to a generous bound (no timing assertions). */
-export async function until<T>(check: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
   }
 }

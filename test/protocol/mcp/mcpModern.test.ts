@@ -6,7 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect, RawSession, startInProcess, TOKENS, until, type InProcessServer } from './harness';
+import { connect, RawSession, startInProcess, TOKENS, type InProcessServer } from './harness';
+import { until } from '../../support/wait';
 import { ModernClient, TASKS_EXT, V } from './modernClient';
 
 const LONG = { prompt: 'long story please', temperature: 0, max_output_tokens: 1800 };

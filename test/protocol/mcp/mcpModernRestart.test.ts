@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RawSession, ROOT, startProcess, until, type ServerProcess } from './harness';
+import { RawSession, ROOT, startProcess, type ServerProcess } from './harness';
+import { until } from '../../support/wait';
 import { ModernClient } from './modernClient';
 
 const HAS_CLI = fs.existsSync(path.join(ROOT, 'dist/cli.js'));

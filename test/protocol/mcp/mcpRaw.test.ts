@@ -1,8 +1,40 @@
 // Raw JSON-RPC over HTTP (fetch) for what the SDK client never sends, plus the creation limits.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { MAX_BODY_BYTES } from '../../../src/protocols/http/body';
 import { MAX_PROMPT_CHARS } from '../../../src/protocols/mcp/tools';
-import { RawSession, startInProcess, TOKENS, until, type InProcessServer } from './harness';
+import { RawSession, startInProcess, TOKENS, type InProcessServer } from './harness';
+import { until } from '../../support/wait';
+
+/**
+ * POSTs `size` bytes of a JSON string in chunks without a content-length (chunked). Resolves once the exchange is
+ * over with the answer and the error sending the body ran into, if any.
+ */
+function postChunked(url: string, headers: Record<string, string>, size: number): Promise<{ status: number; body: string; sendError?: string }> {
+  return new Promise((resolve) => {
+    let status = 0;
+    let body = '';
+    let sendError: string | undefined;
+    const req = httpRequest(url, { method: 'POST', headers }, (res) => {
+      status = res.statusCode ?? 0;
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+    });
+    req.on('error', (e: NodeJS.ErrnoException) => (sendError = e.code ?? e.message));
+    req.on('close', () => resolve({ status, body, sendError }));
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    let sent = 0;
+    const pump = () => {
+      while (sent < size && !req.destroyed) {
+        sent += chunk.length;
+        if (!req.write(chunk)) return void req.once('drain', pump);
+      }
+      req.end('"');
+    };
+    req.write('"');
+    pump();
+  });
+}
 
 describe('MCP door, raw JSON-RPC', () => {
   let server: InProcessServer;
@@ -74,6 +106,22 @@ describe('MCP door, raw JSON-RPC', () => {
     assert.equal(tools.result.tools.length, 4);
   });
 
+  test('an oversized body sent chunked, without a length, is answered 413, not dropped', async () => {
+    // The reader keeps reading (and dropping) what the client still sends, then answers: a reader that stops
+    // reading at the cap closes the socket under a client that is still writing (EPIPE on its side).
+    const { status, body, sendError } = await postChunked(server.mcpUrl, raw.headers(), 16 * 1024 * 1024);
+    assert.equal(sendError, undefined, 'the whole body was taken');
+    assert.equal(status, 413);
+    assert.equal(JSON.parse(body).error.code, -32600);
+    assert.equal((await raw.call('tools/list', {})).result.tools.length, 4, 'the session still works');
+  });
+
+  test('a body that is not application/json → 415 -32600', async () => {
+    const r = await raw.post({ jsonrpc: '2.0', id: 5, method: 'tools/list' }, { 'content-type': 'text/plain' });
+    assert.equal(r.status, 415);
+    assert.equal(r.messages[0].error.code, -32600);
+  });
+
   test('a synchronous call abandoned by its client (HTTP disconnect) stops its generation', async () => {
     const gone = new AbortController();
     const pending = fetch(server.mcpUrl, {
@@ -122,6 +170,31 @@ describe('MCP door, raw JSON-RPC', () => {
     assert.equal(hijack.status, 404, "bob cannot use alice's session");
     const noAuth = await fetch(server.mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     assert.equal(noAuth.status, 401);
+  });
+});
+
+describe('MCP door, default body cap', () => {
+  let server: InProcessServer;
+  let raw: RawSession;
+
+  before(async () => {
+    server = await startInProcess();
+    raw = new RawSession(server.mcpUrl, TOKENS.alice);
+    await raw.initialize();
+  });
+  after(async () => server?.close());
+
+  test('one cap for both doors: MCP refuses what LMSP advertises as too large, and accepts up to it', async () => {
+    const caps = await fetch(`${server.url}/lmsp/v1/capabilities`, { headers: { authorization: `Bearer ${TOKENS.alice}` } });
+    const advertised = ((await caps.json()) as { limits: { max_body_bytes: number } }).limits.max_body_bytes;
+    assert.equal(advertised, MAX_BODY_BYTES);
+    const call = (pad: number) => JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: { _meta: { pad: 'p'.repeat(pad) } } });
+    const overhead = Buffer.byteLength(call(0));
+    const atCap = await raw.post(call(advertised - overhead));
+    assert.equal(atCap.status, 200, 'a body of exactly the cap is read');
+    const over = await raw.post(call(advertised - overhead + 1));
+    assert.equal(over.status, 413);
+    assert.equal(over.messages[0].error.code, -32600);
   });
 });
 

@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect, ROOT, startProcess, until, type ServerProcess } from './harness';
+import { connect, ROOT, startProcess, type ServerProcess } from './harness';
+import { until } from '../../support/wait';
 
 const HAS_CLI = fs.existsSync(path.join(ROOT, 'dist/cli.js'));
 

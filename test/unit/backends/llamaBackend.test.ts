@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -8,6 +9,7 @@ import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { buildTestModel, ensureDemoModel, writeTestModel, DEMO_MODEL_FILE } from '../../../src/backends/llama/testModel';
 import { TokenTextStream } from '../../../src/backends/llama/tokenTextStream';
 import type { GenerateRequest, GenerationSnapshot, ResumeFrom } from '../../../src/runtime/backend';
+import { errorText } from '../../../src/runtime/problems';
 import { testModelPath } from '../../fixtures/testModel';
 
 const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
@@ -169,6 +171,32 @@ describe('LlamaBackend on the tiny model', () => {
     assert.ok(stops >= 1, 'no generation ended by itself');
   });
 
+  it('suppressEndOfGeneration: a generation that would end by itself runs on to max tokens, the same up to there', async () => {
+    let ended: { seed: number; tokens: number; text: string } | undefined;
+    for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+      const { c, onText } = collector();
+      const r = await backend.generate(request({ maxOutputTokens: 1500, seed }), { signal: never(), onText });
+      if (r.finishReason === 'stop') {
+        ended = { seed, tokens: r.outputTokens, text: c.pieces.join('') };
+        break;
+      }
+    }
+    assert.ok(ended, 'no seed ended by itself: nothing to suppress');
+    const suppressing = new LlamaBackend({ models: [{ source: modelPath }], suppressEndOfGeneration: true });
+    try {
+      const max = ended.tokens + 40;
+      const { c, onText } = collector();
+      const r = await suppressing.generate(request({ maxOutputTokens: max, seed: ended.seed }), { signal: never(), onText });
+      assert.equal(r.finishReason, 'max_output_tokens');
+      assert.equal(r.outputTokens, max);
+      assert.equal(c.tokens, max, 'the end token counts as an output token');
+      // Sampling is untouched: the same seed gives the same text up to where the model ended it.
+      assert.ok(c.pieces.join('').startsWith(ended.text));
+    } finally {
+      await suppressing.dispose();
+    }
+  });
+
   it('stops promptly when aborted', async () => {
     const ac = new AbortController();
     const { c, onText } = collector((col) => {
@@ -209,6 +237,26 @@ describe('LlamaBackend on the tiny model', () => {
     const r = await backend.generate(request({ maxOutputTokens: 8, seed: 1 }), { signal: never(), onText });
     assert.ok(r.outputTokens > 0);
     assert.equal(c.tokens, r.outputTokens);
+  });
+
+  it("scrubs paths from load errors with the runtime's scrubber", async () => {
+    // A unix socket passes the existence check, and opening it fails with an error that names the full path.
+    const dir = fs.mkdtempSync(path.join(tmp, 'alice-'));
+    const socketPath = path.join(dir, 'socket.gguf');
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    const local = new LlamaBackend({ models: [{ id: 'socket', source: socketPath }] });
+    try {
+      await assert.rejects(local.load('socket'), (err: Error) => {
+        assert.match(err.message, /^cannot load model "socket": .*'<path>'/);
+        assert.ok(!err.message.includes('alice-') && !err.message.includes('socket.gguf'), err.message);
+        assert.equal(errorText(err, Infinity), err.message, 'nothing left for the runtime to scrub');
+        return true;
+      });
+    } finally {
+      await local.dispose();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('snapshots and resumes in a fresh process with the same continuation', async () => {

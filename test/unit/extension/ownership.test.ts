@@ -11,7 +11,8 @@ import { TaskService } from '../../../src/extension/host/taskService';
 import { DEFAULT_SETTINGS } from '../../../src/extension/model/settings';
 import type { TaskInfo } from '../../../src/extension/model/taskSource';
 import { testModelPath } from '../../fixtures/testModel';
-import { tempDir, waitFor } from '../runtime/helpers';
+import { waitFor } from '../../support/wait';
+import { tempDir } from '../runtime/helpers';
 
 function ownerWindow(dataDir: string, token: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, [join(__dirname, '../../fixtures/windowChild.js'), dataDir, token, testModelPath()], {

@@ -6,7 +6,8 @@ import { LocalTaskSource } from '../../../src/extension/model/localTaskSource';
 import { TaskTreeModel, type TreeChange, type TaskNode, type MoreNode } from '../../../src/extension/model/treeModel';
 import type { Timers } from '../../../src/extension/model/coalescer';
 import type { TaskRuntime } from '../../../src/runtime/runtime';
-import { longPrompt, openRuntime, prompt, waitFor } from '../runtime/helpers';
+import { waitFor } from '../../support/wait';
+import { longPrompt, openRuntime, prompt } from '../runtime/helpers';
 
 /** Timers that only fire when the test says so. */
 function manualTimers(): Timers & { pending: number } {

@@ -1,4 +1,4 @@
-// Shared setup for runtime tests: a temp data dir, the real tiny model, a real runtime.
+// Shared setup for runtime tests: a temp data dir, the real tiny model, a real runtime. Waiting: test/support/wait.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -14,9 +14,13 @@ export function tempDir(prefix = 'tr-test-'): string {
 }
 
 let sharedBackend: LlamaBackend | undefined;
-/** One backend per test process: loading the model once keeps tests fast. */
+/**
+ * One backend per test process: loading the model once keeps tests fast. End-of-generation is suppressed, so every
+ * generation here runs to its max_output_tokens (or a full context, or a stop): the tiny model otherwise ends on
+ * its own now and then (a 12-token prompt ended early in 1 of 7 runs), and lengths are what these tests check.
+ */
 export function backend(): LlamaBackend {
-  sharedBackend ??= new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }] });
+  sharedBackend ??= new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }], suppressEndOfGeneration: true });
   return sharedBackend;
 }
 
@@ -28,7 +32,7 @@ export function prompt(text: string, maxOutputTokens = 8) {
   return { model: 'tiny', input: text, max_output_tokens: maxOutputTokens };
 }
 
-/** Greedy decoding on the tiny model never meets end-of-sequence: it runs until stopped or the context is full. */
+/** Runs until stopped or the context is full (end-of-generation is suppressed, see backend()). */
 export function longPrompt(text: string) {
   return { model: 'tiny', input: text, max_output_tokens: 100_000, temperature: 0 };
 }
@@ -37,12 +41,4 @@ export function collect(runtime: TaskRuntime, id: string, after?: number): { eve
   const events: TaskEvent[] = [];
   const sub = runtime.subscribe(id, after, (e) => events.push(e));
   return { events, close: () => sub.close() };
-}
-
-export async function waitFor(pred: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
-  const start = Date.now();
-  while (!pred()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }

@@ -2,7 +2,9 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { isTerminal, type TaskEvent } from '../../../src/runtime/task';
-import { backend, collect, longPrompt, openRuntime, prompt, tempDir, waitFor } from './helpers';
+import { ManualClock } from '../../support/clock';
+import { sleep, taskDeleted, taskReaches, waitFor } from '../../support/wait';
+import { backend, collect, longPrompt, openRuntime, prompt, tempDir } from './helpers';
 
 after(() => backend().dispose());
 
@@ -45,22 +47,26 @@ test('a task runs queued → loading → running → succeeded with one gap-free
 test('cancel: queued → cancelled at once, running → cancelling → cancelled with the generation stopped', async () => {
   const rt = await openRuntime();
   const long = rt.createTask({ origin: 'lmsp', principal: 'p', input: longPrompt('long') }).task;
-  await waitFor(() => rt.getTask(long.id)?.status === 'running', 'first task running');
+  await taskReaches(rt, long.id, (t) => t.status === 'running', 'first task running');
   const queued = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('waits', 5) }).task;
   assert.equal(rt.queuePosition(queued.id), 1);
   const c1 = rt.cancelTask(queued.id);
   assert.equal(c1.status, 'cancelled');
   assert.equal(rt.cancelTask(queued.id).status, 'cancelled', 'cancel is idempotent');
 
-  await waitFor(() => (rt.getTask(long.id)?.outputTokens ?? 0) > 20, 'tokens to flow');
+  await taskReaches(rt, long.id, (t) => t.outputTokens > 20, 'tokens to flow');
   const c2 = rt.cancelTask(long.id, undefined, 'user asked');
   assert.equal(c2.status, 'cancelling');
   assert.equal(rt.cancelTask(long.id).status === 'cancelling' || rt.getTask(long.id)?.status === 'cancelled', true);
   const end = await rt.waitForTerminal(long.id);
   assert.equal(end.status, 'cancelled');
   const tokensAtEnd = end.outputTokens;
-  await new Promise((r) => setTimeout(r, 200));
+  const eventsAtEnd = end.nextSeq;
+  // One run at a time: the next task starts only once the cancelled run has returned from the backend.
+  const next = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('after', 2) }).task;
+  assert.equal((await rt.waitForTerminal(next.id)).status, 'succeeded');
   assert.equal(rt.getTask(long.id)?.outputTokens, tokensAtEnd, 'no tokens after cancelled');
+  assert.equal(rt.getTask(long.id)?.nextSeq, eventsAtEnd, 'no events after cancelled');
   const events = rt.readEvents(long.id);
   assertGapFree(events);
   assert.equal(events[events.length - 1].type, 'response.cancelled');
@@ -87,7 +93,7 @@ test('a cancel racing completion yields exactly one terminal outcome', async () 
   for (let i = 0; i < 40; i++) {
     const { task } = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt(`race ${i}`, 3 + (i % 5)) });
     // Cancel at a different moment each time: before start, while loading/running, around completion.
-    await new Promise((r) => setTimeout(r, i % 7));
+    await sleep(i % 7);
     try {
       rt.cancelTask(task.id);
     } catch (e) {
@@ -174,29 +180,44 @@ test('principals see only their own tasks; lists page newest first with an opaqu
   await rt.close();
 });
 
-test('ttl counts from creation: an expired task is gone, whatever its status', async () => {
-  const rt = await openRuntime();
+test('ttl counts from creation on the runtime clock: an expired task is gone, whatever its status', async () => {
+  const clock = new ManualClock();
+  const rt = await openRuntime(tempDir(), { now: clock.now });
   const { task } = rt.createTask({ origin: 'mcp', principal: 'p', input: longPrompt('short-lived'), ttlMs: 1000 });
+  assert.equal(task.createdAt, clock.now());
   assert.equal(task.expiresAt, task.createdAt + 1000);
-  await waitFor(() => rt.getTask(task.id)?.status === 'running', 'running');
-  await new Promise((r) => setTimeout(r, 1100));
+  // However long the machine takes to start it, no ttl passes until the clock is moved.
+  await taskReaches(rt, task.id, (t) => t.status === 'running', 'running');
+  clock.advance(999);
+  assert.equal(rt.getTask(task.id)?.status, 'running', 'not expired 1 ms before its ttl');
+  assert.equal(rt.sweepNow().expired, 0);
+  const deleted = taskDeleted(rt, task.id);
+  clock.advance(1);
   assert.equal(rt.getTask(task.id), undefined, 'expired → not found');
-  await waitFor(() => rt.countTasks().total === 0, 'sweep');
+  await deleted; // the read queued a sweep, which stops the run and deletes the task
+  assert.equal(rt.countTasks().total, 0);
   await rt.close();
 });
 
-test('retention purges old event history (→ event_history_expired) and then the task', async () => {
-  const rt = await openRuntime(tempDir(), { limits: { eventHistorySeconds: 0.2, taskRetentionSeconds: 0.6 } });
+test('retention on the runtime clock purges old event history (→ event_history_expired) and then the task', async () => {
+  const clock = new ManualClock();
+  const rt = await openRuntime(tempDir(), { now: clock.now, limits: { eventHistorySeconds: 0.2, taskRetentionSeconds: 0.6 } });
   const { task } = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('keep a while', 4) });
   const done = await rt.waitForTerminal(task.id);
-  await new Promise((r) => setTimeout(r, 300));
-  assert.ok(rt.sweepNow().historyPurged >= 1);
+  // Every stamp of this task is the clock's reading: it has not moved.
+  assert.equal(done.updatedAt, task.createdAt);
+  clock.advance(200);
+  assert.deepEqual(rt.sweepNow(), { expired: 0, deleted: 0, historyPurged: 0 }, 'inside both windows');
+  clock.advance(1);
+  assert.equal(rt.sweepNow().historyPurged, 1);
   assert.throws(() => rt.readEvents(task.id), (e) => isRuntimeError(e, 'event_history_expired'));
   assert.throws(() => rt.readEvents(task.id, 2), (e) => isRuntimeError(e, 'event_history_expired'));
   assert.deepEqual(rt.readEvents(task.id, done.nextSeq - 1), [], 'nothing after the last id is fine');
   assert.equal(rt.getTask(task.id)?.status, 'succeeded');
-  await new Promise((r) => setTimeout(r, 400));
-  assert.ok(rt.sweepNow().deleted >= 1);
+  clock.advance(399);
+  assert.equal(rt.sweepNow().deleted, 0, 'inside the task retention window');
+  clock.advance(1);
+  assert.equal(rt.sweepNow().deleted, 1);
   assert.equal(rt.getTask(task.id), undefined);
   await rt.close();
 });
@@ -226,7 +247,7 @@ test('restart: fail → failed/server_restarted, retry → runs again with a fre
   const dir = tempDir();
   let rt = await openRuntime(dir);
   const failing = rt.createTask({ origin: 'lmsp', principal: 'p', input: longPrompt('f'), onRestart: 'fail' }).task;
-  await waitFor(() => (rt.getTask(failing.id)?.outputTokens ?? 0) > 5, 'first task running');
+  await taskReaches(rt, failing.id, (t) => t.outputTokens > 5, 'first task running');
   const retrying = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('r', 6), onRestart: 'retry' }).task;
   // Stop the process's work without finishing it, as a restart does.
   await rt.close();
@@ -246,7 +267,7 @@ test('restart: fail → failed/server_restarted, retry → runs again with a fre
   // A retry task interrupted while running starts a new attempt.
   rt = await openRuntime(dir);
   const again = rt.createTask({ origin: 'lmsp', principal: 'p', input: { ...longPrompt('again'), max_output_tokens: 400 }, onRestart: 'retry' }).task;
-  await waitFor(() => (rt.getTask(again.id)?.outputTokens ?? 0) > 3 && rt.getTask(again.id)!.status === 'running', 'running');
+  await taskReaches(rt, again.id, (t) => t.outputTokens > 3 && t.status === 'running', 'running');
   const seqBefore = rt.getTask(again.id)!.nextSeq;
   await rt.close();
   rt = await openRuntime(dir);

@@ -12,7 +12,8 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { fileSizeLimitUnavailable, limitFileSize, mountTmpfs, requireFault, skipOutsideCi } from '../../fixtures/fileFaults';
-import { backend, collect, longPrompt, openRuntime, prompt, tempDir, waitFor } from './helpers';
+import { waitFor } from '../../support/wait';
+import { backend, collect, longPrompt, openRuntime, prompt, tempDir } from './helpers';
 
 after(() => backend().dispose());
 

@@ -9,7 +9,8 @@ import { DurableDatabase } from '../../../src/runtime/store/database';
 import { readJournal } from '../../../src/runtime/store/journal';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { fileSizeLimitUnavailable, limitFileSize, requireFault, skipOutsideCi } from '../../fixtures/fileFaults';
-import { tempDir, waitFor } from './helpers';
+import { tempDir } from './helpers';
+import { waitFor } from '../../support/wait';
 
 const unavailable = fileSizeLimitUnavailable();
 const skip = skipOutsideCi(unavailable);
