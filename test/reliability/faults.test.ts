@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { call, createTask, removeDir, startServer, tempDataDir, waitForStatus, LONG_INPUT, type Server } from '../protocol/lmsp/harness';
 import { testModelPath } from '../fixtures/testModel';
 import { fileSizeLimitUnavailable, limitFileSize, mountTmpfs, requireFault, skipOutsideCi } from '../fixtures/fileFaults';
-import { sleep, until } from '../support/wait';
+import { until } from '../support/wait';
 import { quarantinedFiles, readEventStream, recordFigures } from './support';
 
 const figures = { faults: 0, requests: 0, status5xx: 0, undocumented5xx: 0, dataLost: 0, crashes: 0, notes: {} as Record<string, unknown> };

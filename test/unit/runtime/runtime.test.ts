@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { isRuntimeError } from '../../../src/runtime/errors';
-import { isTerminal, type TaskEvent } from '../../../src/runtime/task';
+import type { TaskEvent } from '../../../src/runtime/task';
 import { ManualClock } from '../../support/clock';
 import { sleep, taskDeleted, taskReaches, waitFor } from '../../support/wait';
 import { backend, collect, longPrompt, openRuntime, prompt, tempDir } from './helpers';
