@@ -3,6 +3,7 @@
 import type { CallToolResult, CreateTaskResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallerContext, McpContext } from './context';
+import type { TaskRecord } from '../../runtime/task';
 import { invalidParams, methodNotFound, toMcpError } from './errors';
 import type { SendNotification } from './notifier';
 import { getTaskText, listModels } from './readTools';
@@ -99,13 +100,24 @@ export async function callTool(
       ? ctx.notifier.watch(task.id, channel.sendOnRequest, { statusUpdates: false, progressToken, total })
       : () => {};
   try {
+    return await answerWhenDone(ctx, caller, task);
+  } finally {
+    unwatch();
+  }
+}
+
+/**
+ * A synchronous tools/call in either era: waits for the runtime task and answers with its tool result (or the
+ * JSON-RPC error it ended in). A caller that goes away cancels the generation instead of burning the model on it.
+ */
+export async function answerWhenDone(ctx: McpContext, caller: CallerContext, task: TaskRecord): Promise<CallToolResult> {
+  try {
     const final = await waitTerminal(ctx, caller, task);
     const outcome = toolOutcome(final);
     if (!outcome) throw new McpError(-32603, `Task ${task.id} ended in unexpected state ${final.status}`);
     if ('error' in outcome) throw new McpError(outcome.error.code, outcome.error.message, outcome.error.data);
     return outcome.result;
   } catch (e) {
-    // Nobody is left to read the answer: stop the generation instead of burning the model on it.
     if (caller.signal.aborted) {
       try {
         ctx.runtime.cancelTask(task.id, caller.principal, 'the synchronous tools/call was abandoned by the client');
@@ -114,7 +126,5 @@ export async function callTool(
       }
     }
     throw e;
-  } finally {
-    unwatch();
   }
 }

@@ -2,15 +2,14 @@
 // runtime tasks as the 2025-11-25 door: same ids, same principal binding, same stored outcome (toolOutcome), only
 // the wire shape differs (flat CreateTaskResult, ttlMs/pollIntervalMs, result/error inlined in tasks/get,
 // isError results are `completed`, `failed` only for JSON-RPC errors). MCP-2026.md §1.
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isRuntimeError } from '../../../runtime/errors';
 import type { TaskRecord } from '../../../runtime/task';
 import type { CallerContext, McpContext } from '../context';
 import { invalidParams, toMcpError } from '../errors';
 import { getTaskText, listModels } from '../readTools';
-import { effectiveTtl } from '../toolCall';
-import { visibleTask, waitTerminal } from '../taskMethods';
+import { answerWhenDone, effectiveTtl } from '../toolCall';
+import { visibleTask } from '../taskMethods';
 import { statusMessage, toolOutcome } from '../taskView';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
 import { missingTasksExtension } from './wire';
@@ -151,23 +150,7 @@ export async function callToolModern(
     return { resultType: 'task', ...modernTask(ctx, now, false) };
   }
 
-  try {
-    const final = await waitTerminal(ctx, caller, task);
-    const outcome = toolOutcome(final);
-    if (!outcome) throw new McpError(-32603, `Task ${task.id} ended in unexpected state ${final.status}`);
-    if ('error' in outcome) throw new McpError(outcome.error.code, outcome.error.message, outcome.error.data);
-    return { ...outcome.result, resultType: 'complete' };
-  } catch (e) {
-    // Nobody is left to read the answer: stop the generation instead of burning the model on it.
-    if (caller.signal.aborted) {
-      try {
-        ctx.runtime.cancelTask(task.id, caller.principal, 'the synchronous tools/call was abandoned by the client');
-      } catch {
-        /* already terminal */
-      }
-    }
-    throw e;
-  }
+  return { ...(await answerWhenDone(ctx, caller, task)), resultType: 'complete' };
 }
 
 export function getTaskModern(ctx: McpContext, caller: CallerContext, params: unknown): Record<string, unknown> {
