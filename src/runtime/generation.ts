@@ -1,7 +1,7 @@
 // Runs one task attempt on the backend: loading → running → terminal, with token deltas batched into events.
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import type { GenerationSnapshot, ModelBackend } from './backend';
+import { canResume, isBackendError, type BackendError, type GenerationSnapshot, type ModelBackend } from './backend';
 import { newMessageId } from './ids';
 import { responseObject, taskStatusSnapshot, toChatMessages } from './responses';
 import type { TaskStore, NewEvent } from './taskStore';
@@ -33,9 +33,26 @@ export interface ResumePoint {
   messageId: string;
 }
 
+/**
+ * A run that ended without settling its task because the backend was unavailable or cut off (a remote engine): the
+ * scheduler puts the task back in the queue (with a bounded number of retries) or fails it. `newAttempt` when the
+ * run had opened its output (clients must drop what they got: a fresh response.created follows).
+ */
+export interface RequeueRequest {
+  reason: string;
+  retryAfterMs?: number;
+  newAttempt: boolean;
+  /** What clients received in this attempt (for the failure when retries run out). */
+  text: string;
+  messageId?: string;
+  tokens: number;
+}
+
 export class GenerationRun {
   readonly abort = new AbortController();
   stopReason: StopReason | undefined;
+  /** Set when the run ended asking to be queued again (see RequeueRequest). */
+  requeue: RequeueRequest | undefined;
   /** Set when a durable write failed mid-run: the run stops and rejects with it; the runtime settles the task later. */
   storeError: Error | undefined;
   private running: Promise<void> | undefined;
@@ -107,6 +124,11 @@ export class GenerationRun {
         });
       } catch (e) {
         if (this.stopReason) return this.finishStopped(loading, '', 0, undefined);
+        if (isBackendError(e) && e.kind !== 'failed') {
+          this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: false, text: '', tokens: 0 };
+          return;
+        }
+        if (isBackendError(e)) return this.fail(loading, problem(e.code, e.message), '', undefined, 0);
         const msg = safeMessage(e);
         this.settings.log?.(`task ${id}: model load failed: ${msg}`);
         return this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
@@ -163,7 +185,7 @@ export class GenerationRun {
         this.abort.abort();
       }
     };
-    const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots;
+    const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots && canResume(this.backend, model);
     const snapDir = join(this.settings.snapshotDir, id);
     let result;
     try {
@@ -204,6 +226,7 @@ export class GenerationRun {
       safeFlush();
       if (this.storeError) throw this.storeError;
       if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, messageId);
+      if (isBackendError(e)) return this.backendFailed(e, running, text, tokens, messageId);
       const msg = safeMessage(e);
       this.settings.log?.(`task ${id}: generation failed: ${msg}`);
       const current = this.store.getTask(id);
@@ -257,6 +280,27 @@ export class GenerationRun {
       ],
     );
     this.dropSnapshots();
+  }
+
+  /**
+   * A backend error after the task started running: nothing generated and unavailable → queued again (a new attempt,
+   * since its output item was opened); cut off mid-output → the task's on_restart policy (`fail` fails it, `retry`
+   * and `resume` run it again: a remote engine cannot continue another endpoint's stream); an engine error → failed.
+   */
+  private backendFailed(e: BackendError, running: TaskRecord, text: string, tokens: number, messageId: string): void {
+    const current = this.store.getTask(this.taskId);
+    if (!current || current.status !== 'running') {
+      if (current) this.finishStopped(current, text, tokens, messageId);
+      return;
+    }
+    this.settings.log?.(`task ${this.taskId}: backend ${e.kind}: ${e.message}`);
+    if (e.kind === 'failed') return this.fail(current, problem(e.code, e.message), text, messageId, tokens);
+    const cutOff = e.kind === 'interrupted' || text.length > 0;
+    if (cutOff && running.onRestart === 'fail') {
+      const detail = `${e.message} The task's on_restart policy is "fail", so it was not run again.`;
+      return this.fail(current, problem('backend_interrupted', detail), text, messageId, tokens);
+    }
+    this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: true, text, messageId, tokens };
   }
 
   /** Ends a run that was stopped from outside: cancel → cancelled, deadline → failed; shutdown leaves it for recovery. */
