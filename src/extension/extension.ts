@@ -11,7 +11,7 @@ import {
   type TreeItemSnapshot,
 } from './api';
 import { CommandRegistry } from './commands';
-import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME } from './constants';
+import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME, engineKeySecret } from './constants';
 import { TaskService, type EndpointInfo } from './host/taskService';
 import { Disposable, toDisposable } from './lifecycle';
 import { McpServerProvider } from './mcpProvider';
@@ -45,6 +45,7 @@ class TaskRuntimeExtension extends Disposable {
         settings: () => this.settings,
         token: () => tokens.get(),
         log: (m) => this.log.info(m),
+        engineKey: (name) => Promise.resolve(context.secrets.get(engineKeySecret(name))),
       }),
     );
     const source = this.service.source;
@@ -65,6 +66,7 @@ class TaskRuntimeExtension extends Disposable {
         log: this.log,
         settings: () => this.settings,
         confirm: (message, action) => this.confirm(message, action),
+        secrets: context.secrets,
       }),
     );
     this._register(tokens.onDidChange(() => void this.service.tokenChanged()));
