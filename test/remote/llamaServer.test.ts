@@ -1,0 +1,107 @@
+// Durable tasks on a real engine: llama.cpp's own llama-server (same llama.cpp source node-llama-cpp ships, built
+// once by scripts/remote-engine/prepare.mjs), behind `task-runtime serve --engine`. LMSP and MCP tasks run on it;
+// cancel closes the HTTP stream and the engine frees its slot; SIGKILL of the serving engine mid-stream sends an
+// on_restart "retry" task to the other engine of the pool; two engines in a pool share the load.
+// Run with: node scripts/remote-engine/run.mjs (builds llama-server on first use, then runs this suite).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startLlamaServer, type LlamaServer } from '../fixtures/llamaServer';
+import { lmspWaitTerminal, startServe, type Serve } from '../fixtures/serveProcess';
+import { connect } from '../protocol/mcp/harness';
+
+async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 120_000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined && v !== false) return v as T;
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const longTask = (model: string, onRestart = 'fail') => ({
+  type: 'response',
+  input: { model, input: 'Write for a long time.', max_output_tokens: 6000, temperature: 0 },
+  on_restart: onRestart,
+});
+
+describe('a llama.cpp server as a remote engine', () => {
+  let a: LlamaServer;
+  let b: LlamaServer;
+  let serve: Serve;
+  before(async () => {
+    [a, b] = await Promise.all([startLlamaServer(), startLlamaServer()]);
+    serve = await startServe(['--engine', `one=${a.base}`, '--engine', `pool=${a.base},${b.base}`]);
+  });
+  after(async () => {
+    await serve?.stop();
+    await Promise.all([a?.kill(), b?.kill()]);
+  });
+
+  it('lists its model as NAME/alias with the context it reports, and one slot per --parallel', async () => {
+    const models = (await serve.lmspCall('GET', '/models')).json.data as Array<{ id: string; max_context_length: number; state: string }>;
+    assert.deepEqual(models.map((m) => [m.id, m.state]), [['one/tiny', 'loaded'], ['pool/tiny', 'loaded']]);
+    assert.equal(models[0].max_context_length, 8192);
+    assert.match(serve.stderr(), /engine one: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1/);
+  });
+
+  it('an LMSP task streams from it and ends incomplete at max_output_tokens with its usage', async () => {
+    const created = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'one/tiny', input: 'Hello', max_output_tokens: 40, temperature: 0 } });
+    assert.equal(created.status, 202, JSON.stringify(created.json));
+    const done = await lmspWaitTerminal(serve, created.json.id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    assert.equal(done.response.status, 'incomplete');
+    assert.equal(done.response.usage.output_tokens, 40);
+    assert.ok(done.response.usage.input_tokens > 0);
+    assert.ok(done.response.output[0].content[0].text.length > 0);
+  });
+
+  it('an MCP generate call runs on it', async () => {
+    const client = await connect(serve.mcpUrl, serve.token);
+    try {
+      const r = await client.callTool({ name: 'generate', arguments: { model: 'one/tiny', prompt: 'Hi', max_output_tokens: 12, temperature: 0 } }, CallToolResultSchema);
+      assert.equal(r.isError, false, JSON.stringify(r.content));
+      assert.equal((r.structuredContent as { outputTokens: number }).outputTokens, 12);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('cancel aborts the stream and the engine frees its slot', async () => {
+    const created = await serve.lmspCall('POST', '/tasks', longTask('one/tiny'));
+    const id = created.json.id as string;
+    await until('output', async () => (await serve.lmspCall('GET', `/tasks/${id}`)).json.task_runtime.output_tokens > 5);
+    assert.equal((await a.slots())[0].is_processing, true);
+    const cancelled = await serve.lmspCall('POST', `/tasks/${id}/cancel`);
+    assert.ok([200, 202].includes(cancelled.status), JSON.stringify(cancelled.json));
+    const done = await lmspWaitTerminal(serve, id);
+    assert.equal(done.status, 'cancelled');
+    await until('the slot to free', async () => ((await a.slots())[0].is_processing ? undefined : true));
+    const tokens = done.task_runtime.output_tokens as number;
+    assert.ok(tokens < 6000, `stopped early (${tokens} tokens)`);
+  });
+
+  it('two engines in a pool share the load', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await serve.lmspCall('POST', '/tasks', longTask('pool/tiny'))).json.id);
+    await until('both engines busy', async () => ((await a.slots())[0].is_processing && (await b.slots())[0].is_processing ? true : undefined));
+    for (const id of ids) await serve.lmspCall('POST', `/tasks/${id}/cancel`);
+    for (const id of ids) assert.equal((await lmspWaitTerminal(serve, id)).status, 'cancelled');
+  });
+
+  it('SIGKILL of the serving engine mid-stream: an on_restart "retry" task runs again on the other one', async () => {
+    const created = await serve.lmspCall('POST', '/tasks', { ...longTask('pool/tiny', 'retry'), input: { model: 'pool/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 } });
+    const id = created.json.id as string;
+    await until('output', async () => (await serve.lmspCall('GET', `/tasks/${id}`)).json.task_runtime.output_tokens > 0);
+    const serving = (await a.slots())[0].is_processing ? a : b;
+    const other = serving === a ? b : a;
+    await serving.kill('SIGKILL');
+    const done = await lmspWaitTerminal(serve, id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    assert.equal(done.task_runtime.attempt, 2);
+    assert.equal(done.response.usage.output_tokens, 400);
+    assert.match(serve.stderr(), new RegExp(`127\\.0\\.0\\.1:${serving.port}\\)\\: taken out of the pool`));
+    assert.equal((await other.slots())[0].is_processing, false);
+  });
+});
