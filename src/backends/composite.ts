@@ -17,7 +17,8 @@ export class CompositeBackend implements ModelBackend {
 
   constructor(private readonly backends: ModelBackend[]) {
     this.name = backends.map((b) => b.name).join('+');
-    this.supportsSnapshots = backends.some((b) => b.supportsSnapshots);
+    // Resume is advertised only when a backend that can honour it has models to honour it for.
+    this.supportsSnapshots = backends.some((b) => b.supportsSnapshots && b.listModels().length > 0);
   }
 
   private owner(modelId: string): ModelBackend | undefined {

@@ -131,7 +131,8 @@ export async function serve(args: ServeArgs): Promise<void> {
         log(`engine ${engine.name}: ${ep.url} ${what}`);
       }
     }
-    backend = new CompositeBackend([llama, remote]);
+    // Only engines given: no local model, so no local backend (and no on_restart "resume" advertised).
+    backend = models.length ? new CompositeBackend([llama, remote]) : remote;
   }
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
   const endpoint = await startEndpoint(runtime, { port: args.port, tokens, log, lmsp: { heartbeatMs } }).catch(async (e) => {

@@ -40,6 +40,9 @@ describe('serve --engine', () => {
     );
     assert.equal((await serve.lmspCall('GET', '/models/gpu/m2')).json.id, 'gpu/m2');
     assert.match(serve.stderr(), /engine gpu: http:\/\/127\.0\.0\.1:\d+\/v1 up, 2 model\(s\), concurrency 4/);
+    // Only remote models: "resume" is not advertised.
+    const caps = JSON.stringify((await serve.lmspCall('GET', '/capabilities')).json);
+    assert.match(caps, /"on_restart":\["fail","retry"\]/);
   });
 
   it('LMSP tasks run on the engine; on_restart "resume" is refused for a remote model', async () => {
