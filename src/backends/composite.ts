@@ -17,8 +17,7 @@ export class CompositeBackend implements ModelBackend {
 
   constructor(private readonly backends: ModelBackend[]) {
     this.name = backends.map((b) => b.name).join('+');
-    // Resume is advertised only when a backend that can honour it has models to honour it for.
-    this.supportsSnapshots = backends.some((b) => b.supportsSnapshots && b.listModels().length > 0);
+    this.supportsSnapshots = backends.some((b) => b.supportsSnapshots);
   }
 
   private owner(modelId: string): ModelBackend | undefined {

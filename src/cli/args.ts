@@ -13,7 +13,7 @@ export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--concurrency N] [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
-                     [--engine-concurrency NAME=N[,N...]]...
+                     [--engine-concurrency NAME=N[,N...]]... [--engine-resume NAME]...
   task-runtime make-test-model <out.gguf>
   task-runtime --help
 
@@ -31,6 +31,8 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
                           are offered as NAME/model-id. With --engine and no --model, no demo model is served.
            --engine-key-file  NAME=FILE: the engine's API key (first line of FILE; never logged)
            --engine-concurrency  NAME=N[,N...]: tasks per URL at once (default: llama.cpp's slots, else 4)
+           --engine-resume  NAME: the engine continues a final assistant message (llama.cpp server, vLLM), so
+                          on_restart "resume" is offered for its models
 make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
 
 export interface ServeArgs {
@@ -51,6 +53,7 @@ export interface EngineArg {
   urls: string[];
   keyFile?: string;
   concurrency?: number[];
+  resume?: boolean;
 }
 
 export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
@@ -68,6 +71,7 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   engine: { kind: 'list' },
   'engine-key-file': { kind: 'list' },
   'engine-concurrency': { kind: 'list' },
+  'engine-resume': { kind: 'list' },
 };
 
 export function parseArgs(argv: readonly string[]): CliArgs {
@@ -169,6 +173,11 @@ function engineArgs(values: Map<string, string[]>): EngineArg[] {
       throw new UsageError(`--engine-concurrency ${name} must be one number (1-1024) for all URLs or one per URL.`);
     }
     e.concurrency = ns;
+  }
+  for (const name of values.get('engine-resume') ?? []) {
+    const e = engines.get(name);
+    if (!e) throw new UsageError(`--engine-resume ${name.slice(0, 80)}: no --engine ${name.slice(0, 80)}=URL was given.`);
+    e.resume = true;
   }
   return [...engines.values()];
 }

@@ -103,7 +103,7 @@ export async function serve(args: ServeArgs): Promise<void> {
         throw new UsageError(`--engine-key-file ${e.name}: ${(err as Error).message}`);
       }
     }
-    return { name: e.name, urls: e.urls, apiKey, concurrency: e.concurrency };
+    return { name: e.name, urls: e.urls, apiKey, concurrency: e.concurrency, resume: e.resume };
   });
   if (models.length === 0 && engines.length === 0) {
     const demo = ensureDemoModel(path.join(dataDir, 'models'));

@@ -42,6 +42,8 @@ export interface RequeueRequest {
   reason: string;
   retryAfterMs?: number;
   newAttempt: boolean;
+  /** Continue in the same output item from `text` (on_restart "resume" on a backend that can) instead of a new attempt. */
+  resume?: boolean;
   /** What clients received in this attempt (for the failure when retries run out). */
   text: string;
   messageId?: string;
@@ -285,7 +287,8 @@ export class GenerationRun {
   /**
    * A backend error after the task started running: nothing generated and unavailable → queued again (a new attempt,
    * since its output item was opened); cut off mid-output → the task's on_restart policy (`fail` fails it, `retry`
-   * and `resume` run it again: a remote engine cannot continue another endpoint's stream); an engine error → failed.
+   * runs it again, `resume` continues the same output item where the backend can — a remote engine that continues
+   * a final assistant message — else runs it again); an engine error → failed.
    */
   private backendFailed(e: BackendError, running: TaskRecord, text: string, tokens: number, messageId: string): void {
     const current = this.store.getTask(this.taskId);
@@ -300,7 +303,8 @@ export class GenerationRun {
       const detail = `${e.message} The task's on_restart policy is "fail", so it was not run again.`;
       return this.fail(current, problem('backend_interrupted', detail), text, messageId, tokens);
     }
-    this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: true, text, messageId, tokens };
+    const resume = running.onRestart === 'resume' && text.length > 0 && canResume(this.backend, running.model);
+    this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: !resume, resume, text, messageId, tokens };
   }
 
   /** Ends a run that was stopped from outside: cancel → cancelled, deadline → failed; shutdown leaves it for recovery. */

@@ -221,6 +221,7 @@ export class Scheduler {
       );
     } else {
       transitions.requeue(current, { statusMessage }, (t) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }]);
+      if (r.resume && r.messageId) this.resumePoints.set(id, { text: r.text, outputTokens: r.tokens, messageId: r.messageId });
     }
     const timer = setTimeout(() => {
       this.retryTimers.delete(id);

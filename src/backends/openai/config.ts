@@ -14,6 +14,13 @@ export interface EngineConfig {
   concurrency?: number[];
   /** Until response headers / between stream events / for a /models probe, ms. */
   timeouts?: { headersMs?: number; idleMs?: number; probeMs?: number };
+  /**
+   * The engine continues a final assistant message (`continue_final_message: true, add_generation_prompt: false`;
+   * llama.cpp server with assistant prefill, vLLM): on_restart "resume" is then offered for its models, and a task cut
+   * off mid-output continues in the same output item from the text clients already have. Off by default (Ollama and
+   * LM Studio do not do this the same way).
+   */
+  resume?: boolean;
   /** Largest SSE event accepted from the engine, bytes (default 1 MiB). */
   maxEventBytes?: number;
 }

@@ -2,9 +2,11 @@
 // Model ids are `NAME/model-id`. Tasks stay in our store; generation runs on the engine. Nothing is loaded here:
 // a model is "loaded" while its engine has a healthy endpoint, and load() probes the engine (the runtime shows the
 // task `loading` meanwhile; an unreachable engine sends it back to `queued` with a status message).
-// Remote models do not offer on_restart "resume": an engine cannot continue another endpoint's (or a dead one's)
-// decoding state, and whether it continues a final assistant message differs per engine and template; such tasks are
-// refused at create with unsupported_capability. `retry` runs them again on a healthy endpoint.
+// on_restart "resume" is offered only for engines configured with `resume: true` (they continue a final assistant
+// message: llama.cpp server, vLLM): the delivered text is sent back as that message and the engine generates on, in
+// the same output item. Elsewhere "resume" is refused at create with unsupported_capability (whether an engine
+// continues a final assistant message differs per engine and template). `retry` runs tasks again on a healthy
+// endpoint.
 import {
   BackendError,
   type ChatMessage,
@@ -20,7 +22,8 @@ import { RemoteEngine, type EngineRuntimeOptions } from './engine';
 
 export class RemoteBackend implements ModelBackend {
   readonly name = 'remote';
-  readonly supportsSnapshots = false;
+  /** True when some engine continues a final assistant message (generate() honours resumeFrom; no snapshots). */
+  readonly supportsSnapshots: boolean;
   readonly engines: RemoteEngine[];
   private readonly listeners = new Set<() => void>();
 
@@ -32,6 +35,7 @@ export class RemoteBackend implements ModelBackend {
       names.add(checked.name);
       return new RemoteEngine(checked, { ...options, onCapacityChange: () => this.listeners.forEach((l) => l()) });
     });
+    this.supportsSnapshots = this.engines.some((e) => e.config.resume === true);
   }
 
   /** Probes every engine (model lists, slots); never throws. Bounded by each engine's probe timeout. */
@@ -56,8 +60,8 @@ export class RemoteBackend implements ModelBackend {
     return r && r.engine.accepts(r.model) ? model : undefined;
   }
 
-  supportsResume(): boolean {
-    return false;
+  supportsResume(modelId: string): boolean {
+    return this.route(modelId)?.engine.config.resume === true;
   }
 
   concurrency(modelId: string): { group: string; limit: number } | undefined {
@@ -91,12 +95,17 @@ export class RemoteBackend implements ModelBackend {
   async generate(request: GenerateRequest, options: GenerateOptions): Promise<GenerateResult> {
     const r = this.route(request.model);
     if (!r) throw new BackendError('failed', 'model_not_found', `No engine serves "${request.model}".`);
-    const body: Record<string, unknown> = {
-      messages: chatMessages(request),
-      stream: true,
-      stream_options: { include_usage: true },
-    };
-    if (request.maxOutputTokens !== undefined) body.max_tokens = request.maxOutputTokens;
+    const resume = options.resumeFrom && r.engine.config.resume ? options.resumeFrom : undefined;
+    const messages = chatMessages(request);
+    const body: Record<string, unknown> = { messages, stream: true, stream_options: { include_usage: true } };
+    const before = resume?.outputTokens ?? 0;
+    if (resume) {
+      // The engine continues the text clients already have; only what follows it is streamed (and emitted).
+      messages.push({ role: 'assistant', content: resume.text });
+      body.continue_final_message = true;
+      body.add_generation_prompt = false;
+    }
+    if (request.maxOutputTokens !== undefined) body.max_tokens = Math.max(1, request.maxOutputTokens - before);
     if (request.temperature !== undefined) body.temperature = request.temperature;
     if (request.topP !== undefined) body.top_p = request.topP;
     if (request.seed !== undefined) body.seed = request.seed;
@@ -109,10 +118,10 @@ export class RemoteBackend implements ModelBackend {
       return {
         finishReason: result.finishReason,
         inputTokens: result.inputTokens ?? 0,
-        outputTokens: result.outputTokens ?? counted,
+        outputTokens: before + (result.outputTokens ?? counted),
       };
     } catch (e) {
-      if (options.signal.aborted) return { finishReason: 'aborted', inputTokens: 0, outputTokens: counted };
+      if (options.signal.aborted) return { finishReason: 'aborted', inputTokens: 0, outputTokens: before + counted };
       throw e;
     }
   }

@@ -29,7 +29,7 @@ export interface ExtensionSettings {
 }
 
 /** One entry of taskRuntime.engines. */
-export type EngineSetting = Pick<EngineConfig, 'name' | 'urls' | 'models' | 'concurrency'>;
+export type EngineSetting = Pick<EngineConfig, 'name' | 'urls' | 'models' | 'concurrency' | 'resume'>;
 
 export const SETTING_KEYS = {
   port: 'server.port',
@@ -200,6 +200,7 @@ function readEngines(raw: unknown, p: string[], t: Localize): EngineSetting[] {
       if (concurrency !== undefined && (!Array.isArray(concurrency) || !concurrency.every((n) => typeof n === 'number'))) {
         throw new Error('concurrency must be a number or a list of numbers');
       }
+      if (e.resume !== undefined && typeof e.resume !== 'boolean') throw new Error('resume must be true or false');
       if (out.some((x) => x.name === name)) throw new Error('the name is used twice');
       const checked = checkEngineConfig({ name, urls: urls as string[], models: models as string[] | undefined, concurrency: concurrency as number[] | undefined });
       out.push({
@@ -207,6 +208,7 @@ function readEngines(raw: unknown, p: string[], t: Localize): EngineSetting[] {
         urls: checked.urls,
         ...(checked.models ? { models: checked.models } : {}),
         ...(checked.concurrency ? { concurrency: checked.concurrency } : {}),
+        ...(e.resume === true ? { resume: true } : {}),
       });
     } catch (err) {
       p.push(t('Setting taskRuntime.engines: engine "{0}" is skipped: {1}', name.slice(0, 64), (err as Error).message));

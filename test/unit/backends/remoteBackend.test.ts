@@ -243,6 +243,40 @@ describe('remote backend through the runtime', () => {
     assert.equal(b2.engines[0].endpoints[0].state, 'down');
   });
 
+  it('engine resume: cut off mid-output, an on_restart "resume" task continues the same output item on the other endpoint', async () => {
+    const dying = await engine((_q, res) => {
+      sseHead(res);
+      res.write(sseChunk('Once upon'));
+      setTimeout(() => res.socket?.destroy(), 10);
+    });
+    const healthy = await engine(goodStream([' a time', '.']));
+    const b = new RemoteBackend([{ name: 'gpu', urls: [dying.base, healthy.base], concurrency: [1], resume: true }]);
+    await b.refresh();
+    b.engines[0].endpoints[1].served = 1; // the dying endpoint is picked first
+    const r = await open(b);
+    assert.equal(r.supportsResume, true);
+    const t = create(r, 'gpu/m1', { onRestart: 'resume', input: { model: 'gpu/m1', input: 'Tell a story', max_output_tokens: 10 } });
+    const done = await r.waitForTerminal(t.id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    assert.equal(done.attempt, 1, 'the same attempt goes on');
+    const events = r.readEvents(t.id);
+    assert.equal(events.filter((ev) => ev.type === 'response.created').length, 1);
+    assert.equal(events.filter((ev) => ev.type === 'response.output_item.added').length, 1);
+    const deltas = events.filter((ev) => ev.type === 'response.output_text.delta').map((ev) => ev.data.delta).join('');
+    assert.equal(deltas, 'Once upon a time.', 'delivered text is not sent twice');
+    assert.equal((done.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0].text, 'Once upon a time.');
+    const resumed = healthy.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
+    assert.deepEqual((resumed.messages as unknown[]).at(-1), { role: 'assistant', content: 'Once upon' });
+    assert.equal(resumed.continue_final_message, true);
+    assert.equal(resumed.add_generation_prompt, false);
+    assert.equal(resumed.max_tokens, 9, 'the token budget counts what was delivered');
+    // Without `resume: true` on the engine, "resume" is refused at create.
+    const plain = new RemoteBackend([{ name: 'gpu', urls: [healthy.base] }]);
+    await plain.refresh();
+    const r2 = await open(plain);
+    assert.throws(() => create(r2, 'gpu/m1', { onRestart: 'resume' }), (err) => isRuntimeError(err, 'unsupported_capability'));
+  });
+
   it('a connection refused on one endpoint is retried on the next at once, without a new attempt', async () => {
     const port = await closedPort();
     const healthy = await engine(goodStream(['ok']));
