@@ -32,7 +32,12 @@ describe('a llama.cpp server as a remote engine', () => {
   let serve: Serve;
   before(async () => {
     [a, b] = await Promise.all([startLlamaServer(), startLlamaServer()]);
-    serve = await startServe(['--engine', `one=${a.base}`, '--engine', `pool=${a.base},${b.base}`]);
+    serve = await startServe([
+      '--engine', `one=${a.base}`,
+      '--engine', `pool=${a.base},${b.base}`,
+      '--engine', `rpool=${a.base},${b.base}`,
+      '--engine-resume', 'rpool',
+    ]);
   });
   after(async () => {
     await serve?.stop();
@@ -41,7 +46,7 @@ describe('a llama.cpp server as a remote engine', () => {
 
   it('lists its model as NAME/alias with the context it reports, and one slot per --parallel', async () => {
     const models = (await serve.lmspCall('GET', '/models')).json.data as Array<{ id: string; max_context_length: number; state: string }>;
-    assert.deepEqual(models.map((m) => [m.id, m.state]), [['one/tiny', 'loaded'], ['pool/tiny', 'loaded']]);
+    assert.deepEqual(models.map((m) => [m.id, m.state]), [['one/tiny', 'loaded'], ['pool/tiny', 'loaded'], ['rpool/tiny', 'loaded']]);
     assert.equal(models[0].max_context_length, 8192);
     assert.match(serve.stderr(), /engine one: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1/);
   });
@@ -103,5 +108,53 @@ describe('a llama.cpp server as a remote engine', () => {
     assert.equal(done.response.usage.output_tokens, 400);
     assert.match(serve.stderr(), new RegExp(`127\\.0\\.0\\.1:${serving.port}\\)\\: taken out of the pool`));
     assert.equal((await other.slots())[0].is_processing, false);
+    // Bring the killed engine back on its port for the next test; the pool probes it back in.
+    const back = await startLlamaServer({ port: serving.port });
+    if (serving === a) a = back;
+    else b = back;
+  });
+
+  it('SIGKILL mid-stream with on_restart "resume" on an engine that continues: the same output item goes on elsewhere', async () => {
+    const created = await serve.lmspCall('POST', '/tasks', {
+      type: 'response',
+      input: { model: 'rpool/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 },
+      on_restart: 'resume',
+    });
+    assert.equal(created.status, 202, JSON.stringify(created.json));
+    const id = created.json.id as string;
+    const res = await fetch(`${serve.lmsp}/tasks/${id}/events`, { headers: { authorization: `Bearer ${serve.token}` } });
+    const decoder = new TextDecoder();
+    let buf = '';
+    let text = '';
+    let created_ = 0;
+    let killed: LlamaServer | undefined;
+    let terminal = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buf.indexOf('\n\n')) >= 0) {
+        const block = buf.slice(0, end);
+        buf = buf.slice(end + 2);
+        const type = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (!type || !data) continue;
+        const ev = JSON.parse(data);
+        if (type === 'response.created') created_++;
+        if (type === 'response.output_text.delta') text += ev.delta;
+        if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') terminal = type;
+        if (!killed && text.length >= 20) {
+          killed = (await a.slots())[0].is_processing ? a : b;
+          await killed.kill('SIGKILL');
+        }
+      }
+      if (terminal) break;
+    }
+    assert.ok(killed, 'an engine was killed mid-stream');
+    assert.equal(terminal, 'response.incomplete');
+    const done = await lmspWaitTerminal(serve, id);
+    assert.equal(done.task_runtime.attempt, 1, 'resumed, not retried');
+    assert.equal(created_, 1);
+    assert.equal(done.response.output[0].content[0].text, text, 'the whole text once, in one output item');
+    assert.equal(done.response.usage.output_tokens, 400);
   });
 });

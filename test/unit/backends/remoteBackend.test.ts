@@ -16,6 +16,9 @@ import type { TaskRecord } from '../../../src/runtime/task';
 import { closedPort, goodStream, sseChunk, sseHead, startFakeEngine, usageChunk, type FakeEngine } from '../../fixtures/fakeEngine';
 import { tempDir, waitFor } from '../runtime/helpers';
 
+const root = tempDir('tr-remote-');
+let dirs = 0;
+
 const KEY = 'sk-test-5f1c0a9e7d3b42c8a1e6f0d2b4c6e8a0';
 const engines: FakeEngine[] = [];
 const runtimes: TaskRuntime[] = [];
@@ -31,7 +34,7 @@ async function engine(...args: Parameters<typeof startFakeEngine>): Promise<Fake
 }
 
 async function open(backend: RemoteBackend | CompositeBackend, extra: Partial<RuntimeOptions> = {}): Promise<TaskRuntime> {
-  const r = await TaskRuntime.open({ dataDir: tempDir('tr-remote-'), backend, backendRetry: { attempts: 3, baseMs: 10, maxMs: 50 }, ...extra });
+  const r = await TaskRuntime.open({ dataDir: `${root}/${++dirs}`, backend, backendRetry: { attempts: 3, baseMs: 10, maxMs: 50 }, ...extra });
   runtimes.push(r);
   return r;
 }
