@@ -115,6 +115,11 @@ describe('a llama.cpp server as a remote engine', () => {
   });
 
   it('SIGKILL mid-stream with on_restart "resume" on an engine that continues: the same output item goes on elsewhere', async () => {
+    // The uninterrupted greedy answer: a run started afresh would begin with it again; a continuation does not.
+    // (It need not reproduce the rest exactly: the engine re-tokenizes the delivered text and its chat template
+    // renders the open assistant message its own way; measured here, the two diverge after the resume point.)
+    const ref = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'one/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 } });
+    const reference = (await lmspWaitTerminal(serve, ref.json.id)).response.output[0].content[0].text as string;
     const created = await serve.lmspCall('POST', '/tasks', {
       type: 'response',
       input: { model: 'rpool/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 },
@@ -129,6 +134,7 @@ describe('a llama.cpp server as a remote engine', () => {
     let created_ = 0;
     let killed: LlamaServer | undefined;
     let terminal = '';
+    let delivered: string | undefined;
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       buf += decoder.decode(chunk, { stream: true });
       let end: number;
@@ -141,6 +147,7 @@ describe('a llama.cpp server as a remote engine', () => {
         const ev = JSON.parse(data);
         if (type === 'response.created') created_++;
         if (type === 'response.output_text.delta') text += ev.delta;
+        if (type === 'task_runtime:task.status' && ev.task.status === 'queued' && delivered === undefined) delivered = text;
         if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') terminal = type;
         if (!killed && text.length >= 20) {
           killed = (await a.slots())[0].is_processing ? a : b;
@@ -156,5 +163,10 @@ describe('a llama.cpp server as a remote engine', () => {
     assert.equal(created_, 1);
     assert.equal(done.response.output[0].content[0].text, text, 'the whole text once, in one output item');
     assert.equal(done.response.usage.output_tokens, 400);
+    assert.ok(delivered !== undefined && delivered.length >= 20, 'the task went back to the queue after text was delivered');
+    const continuation = text.slice(delivered.length);
+    assert.ok(continuation.length > 0);
+    assert.ok(reference.startsWith(delivered), 'what was delivered before the kill is the greedy answer so far');
+    assert.ok(!continuation.startsWith(reference.slice(0, 10)), 'the engine continued the text rather than starting again');
   });
 });
