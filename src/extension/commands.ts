@@ -304,7 +304,7 @@ export class CommandRegistry extends Disposable {
     };
     if (arg !== undefined) {
       const parsed = addEngineArgsSchema.safeParse(arg);
-      if (!parsed.success) throw new Error(t('Invalid arguments: {0}', parsed.error.issues[0].message));
+      if (!parsed.success) throw new Error(t('Invalid Add Remote Engine arguments: {0}', parsed.error.issues[0].message));
       input = parsed.data;
       const problem = checkName(input.name) ?? checkUrl(input.url);
       if (problem) throw new Error(problem);
