@@ -30,6 +30,8 @@ async function main() {
   if (lmsp) suites.push(['lmsp', () => lmsp({ modelPath })]);
   const mcp = optional('./mcp', 'mcpBench');
   if (mcp) suites.push(['mcp', () => mcp({ modelPath })]);
+  const remote = optional('./remote', 'remoteBench');
+  if (remote) suites.push(['remote', () => remote({ modelPath })]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

@@ -1,5 +1,6 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
+import { checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
@@ -13,6 +14,8 @@ export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--concurrency N] [--allow-origin ORIGIN]... [--conformance-fixtures]
+                     [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
+                     [--engine-concurrency NAME=N[,N...]]... [--engine-resume NAME]...
   task-runtime make-test-model <out.gguf>
   task-runtime --help
 
@@ -24,11 +27,18 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --threads      CPU threads per generation (default auto: measured at model load, cached in DIR)
            --gpu          GPU API (default auto: the best working build, else the CPU; off: CPU only)
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
-           --concurrency  tasks generating at the same time
+           --concurrency  tasks generating at the same time (per local model)
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
            --conformance-fixtures  TEST ONLY: adds the MCP conformance suite's fixture tools (greet,
                           slow_compute, …) to /mcp. Never use it in production
+           --engine       a remote OpenAI-compatible engine (llama.cpp server, vLLM, Ollama, LM Studio): NAME and
+                          its base URL(s), e.g. gpu=http://10.0.0.5:8080/v1; several URLs form a pool. Its models
+                          are offered as NAME/model-id. With --engine and no --model, no demo model is served.
+           --engine-key-file  NAME=FILE: the engine's API key (first line of FILE; never logged)
+           --engine-concurrency  NAME=N[,N...]: tasks per URL at once (default: llama.cpp's slots, else 4)
+           --engine-resume  NAME: the engine continues a final assistant message (llama.cpp server, vLLM), so
+                          on_restart "resume" is offered for its models
 make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
 
 export interface ServeArgs {
@@ -45,6 +55,15 @@ export interface ServeArgs {
   allowedOrigins: string[];
   /** Test-only: the MCP conformance suite's fixture tools on /mcp. */
   conformanceFixtures: boolean;
+  engines: EngineArg[];
+}
+
+export interface EngineArg {
+  name: string;
+  urls: string[];
+  keyFile?: string;
+  concurrency?: number[];
+  resume?: boolean;
 }
 
 export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
@@ -61,6 +80,10 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   concurrency: { kind: 'int', min: 1, max: 64 },
   'allow-origin': { kind: 'list' },
   'conformance-fixtures': { kind: 'switch' },
+  engine: { kind: 'list' },
+  'engine-key-file': { kind: 'list' },
+  'engine-concurrency': { kind: 'list' },
+  'engine-resume': { kind: 'list' },
 };
 
 export function parseArgs(argv: readonly string[]): CliArgs {
@@ -127,7 +150,59 @@ function parseServe(args: readonly string[]): ServeArgs {
       return origin;
     }),
     conformanceFixtures: values.has('conformance-fixtures'),
+    engines: engineArgs(values),
   };
+}
+
+/** `NAME=VALUE` of an engine flag. */
+function named(flag: string, raw: string): [string, string] {
+  const eq = raw.indexOf('=');
+  if (eq <= 0 || eq === raw.length - 1) throw new UsageError(`--${flag} must be NAME=VALUE, got "${raw.slice(0, 200)}".`);
+  const name = raw.slice(0, eq);
+  try {
+    checkEngineName(name);
+  } catch (e) {
+    throw new UsageError(`--${flag}: ${(e as Error).message}`);
+  }
+  return [name, raw.slice(eq + 1)];
+}
+
+function engineArgs(values: Map<string, string[]>): EngineArg[] {
+  const engines = new Map<string, EngineArg>();
+  for (const raw of values.get('engine') ?? []) {
+    const [name, list] = named('engine', raw);
+    if (engines.has(name)) throw new UsageError(`--engine ${name} given twice; list all its URLs in one: ${name}=URL,URL.`);
+    let urls: string[];
+    try {
+      urls = list.split(',').map((u) => normalizeEngineUrl(u));
+    } catch (e) {
+      throw new UsageError(`--engine ${name}: ${(e as Error).message}`);
+    }
+    engines.set(name, { name, urls });
+  }
+  for (const raw of values.get('engine-key-file') ?? []) {
+    const [name, file] = named('engine-key-file', raw);
+    const e = engines.get(name);
+    if (!e) throw new UsageError(`--engine-key-file ${name}: no --engine ${name}=URL was given.`);
+    if (e.keyFile) throw new UsageError(`--engine-key-file ${name} given twice.`);
+    e.keyFile = file;
+  }
+  for (const raw of values.get('engine-concurrency') ?? []) {
+    const [name, list] = named('engine-concurrency', raw);
+    const e = engines.get(name);
+    if (!e) throw new UsageError(`--engine-concurrency ${name}: no --engine ${name}=URL was given.`);
+    const ns = list.split(',').map((n) => (/^[0-9]{1,4}$/.test(n) ? Number(n) : NaN));
+    if (ns.some((n) => !(n >= 1 && n <= 1024)) || (ns.length !== 1 && ns.length !== e.urls.length)) {
+      throw new UsageError(`--engine-concurrency ${name} must be one number (1-1024) for all URLs or one per URL.`);
+    }
+    e.concurrency = ns;
+  }
+  for (const name of values.get('engine-resume') ?? []) {
+    const e = engines.get(name);
+    if (!e) throw new UsageError(`--engine-resume ${name.slice(0, 80)}: no --engine ${name.slice(0, 80)}=URL was given.`);
+    e.resume = true;
+  }
+  return [...engines.values()];
 }
 
 function gpuChoice(raw: string | undefined): GpuChoice | undefined {

@@ -6,6 +6,10 @@ import { z } from 'zod';
 import { ConformanceFixtureBackend } from '../backends/fixture/conformanceBackend';
 import { LlamaBackend } from '../backends/llama/llamaBackend';
 import { ensureDemoModel } from '../backends/llama/testModel';
+import { CompositeBackend } from '../backends/composite';
+import { parseKey } from '../backends/openai/config';
+import { RemoteBackend } from '../backends/openai/remoteBackend';
+import type { ModelBackend } from '../runtime/backend';
 import { startEndpoint } from '../protocols/endpoint';
 import type { RuntimeLimits } from '../runtime/api';
 import { RESTART_POLICIES } from '../runtime/task';
@@ -86,7 +90,24 @@ export async function serve(args: ServeArgs): Promise<void> {
     if (local && !fs.existsSync(source)) throw new UsageError(`--model ${source}: no such file.`);
     return { source: local ? path.resolve(source) : source };
   });
-  if (models.length === 0) {
+  const engines = args.engines.map((e) => {
+    let apiKey: string | undefined;
+    if (e.keyFile) {
+      let content: string;
+      try {
+        content = fs.readFileSync(path.resolve(e.keyFile), 'utf8');
+      } catch (err) {
+        throw new UsageError(`--engine-key-file ${e.name}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
+      }
+      try {
+        apiKey = parseKey(content);
+      } catch (err) {
+        throw new UsageError(`--engine-key-file ${e.name}: ${(err as Error).message}`);
+      }
+    }
+    return { name: e.name, urls: e.urls, apiKey, concurrency: e.concurrency, resume: e.resume };
+  });
+  if (models.length === 0 && engines.length === 0) {
     const demo = ensureDemoModel(path.join(dataDir, 'models'));
     process.stderr.write(demoWarning(demo) + '\n');
     models.push({ source: demo, demo: true } as { source: string; demo?: boolean });
@@ -101,8 +122,22 @@ export async function serve(args: ServeArgs): Promise<void> {
     modelsDir: path.join(dataDir, 'models'),
     log,
   });
+  let backend: ModelBackend = llama;
+  if (engines.length) {
+    const remote = new RemoteBackend(engines, { log });
+    // Model lists and slot counts before the doors open; an engine that is down now is probed again on demand.
+    await remote.refresh();
+    for (const engine of remote.engines) {
+      for (const ep of engine.endpoints) {
+        const what = ep.state === 'up' ? `up, ${ep.models?.length ?? 0} model(s), concurrency ${ep.concurrency}` : `down (${ep.lastError})`;
+        log(`engine ${engine.name}: ${ep.url} ${what}`);
+      }
+    }
+    // Only engines given: no local model, so no local backend (and no on_restart "resume" advertised).
+    backend = models.length ? new CompositeBackend([llama, remote]) : remote;
+  }
   if (args.conformanceFixtures) log('--conformance-fixtures: TEST ONLY fixture tools (greet, slow_compute, …) are on /mcp');
-  const backend = args.conformanceFixtures ? new ConformanceFixtureBackend(llama) : llama;
+  if (args.conformanceFixtures) backend = new ConformanceFixtureBackend(backend);
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
   const damage = damageSummary(runtime.storeReport);
   if (damage) log(`WARNING: ${damage}`);

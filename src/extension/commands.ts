@@ -5,7 +5,8 @@
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import { CANCELLABLE_STATUSES, RESTART_POLICIES, TERMINAL_STATUSES, type TaskStatus } from '../runtime/task';
-import { CONFIG_SECTION, Commands, VIEW_CONTAINER_ID } from './constants';
+import { checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
+import { CONFIG_SECTION, Commands, VIEW_CONTAINER_ID, engineKeySecret } from './constants';
 import type { TaskService } from './host/taskService';
 import { Disposable } from './lifecycle';
 import { statusLabel, taskDescription, taskTitle } from './model/format';
@@ -45,7 +46,25 @@ export interface CommandDeps {
   settings: () => ExtensionSettings;
   /** Asks a modal yes/no question with one action button; true when the user chose the action. */
   confirm: (message: string, action: string) => Promise<boolean>;
+  /** Where remote engines' API keys are kept. */
+  secrets: vscode.SecretStorage;
 }
+
+/** Presets of "Add Remote Engine…": each engine's usual OpenAI-style base URL. */
+export const ENGINE_PRESETS = [
+  { id: 'llamacpp', label: 'llama.cpp server', name: 'llamacpp', url: 'http://127.0.0.1:8080/v1' },
+  { id: 'vllm', label: 'vLLM', name: 'vllm', url: 'http://127.0.0.1:8000/v1' },
+  { id: 'ollama', label: 'Ollama', name: 'ollama', url: 'http://127.0.0.1:11434/v1' },
+  { id: 'lmstudio', label: 'LM Studio', name: 'lmstudio', url: 'http://127.0.0.1:1234/v1' },
+  { id: 'other', label: 'Other OpenAI-compatible server', name: 'remote', url: 'http://' },
+] as const;
+
+/** The argument object Add Remote Engine accepts (tests and other extensions run it without UI). */
+export const addEngineArgsSchema = z.strictObject({
+  name: z.string().min(1).max(64),
+  url: z.string().min(1).max(2000),
+  apiKey: z.string().min(1).max(4096).optional(),
+});
 
 export class CommandRegistry extends Disposable {
   constructor(private readonly d: CommandDeps) {
@@ -76,6 +95,7 @@ export class CommandRegistry extends Disposable {
     reg(Commands.copyTaskId, (arg?: unknown) => this.copyTaskId(arg));
     reg(Commands.selectModel, (arg?: unknown) => this.selectModel(arg));
     reg(Commands.downloadModel, (arg?: unknown) => this.downloadModel(arg));
+    reg(Commands.addRemoteEngine, (arg?: unknown) => this.addRemoteEngine(arg));
     reg(Commands.copyMcpConfig, () => this.copyMcpConfig());
     reg(Commands.copyLmspEndpoint, () => this.copyLmspEndpoint());
     reg(Commands.regenerateToken, () => this.regenerateToken());
@@ -257,6 +277,76 @@ export class CommandRegistry extends Disposable {
 
   private async setModel(value: string): Promise<void> {
     await vscode.workspace.getConfiguration(CONFIG_SECTION).update(SETTING_KEYS.model, value, vscode.ConfigurationTarget.Global);
+  }
+
+  /**
+   * Adds an entry to taskRuntime.engines (a preset's URL, a name, an optional API key). The key goes to
+   * SecretStorage only, before the setting changes, so the runtime restart the setting causes already finds it.
+   */
+  async addRemoteEngine(arg?: unknown): Promise<string | undefined> {
+    let input: z.infer<typeof addEngineArgsSchema>;
+    const existing = this.d.settings().engines.map((e) => e.name);
+    const checkName = (v: string) => {
+      try {
+        checkEngineName(v);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return existing.includes(v) ? t('An engine named "{0}" exists already.', v) : undefined;
+    };
+    const checkUrl = (v: string) => {
+      try {
+        normalizeEngineUrl(v);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return undefined;
+    };
+    if (arg !== undefined) {
+      const parsed = addEngineArgsSchema.safeParse(arg);
+      if (!parsed.success) throw new Error(t('Invalid Add Remote Engine arguments: {0}', parsed.error.issues[0].message));
+      input = parsed.data;
+      const problem = checkName(input.name) ?? checkUrl(input.url);
+      if (problem) throw new Error(problem);
+    } else {
+      const preset = await vscode.window.showQuickPick(
+        ENGINE_PRESETS.map((p) => ({ label: p.label, description: p.id === 'other' ? '' : p.url, preset: p })),
+        { title: t('Add Remote Engine'), placeHolder: t('Which server runs the models?') },
+      );
+      if (!preset) return undefined;
+      const url = await vscode.window.showInputBox({
+        title: t('Add Remote Engine'),
+        prompt: t('The OpenAI-style base URL (ending in /v1). Several URLs of one engine, separated by commas, form a pool.'),
+        value: preset.preset.url,
+        validateInput: (v) => v.split(',').map((u) => checkUrl(u)).find((m) => m),
+      });
+      if (!url) return undefined;
+      let suggested: string = preset.preset.name;
+      for (let i = 2; existing.includes(suggested); i++) suggested = `${preset.preset.name}${i}`;
+      const name = await vscode.window.showInputBox({
+        title: t('Add Remote Engine'),
+        prompt: t('A short name; its models appear as NAME/model-id.'),
+        value: suggested,
+        validateInput: (v) => checkName(v),
+      });
+      if (!name) return undefined;
+      const apiKey = await vscode.window.showInputBox({
+        title: t('Add Remote Engine'),
+        prompt: t('API key, if the server needs one (kept in the editor\'s secret storage, never in settings). Leave empty for none.'),
+        password: true,
+        ignoreFocusOut: true,
+      });
+      if (apiKey === undefined) return undefined;
+      input = { name, url, apiKey: apiKey.trim() || undefined };
+    }
+    const urls = input.url.split(',').map((u) => normalizeEngineUrl(u));
+    if (input.apiKey) await this.d.secrets.store(engineKeySecret(input.name), input.apiKey.trim());
+    else await this.d.secrets.delete(engineKeySecret(input.name));
+    const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
+    const current = (config.get<unknown[]>(SETTING_KEYS.engines) ?? []).filter((e) => (e as { name?: unknown })?.name !== input.name);
+    await config.update(SETTING_KEYS.engines, [...current, { name: input.name, urls }], vscode.ConfigurationTarget.Global);
+    this.d.log.info(`remote engine ${input.name} added (${urls.join(', ')})${input.apiKey ? ' with an API key in secret storage' : ''}`);
+    return input.name;
   }
 
   async selectModel(arg?: unknown): Promise<string | undefined> {

@@ -25,6 +25,7 @@ export const Commands = {
   copyTaskId: 'taskRuntime.copyTaskId',
   selectModel: 'taskRuntime.selectModel',
   downloadModel: 'taskRuntime.downloadModel',
+  addRemoteEngine: 'taskRuntime.addRemoteEngine',
   copyMcpConfig: 'taskRuntime.copyMcpConfig',
   copyLmspEndpoint: 'taskRuntime.copyLmspEndpoint',
   regenerateToken: 'taskRuntime.regenerateToken',
@@ -47,6 +48,10 @@ export const ContextKeys = {
   hasTasks: 'taskRuntime.hasTasks',
 } as const;
 export const OUTPUT_CHANNEL_NAME = 'Task Runtime';
+/** SecretStorage key of a remote engine's API key (never in settings). */
+export function engineKeySecret(name: string): string {
+  return `taskRuntime.engineKey.${name}`;
+}
 /**
  * Environment variable the editor test harness sets (to "1") in the extension host: only then does activate() return
  * the test API (tree snapshot, open panels, scripted confirmations). Never set for users.

@@ -11,7 +11,7 @@ import {
   type TreeItemSnapshot,
 } from './api';
 import { CommandRegistry } from './commands';
-import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME } from './constants';
+import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME, engineKeySecret } from './constants';
 import { TaskService, type EndpointInfo } from './host/taskService';
 import { Disposable, toDisposable } from './lifecycle';
 import { McpServerProvider } from './mcpProvider';
@@ -56,6 +56,7 @@ class TaskRuntimeExtension extends Disposable {
               : vscode.l10n.t('Task Runtime: the task store was damaged; everything was restored. The damaged files were kept. Details are in the log.');
           void vscode.window.showWarningMessage(message, show).then((choice) => choice === show && this.log.show());
         },
+        engineKey: (name) => Promise.resolve(context.secrets.get(engineKeySecret(name))),
       }),
     );
     const source = this.service.source;
@@ -76,6 +77,7 @@ class TaskRuntimeExtension extends Disposable {
         log: this.log,
         settings: () => this.settings,
         confirm: (message, action) => this.confirm(message, action),
+        secrets: context.secrets,
       }),
     );
     this._register(tokens.onDidChange(() => void this.service.tokenChanged()));

@@ -15,6 +15,8 @@ export interface ModelInfo {
   demo: boolean;
   /** What the model runs on, once loaded (or why it fell back to the CPU). */
   hardware?: ModelHardware;
+  /** The remote engine serving it (its configured name); absent for in-process models. */
+  engine?: string;
 }
 
 /** The hardware a loaded model actually uses; shown to users (LMSP models, editor tooltip, serve log). */
@@ -118,10 +120,53 @@ export interface LoadOptions {
   onProgress?(progress: number): void;
 }
 
+/**
+ * What a backend throws when generation could not run or was cut off by something outside the model (a remote
+ * engine). The runtime decides what happens to the task from `kind`:
+ * - `unavailable`: nothing was generated and it is safe to run again later (engine unreachable, 503/429): the task
+ *   goes back to `queued` with a status message and is retried with backoff, a bounded number of times, then fails
+ *   with `backend_unavailable`.
+ * - `interrupted`: the engine went away mid-output: the task's on_restart policy decides (`retry` runs it again,
+ *   `fail` fails it with `backend_interrupted`).
+ * - `failed`: the engine answered with an error or with something that is not a valid stream: the task fails with
+ *   `code`.
+ * Messages are shown to clients: they must not contain secrets or local paths.
+ */
+export class BackendError extends Error {
+  constructor(
+    readonly kind: 'unavailable' | 'interrupted' | 'failed',
+    readonly code: string,
+    message: string,
+    /** For `unavailable`: the earliest useful retry (e.g. from Retry-After), ms. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = 'BackendError';
+  }
+}
+
+export function isBackendError(e: unknown): e is BackendError {
+  return e instanceof BackendError;
+}
+
+/** Whether on_restart "resume" can be honoured for `modelId` on `backend`. */
+export function canResume(backend: ModelBackend, modelId: string): boolean {
+  return backend.supportsResume ? backend.supportsResume(modelId) : backend.supportsSnapshots;
+}
+
 export interface ModelBackend {
   readonly name: string;
   /** True when generate() honours resumeFrom/snapshots (LMSP on_restart "resume"). */
   readonly supportsSnapshots: boolean;
+  /** Whether on_restart "resume" can be honoured for this model; absent → `supportsSnapshots`. */
+  supportsResume?(modelId: string): boolean;
+  /**
+   * How many tasks may generate at once on the capacity this model uses, and which models share it (a remote
+   * engine's endpoints serve all its models); absent or undefined → the runtime's per-model limit.
+   */
+  concurrency?(modelId: string): { group: string; limit: number } | undefined;
+  /** Registers a callback for when `concurrency` may have grown (an engine endpoint came back). */
+  onCapacityChange?(listener: () => void): void;
   listModels(): ModelInfo[];
   /** Resolve a request's `model` (undefined = default) to a known model id, or undefined when unknown. */
   resolveModel(model: string | undefined): string | undefined;

@@ -3,7 +3,7 @@
 // `resume` tasks) and finish (the terminal transition that fits how the stream ended).
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import type { GenerateResult, GenerationSnapshot, ModelBackend } from './backend';
+import { canResume, isBackendError, type BackendError, type GenerateResult, type GenerationSnapshot, type ModelBackend } from './backend';
 import { DeltaBatcher } from './deltaBatcher';
 import { newMessageId } from './ids';
 import { responseObject, taskStatusSnapshot, toChatMessages } from './responses';
@@ -36,12 +36,31 @@ export interface ResumePoint {
   messageId: string;
 }
 
+/**
+ * A run that ended without settling its task because the backend was unavailable or cut off (a remote engine): the
+ * scheduler puts the task back in the queue (with a bounded number of retries) or fails it. `newAttempt` when the
+ * run had opened its output (clients must drop what they got: a fresh response.created follows).
+ */
+export interface RequeueRequest {
+  reason: string;
+  retryAfterMs?: number;
+  newAttempt: boolean;
+  /** Continue in the same output item from `text` (on_restart "resume" on a backend that can) instead of a new attempt. */
+  resume?: boolean;
+  /** What clients received in this attempt (for the failure when retries run out). */
+  text: string;
+  messageId?: string;
+  tokens: number;
+}
+
 /** How the backend's stream ended: the text and tokens delivered, and its result or what it threw. */
 type Streamed = { text: string; tokens: number } & ({ ok: true; result: GenerateResult } | { ok: false; error: unknown });
 
 export class GenerationRun {
   readonly abort = new AbortController();
   stopReason: StopReason | undefined;
+  /** Set when the run ended asking to be queued again (see RequeueRequest). */
+  requeue: RequeueRequest | undefined;
   /** Set when a durable write failed mid-run: the run stops and rejects with it; the runtime settles the task later. */
   storeError: Error | undefined;
   private running: Promise<void> | undefined;
@@ -123,6 +142,11 @@ export class GenerationRun {
       });
     } catch (e) {
       if (this.stopReason) return void this.finishStopped(loading, '', 0, undefined);
+      if (isBackendError(e) && e.kind !== 'failed') {
+        this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: false, text: '', tokens: 0 };
+        return undefined;
+      }
+      if (isBackendError(e)) return void this.fail(loading, problem(e.code, e.message), '', undefined, 0);
       const msg = errorText(e);
       this.settings.log?.(`task ${id}: model load failed: ${msg}`);
       return void this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
@@ -157,7 +181,7 @@ export class GenerationRun {
         this.abort.abort();
       },
     });
-    const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots;
+    const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots && canResume(this.backend, running.model);
     const snapDir = join(this.settings.snapshotDir, id);
     try {
       if (snapshotsWanted) fs.mkdirSync(snapDir, { recursive: true });
@@ -206,6 +230,7 @@ export class GenerationRun {
     if (this.storeError) throw this.storeError;
     if (!streamed.ok) {
       if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, this.messageId);
+      if (isBackendError(streamed.error)) return this.backendFailed(streamed.error, text, tokens, this.messageId);
       const msg = errorText(streamed.error);
       this.settings.log?.(`task ${id}: generation failed: ${msg}`);
       const current = this.store.getTask(id);
@@ -259,6 +284,29 @@ export class GenerationRun {
       ],
     );
     this.dropSnapshots();
+  }
+
+  /**
+   * A backend error after the task started running: nothing generated and unavailable → queued again (a new attempt,
+   * since its output item was opened); cut off mid-output → the task's on_restart policy (`fail` fails it, `retry`
+   * runs it again, `resume` continues the same output item where the backend can — a remote engine that continues
+   * a final assistant message — else runs it again); an engine error → failed.
+   */
+  private backendFailed(e: BackendError, text: string, tokens: number, messageId: string): void {
+    const current = this.store.getTask(this.taskId);
+    if (!current || current.status !== 'running') {
+      if (current) this.finishStopped(current, text, tokens, messageId);
+      return;
+    }
+    this.settings.log?.(`task ${this.taskId}: backend ${e.kind}: ${e.message}`);
+    if (e.kind === 'failed') return this.fail(current, problem(e.code, e.message), text, messageId, tokens);
+    const cutOff = e.kind === 'interrupted' || text.length > 0;
+    if (cutOff && current.onRestart === 'fail') {
+      const detail = `${e.message} The task's on_restart policy is "fail", so it was not run again.`;
+      return this.fail(current, problem('backend_interrupted', detail), text, messageId, tokens);
+    }
+    const resume = current.onRestart === 'resume' && text.length > 0 && canResume(this.backend, current.model);
+    this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: !resume, resume, text, messageId, tokens };
   }
 
   /** Ends a run that was stopped from outside: cancel → cancelled, deadline → failed; shutdown leaves it for recovery. */

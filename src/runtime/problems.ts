@@ -9,6 +9,10 @@ const TITLES: Record<string, [title: string, status: number]> = {
   deadline_exceeded: ['Deadline exceeded', 504],
   internal_error: ['Internal error', 500],
   store_unwritable: ['Store unwritable', 503],
+  backend_unavailable: ['Backend unavailable', 503],
+  backend_interrupted: ['Backend interrupted', 502],
+  backend_error: ['Backend error', 502],
+  invalid_request: ['Invalid request', 400],
 };
 
 export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';

@@ -1,6 +1,6 @@
 // Restart recovery (LMSP ch.7 §7.5): every task that was not terminal when the previous process stopped is
 // resolved by its on_restart policy before anything new runs.
-import type { ModelBackend } from './backend';
+import { canResume, type ModelBackend } from './backend';
 import type { ResumePoint } from './generation';
 import { failTask, finishCancelled } from './generation';
 import { problem } from './problems';
@@ -56,7 +56,7 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
       out.requeued++; // never started: it simply waits its turn again
       continue;
     }
-    if (task.onRestart === 'resume' && backend.supportsSnapshots) {
+    if (task.onRestart === 'resume' && canResume(backend, task.model)) {
       const snapshot = store.snapshotOf(task.id);
       const { text, messageId } = outputText(store, task);
       // Everything clients received is in the event log: the attempt continues in the same output item, from the

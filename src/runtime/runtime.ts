@@ -10,7 +10,7 @@ import type {
   TaskCounts,
   TaskRuntimeApi,
 } from './api';
-import type { ModelBackend, ModelInfo } from './backend';
+import { canResume, type ModelBackend, type ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { EventLog } from './eventLog';
 import { finishCancelled } from './generation';
@@ -18,7 +18,7 @@ import { newResponseId, newTaskId } from './ids';
 import { recoverTasks, type RecoveryOutcome } from './recovery';
 import { responseObject, taskStatusSnapshot, titleOf } from './responses';
 import { sweep } from './retention';
-import { Scheduler } from './scheduler';
+import { Scheduler, type BackendRetryPolicy } from './scheduler';
 import { DurableDatabase, type DatabaseOptions } from './store/database';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
@@ -37,6 +37,8 @@ export interface RuntimeOptions {
   snapshotEveryMs?: number;
   /** Snapshot only when re-evaluating the uncovered context would take longer (default 1000 ms; 0 = always). */
   snapshotMinReevalMs?: number;
+  /** Retries while a backend is unavailable (remote engine unreachable); see `BackendRetryPolicy`. */
+  backendRetry?: Partial<BackendRetryPolicy>;
   database?: DatabaseOptions;
   /**
    * The clock task times come from, in ms since the epoch (default Date.now): creation and update stamps, ttl expiry,
@@ -104,6 +106,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       deltaFlushMs: options.deltaFlushMs,
       snapshotEveryMs: options.snapshotEveryMs,
       snapshotMinReevalMs: options.snapshotMinReevalMs,
+      backendRetry: options.backendRetry,
       log: options.log,
     });
     this.queueOrder = store.maxQueueOrder();
@@ -165,6 +168,9 @@ export class TaskRuntime implements TaskRuntimeApi {
     }
     const model = this.options.backend.resolveModel(p.input.model);
     if (!model) throw new RuntimeError('model_not_found', `The model "${p.input.model}" is not available.`, 'model');
+    if (onRestart === 'resume' && !canResume(this.options.backend, model)) {
+      throw new RuntimeError('unsupported_capability', `on_restart "resume" is not supported for the model "${model}".`, 'on_restart');
+    }
     if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {
       throw new RuntimeError('queue_full', `The queue is full (${this.limits.maxQueuedTasks} tasks).`);
     }

@@ -2,9 +2,10 @@
 // run died because the store could not be written.
 import { join } from 'node:path';
 import type { ModelBackend } from './backend';
-import { failTask, finishCancelled, GenerationRun, type GenerationSettings, type ResumePoint, type StopReason } from './generation';
+import { failTask, finishCancelled, GenerationRun, type GenerationSettings, type RequeueRequest, type ResumePoint, type StopReason } from './generation';
 import { problem } from './problems';
 import { outputText } from './recovery';
+import { responseObject, taskStatusSnapshot } from './responses';
 import type { TaskStore } from './taskStore';
 import type { TaskTransitions } from './transitions';
 import { isTerminal, type TaskRecord } from './task';
@@ -24,8 +25,23 @@ export interface SchedulerOptions {
   snapshotMinReevalMs?: number;
   /** The runtime's clock (task times); deadlines are compared against it. */
   now: () => number;
+  backendRetry?: Partial<BackendRetryPolicy>;
   log?: (msg: string) => void;
 }
+
+/**
+ * How long a task waits, queued, for a backend that is unavailable (a remote engine that does not answer) before it
+ * fails with `backend_unavailable`: `attempts` runs after the first, `baseMs` doubling up to `maxMs` between them (a
+ * backend's Retry-After raises the wait, up to `maxMs`). Defaults 8 × 1 s … 30 s: about 2 minutes, long enough for a
+ * llama.cpp server restart (seconds) and most vLLM restarts of small models, short enough that a dead engine shows.
+ * The same budget bounds re-runs after an engine died mid-output (on_restart `retry`).
+ */
+export interface BackendRetryPolicy {
+  attempts: number;
+  baseMs: number;
+  maxMs: number;
+}
+export const DEFAULT_BACKEND_RETRY: BackendRetryPolicy = { attempts: 8, baseMs: 1000, maxMs: 30_000 };
 
 /**
  * A resume never needs a snapshot (prompt + delivered text can always be evaluated again), so one is only worth
@@ -46,6 +62,10 @@ export class Scheduler {
   /** Tasks whose run ended because the store could not be written: settled once writes work again. */
   private readonly orphaned = new Set<string>();
   private orphanTimer: NodeJS.Timeout | undefined;
+  /** Tasks waiting (queued) for an unavailable backend: how many times they were put back, and the timer. */
+  private readonly backendRetries = new Map<string, number>();
+  private readonly retryTimers = new Map<string, NodeJS.Timeout>();
+  private readonly retryPolicy: BackendRetryPolicy;
   private readonly settings: GenerationSettings;
   private closed = false;
 
@@ -58,10 +78,12 @@ export class Scheduler {
       now: o.now,
       log: o.log,
     };
+    this.retryPolicy = { ...DEFAULT_BACKEND_RETRY, ...o.backendRetry };
+    o.backend.onCapacityChange?.(() => this.poke());
   }
 
   get queueLength(): number {
-    return this.queue.length;
+    return this.queue.length + this.retryTimers.size;
   }
 
   /** Queues a task (with the snapshot to resume from, after a restart) and arms its deadline. */
@@ -72,7 +94,7 @@ export class Scheduler {
     queueMicrotask(() => this.pump());
   }
 
-  /** 1-based position of a queued task, else null. */
+  /** 1-based position of a queued task, else null (also while it waits to retry an unavailable backend). */
   position(id: string): number | null {
     const i = this.queue.findIndex((q) => q.id === id);
     return i < 0 ? null : i + 1;
@@ -84,6 +106,14 @@ export class Scheduler {
     if (i >= 0) this.queue.splice(i, 1);
     this.resumePoints.delete(id);
     this.clearDeadline(id);
+    this.clearRetry(id);
+  }
+
+  private clearRetry(id: string): void {
+    const timer = this.retryTimers.get(id);
+    if (timer) clearTimeout(timer);
+    this.retryTimers.delete(id);
+    this.backendRetries.delete(id);
   }
 
   /** Stops a run in progress; false when nothing runs the task here. */
@@ -93,28 +123,42 @@ export class Scheduler {
     return run !== undefined;
   }
 
-  private busyModels(): Map<string, number> {
+  /** The capacity a model's runs count against: its own (per-model limit) or its backend's group (an engine). */
+  private slot(model: string): { group: string; limit: number } {
+    return this.o.backend.concurrency?.(model) ?? { group: `model:${model}`, limit: this.o.maxConcurrentPerModel };
+  }
+
+  private busyGroups(): Map<string, number> {
     const m = new Map<string, number>();
-    for (const run of this.running.values()) m.set(run.model, (m.get(run.model) ?? 0) + 1);
+    for (const run of this.running.values()) {
+      const g = this.slot(run.model).group;
+      m.set(g, (m.get(g) ?? 0) + 1);
+    }
     return m;
   }
 
   private pump(): void {
     if (this.closed) return;
-    const busy = this.busyModels();
+    const busy = this.busyGroups();
     for (let i = 0; i < this.queue.length; ) {
       const { id, model } = this.queue[i];
-      // Concurrency is per model: a busy model does not hold up tasks for another one.
-      if ((busy.get(model) ?? 0) >= this.o.maxConcurrentPerModel) {
+      // Concurrency is per model (or per engine): a busy one does not hold up tasks for another.
+      const { group, limit } = this.slot(model);
+      if ((busy.get(group) ?? 0) >= Math.max(1, limit)) {
         i++;
         continue;
       }
       this.queue.splice(i, 1);
       const task = this.o.store.getTask(id);
       if (!task || task.status !== 'queued') continue;
-      busy.set(model, (busy.get(model) ?? 0) + 1);
+      busy.set(group, (busy.get(group) ?? 0) + 1);
       this.start(task);
     }
+  }
+
+  /** Capacity may have grown (an engine endpoint came back): start what now fits. */
+  poke(): void {
+    queueMicrotask(() => this.pump());
   }
 
   private start(task: TaskRecord): void {
@@ -124,6 +168,9 @@ export class Scheduler {
     this.running.set(task.id, run);
     run
       .run()
+      .then(() => {
+        if (run.requeue) this.requeueAfterBackendError(task.id, run.requeue);
+      })
       .catch((e) => {
         // A store failure mid-run left the task non-terminal with nothing running it: settle it when writes work.
         this.o.log?.(`task ${task.id}: run aborted: ${(e as Error).message}`);
@@ -133,9 +180,61 @@ export class Scheduler {
       .finally(() => {
         this.running.delete(task.id);
         const t = this.o.store.getTask(task.id);
-        if (!t || isTerminal(t.status)) this.clearDeadline(task.id);
+        if (!t || isTerminal(t.status)) {
+          this.clearDeadline(task.id);
+          this.clearRetry(task.id);
+        }
         this.pump();
       });
+  }
+
+  /**
+   * The backend could not run the task (unreachable engine) or was cut off: back to `queued` with a status message
+   * saying why and when it is tried again, up to the retry policy's attempts; then failed with `backend_unavailable`.
+   */
+  private requeueAfterBackendError(id: string, r: RequeueRequest): void {
+    const { transitions, store } = this.o;
+    const current = store.getTask(id);
+    if (!current || isTerminal(current.status) || this.closed) return;
+    if (current.status === 'cancelling') {
+      finishCancelled(transitions, id, r.text, r.messageId, r.tokens);
+      return;
+    }
+    const n = (this.backendRetries.get(id) ?? 0) + 1;
+    const { attempts, baseMs, maxMs } = this.retryPolicy;
+    if (n > attempts) {
+      const detail = `${r.reason} Gave up after ${attempts} retries.`;
+      failTask(transitions, id, problem('backend_unavailable', detail), r.text, r.messageId, r.tokens);
+      this.clearRetry(id);
+      return;
+    }
+    this.backendRetries.set(id, n);
+    const waitMs = Math.min(maxMs, Math.max(baseMs * 2 ** (n - 1), r.retryAfterMs ?? 0));
+    const statusMessage = `waiting for the backend: ${r.reason} (retry ${n} of ${attempts} in ${formatWait(waitMs)})`;
+    if (r.newAttempt) {
+      const attempt = current.attempt + 1;
+      transitions.requeue(
+        current,
+        { attempt, statusMessage, outputTokens: 0, snapshot: null, response: null },
+        (t) => [
+          { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
+          { type: 'response.created', data: { response: responseObject(t, { status: 'queued' }) } },
+          { type: 'response.queued', data: { response: responseObject(t, { status: 'queued' }) } },
+        ],
+      );
+    } else {
+      transitions.requeue(current, { statusMessage }, (t) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }]);
+      if (r.resume && r.messageId) this.resumePoints.set(id, { text: r.text, outputTokens: r.tokens, messageId: r.messageId });
+    }
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(id);
+      const t = store.getTask(id);
+      if (!t || t.status !== 'queued' || this.closed) return;
+      this.queue.unshift({ id, model: t.model });
+      this.pump();
+    }, waitMs);
+    timer.unref();
+    this.retryTimers.set(id, timer);
   }
 
   private scheduleOrphanRetry(): void {
@@ -209,8 +308,13 @@ export class Scheduler {
     this.closed = true;
     if (this.orphanTimer) clearTimeout(this.orphanTimer);
     for (const t of this.deadlines.values()) clearTimeout(t);
+    for (const t of this.retryTimers.values()) clearTimeout(t);
     const runs = [...this.running.values()];
     for (const run of runs) run.stop('shutdown');
     await Promise.allSettled(runs.map((r) => r.done));
   }
+}
+
+function formatWait(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${Math.round(ms / 1000)} s`;
 }

@@ -2,7 +2,10 @@
 // endpoint, wired as the CLI wires them. node-llama-cpp stays lazy inside the backend.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { CompositeBackend } from '../../backends/composite';
 import { LlamaBackend } from '../../backends/llama/llamaBackend';
+import { RemoteBackend } from '../../backends/openai/remoteBackend';
+import type { ModelBackend } from '../../runtime/backend';
 import { ensureDemoModel } from '../../backends/llama/testModel';
 import { startEndpoint, type Endpoint } from '../../protocols/endpoint';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
@@ -43,6 +46,8 @@ export async function openLocalHost(options: {
   settings: ExtensionSettings;
   token: string;
   log: (message: string) => void;
+  /** An engine's API key from SecretStorage (undefined: none). */
+  engineKey?: (name: string) => Promise<string | undefined>;
 }): Promise<LocalHost> {
   const { dataDir, settings, log } = options;
   mkdirSync(dataDir, { recursive: true });
@@ -59,10 +64,20 @@ export async function openLocalHost(options: {
     modelsDir,
     log,
   });
+  let composed: ModelBackend = backend;
+  if (settings.engines.length) {
+    const engines = await Promise.all(
+      settings.engines.map(async (e) => ({ ...e, apiKey: (await options.engineKey?.(e.name)) || undefined })),
+    );
+    const remote = new RemoteBackend(engines, { log });
+    // Not awaited: an engine that is down must not hold up activation; its tasks wait queued until it answers.
+    void remote.refresh();
+    composed = new CompositeBackend([backend, remote]);
+  }
   let runtime: TaskRuntimeApi;
   let storeReport: OpenReport;
   try {
-    const opened = await TaskRuntime.open({ dataDir, backend, limits: limitsFromSettings(settings), log });
+    const opened = await TaskRuntime.open({ dataDir, backend: composed, limits: limitsFromSettings(settings), log });
     runtime = opened;
     storeReport = opened.storeReport;
   } catch (e) {

@@ -26,6 +26,8 @@ export interface TaskServiceOptions {
   settings: () => ExtensionSettings;
   token: () => Promise<string>;
   log: (message: string) => void;
+  /** A remote engine's API key (SecretStorage). */
+  engineKey?: (name: string) => Promise<string | undefined>;
   /** How often a non-owner checks whether it can take over. */
   pollMs?: number;
   /**
@@ -118,7 +120,13 @@ export class TaskService extends Disposable {
     this.fire();
     const token = await this.options.token();
     try {
-      const host = await openLocalHost({ dataDir: this.options.dataDir, settings: this.options.settings(), token, log: this.options.log });
+      const host = await openLocalHost({
+        dataDir: this.options.dataDir,
+        settings: this.options.settings(),
+        token,
+        log: this.options.log,
+        engineKey: this.options.engineKey,
+      });
       if (this.isDisposed) {
         await host.close();
         return;

@@ -2,6 +2,7 @@
 // Invalid values fall back to the default and are reported with a message naming the setting.
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
+import { checkEngineConfig, type EngineConfig } from '../../backends/openai/config';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
 import type { Localize } from './format';
 
@@ -26,7 +27,12 @@ export interface ExtensionSettings {
   notifyOnCompletion: 'always' | 'failures' | 'never';
   /** Sampling temperature for tasks created in the editor; null = the backend's default. */
   temperature: number | null;
+  /** Remote engines (OpenAI-compatible servers); their API keys live in SecretStorage, never here. */
+  engines: EngineSetting[];
 }
+
+/** One entry of taskRuntime.engines. */
+export type EngineSetting = Pick<EngineConfig, 'name' | 'urls' | 'models' | 'concurrency' | 'resume'>;
 
 export const SETTING_KEYS = {
   port: 'server.port',
@@ -44,6 +50,7 @@ export const SETTING_KEYS = {
   eventHistoryHours: 'retention.eventHistoryHours',
   notifyOnCompletion: 'notifications.onCompletion',
   temperature: 'temperature',
+  engines: 'engines',
 } as const satisfies Record<keyof ExtensionSettings, string>;
 
 export const DEFAULT_SETTINGS: ExtensionSettings = {
@@ -62,6 +69,7 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   eventHistoryHours: 1,
   notifyOnCompletion: 'always',
   temperature: null,
+  engines: [],
 };
 
 /** Settings whose change needs the runtime (store, backend, listener) restarted. */
@@ -78,6 +86,7 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'maxTtlMinutes',
   'retentionDays',
   'eventHistoryHours',
+  'engines',
 ];
 
 export interface SettingsResult {
@@ -157,6 +166,7 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
   } else if (originsRaw !== undefined && originsRaw !== null) {
     p.push(t('Setting taskRuntime.{0} must be a list of origins such as "http://localhost:5173"; using none.', k.allowedOrigins));
   }
+  const engines = readEngines(get(k.engines), p, t);
   const settings: ExtensionSettings = {
     port: integer(get, k.port, 0, 65535, d.port, p, t),
     allowedOrigins,
@@ -173,6 +183,7 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     eventHistoryHours: integer(get, k.eventHistoryHours, 1, 87600, d.eventHistoryHours, p, t),
     notifyOnCompletion,
     temperature,
+    engines,
   };
   if (settings.defaultTtlMinutes > settings.maxTtlMinutes) {
     p.push(t('Setting taskRuntime.ttl.defaultMinutes is larger than taskRuntime.ttl.maxMinutes; using the maximum.'));
@@ -188,4 +199,43 @@ export function restartNeeded(a: ExtensionSettings, b: ExtensionSettings): boole
     const y = b[key];
     return Array.isArray(x) && Array.isArray(y) ? x.join('\n') !== y.join('\n') : x !== y;
   });
+  return RESTART_KEYS.some((key) => (key === 'engines' ? JSON.stringify(a.engines) !== JSON.stringify(b.engines) : a[key] !== b[key]));
+}
+
+/** taskRuntime.engines: each entry checked like `serve --engine`; a bad one is skipped and reported. */
+function readEngines(raw: unknown, p: string[], t: Localize): EngineSetting[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) {
+    p.push(t('Setting taskRuntime.engines must be a list of engines; no remote engine is used.'));
+    return [];
+  }
+  const out: EngineSetting[] = [];
+  for (const entry of raw.slice(0, 32)) {
+    const e = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+    const name = typeof e.name === 'string' ? e.name : '';
+    try {
+      const urls = Array.isArray(e.urls) ? e.urls : typeof e.url === 'string' ? [e.url] : [];
+      if (!urls.every((u) => typeof u === 'string')) throw new Error('urls must be strings');
+      const models = e.models === undefined ? undefined : e.models;
+      if (models !== undefined && (!Array.isArray(models) || !models.every((m) => typeof m === 'string'))) throw new Error('models must be a list of model ids');
+      const c = e.concurrency;
+      const concurrency = c === undefined ? undefined : typeof c === 'number' ? [c] : c;
+      if (concurrency !== undefined && (!Array.isArray(concurrency) || !concurrency.every((n) => typeof n === 'number'))) {
+        throw new Error('concurrency must be a number or a list of numbers');
+      }
+      if (e.resume !== undefined && typeof e.resume !== 'boolean') throw new Error('resume must be true or false');
+      if (out.some((x) => x.name === name)) throw new Error('the name is used twice');
+      const checked = checkEngineConfig({ name, urls: urls as string[], models: models as string[] | undefined, concurrency: concurrency as number[] | undefined });
+      out.push({
+        name: checked.name,
+        urls: checked.urls,
+        ...(checked.models ? { models: checked.models } : {}),
+        ...(checked.concurrency ? { concurrency: checked.concurrency } : {}),
+        ...(e.resume === true ? { resume: true } : {}),
+      });
+    } catch (err) {
+      p.push(t('Setting taskRuntime.engines: engine "{0}" is skipped: {1}', name.slice(0, 64), (err as Error).message));
+    }
+  }
+  return out;
 }

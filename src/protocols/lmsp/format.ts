@@ -102,7 +102,7 @@ export function toModelObject(model: ModelInfo): Record<string, unknown> {
     state: model.state,
     max_context_length: model.maxContextLength,
     capabilities: { tools: false, vision: false, reasoning: false },
-    owned_by: 'local',
+    owned_by: model.engine ?? 'local',
     demo: model.demo,
     // Vendor member: what the loaded model runs on (absent before the first load).
     ...(model.hardware ? { task_runtime: { hardware: hardwareObject(model.hardware) } } : {}),

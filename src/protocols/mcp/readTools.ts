@@ -60,7 +60,7 @@ export function getTaskText(
 
 export function listModels(runtime: TaskRuntimeApi): CallToolResult {
   const models = runtime.listModels();
-  const lines = models.map((m) => `${m.id} (${m.state}${m.demo ? ', demo weights' : ''})${m.hardware ? `: ${describeHardware(m.hardware)}` : ''}`);
+  const lines = models.map((m) => `${m.id} (${m.state}${m.engine ? `, remote engine ${m.engine}` : ''}${m.demo ? ', demo weights' : ''})${m.hardware ? `: ${describeHardware(m.hardware)}` : ''}`);
   return {
     content: [{ type: 'text', text: lines.length ? lines.join('\n') : 'No models configured.' }],
     structuredContent: { models },

@@ -1,0 +1,73 @@
+// The one backend the runtime sees when models come from more than one place: the in-process llama backend and the
+// remote engines. Each model id belongs to the first backend that resolves it (remote ids are `NAME/model-id`, local
+// ids never contain "/"), and every call for it goes there; the default model is the first backend's default.
+import {
+  canResume,
+  type GenerateOptions,
+  type GenerateRequest,
+  type GenerateResult,
+  type LoadOptions,
+  type ModelBackend,
+  type ModelInfo,
+} from '../runtime/backend';
+
+export class CompositeBackend implements ModelBackend {
+  readonly name: string;
+  readonly supportsSnapshots: boolean;
+
+  constructor(private readonly backends: ModelBackend[]) {
+    this.name = backends.map((b) => b.name).join('+');
+    this.supportsSnapshots = backends.some((b) => b.supportsSnapshots);
+  }
+
+  private owner(modelId: string): ModelBackend | undefined {
+    return this.backends.find((b) => b.resolveModel(modelId) === modelId);
+  }
+
+  private must(modelId: string): ModelBackend {
+    const b = this.owner(modelId);
+    if (!b) throw new Error(`unknown model "${modelId}"`);
+    return b;
+  }
+
+  listModels(): ModelInfo[] {
+    return this.backends.flatMap((b) => b.listModels());
+  }
+
+  resolveModel(model: string | undefined): string | undefined {
+    for (const b of this.backends) {
+      const id = b.resolveModel(model);
+      if (id !== undefined) return id;
+    }
+    return undefined;
+  }
+
+  supportsResume(modelId: string): boolean {
+    const b = this.owner(modelId);
+    return !!b && canResume(b, modelId);
+  }
+
+  concurrency(modelId: string): { group: string; limit: number } | undefined {
+    return this.owner(modelId)?.concurrency?.(modelId);
+  }
+
+  onCapacityChange(listener: () => void): void {
+    for (const b of this.backends) b.onCapacityChange?.(listener);
+  }
+
+  isLoaded(modelId: string): boolean {
+    return this.owner(modelId)?.isLoaded(modelId) ?? false;
+  }
+
+  load(modelId: string, options?: LoadOptions): Promise<void> {
+    return this.must(modelId).load(modelId, options);
+  }
+
+  generate(request: GenerateRequest, options: GenerateOptions): Promise<GenerateResult> {
+    return this.must(request.model).generate(request, options);
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.allSettled(this.backends.map((b) => b.dispose()));
+  }
+}

@@ -1,0 +1,283 @@
+// One streaming chat completion against an OpenAI-compatible engine: `POST {base}/chat/completions` with
+// `stream: true` and `stream_options.include_usage`, parsed with a bounded SSE parser, every chunk validated.
+// Plain fetch + sse.ts rather than the `openai` client: the client adds retries, redirects-following defaults and
+// its own timeouts that we need to control (never follow a redirect with a key, classify every failure for the
+// runtime's retry rules), and a 500-line dependency for ~150 lines of parsing we test directly.
+// Every failure becomes a BackendError whose kind tells the runtime what to do (see runtime/backend.ts):
+//   nothing received (refused, reset, DNS, 429/503)     → unavailable (endpoint marked down, another one tried)
+//   stream cut before the finish chunk                  → interrupted (on_restart policy)
+//   HTTP error, redirect, non-SSE body, bad JSON/shape,
+//   oversized event, no complete event for idleMs       → failed, with a message that names the engine, not the key
+import { BackendError, type FinishReason } from '../../runtime/backend';
+import { SseLimitError, SseParser } from './sse';
+
+export interface StreamTimeouts {
+  /** Until the response headers arrive (prompt processing happens before them on some engines). */
+  headersMs: number;
+  /** Between two complete SSE events once the stream is open: a slow-loris stream fails after this. */
+  idleMs: number;
+}
+
+export interface ChatStreamRequest {
+  /** The endpoint's OpenAI-style base, without a trailing slash (e.g. http://127.0.0.1:8080/v1). */
+  baseUrl: string;
+  /** Label for messages: engine name and host, never the key. */
+  label: string;
+  apiKey?: string;
+  body: Record<string, unknown>;
+  signal: AbortSignal;
+  timeouts: StreamTimeouts;
+  maxEventBytes: number;
+  onDelta(text: string): void;
+}
+
+export interface ChatStreamResult {
+  finishReason: Exclude<FinishReason, 'aborted'>;
+  inputTokens?: number;
+  outputTokens?: number;
+  /** Content chunks received (an estimate of output tokens when the engine reports no usage). */
+  chunks: number;
+  /** True once the engine answered at all (for health bookkeeping). */
+  answered: true;
+}
+
+/** A failure before any response byte: the endpoint is unreachable, safe to try another one. */
+export class EndpointUnreachable extends BackendError {
+  constructor(message: string, retryAfterMs?: number) {
+    super('unavailable', 'backend_unavailable', message, retryAfterMs);
+  }
+}
+
+const MAX_ERROR_TEXT = 300;
+
+/** Engine-provided text made safe for task errors: no control characters, no key, bounded. */
+export function engineText(raw: unknown, apiKey?: string): string {
+  let s = typeof raw === 'string' ? raw : JSON.stringify(raw ?? '');
+  if (apiKey) s = s.split(apiKey).join('[key]');
+  s = s.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
+  return s.length > MAX_ERROR_TEXT ? `${s.slice(0, MAX_ERROR_TEXT)}…` : s;
+}
+
+function causeOf(e: unknown): string {
+  const err = e as { cause?: { code?: string; message?: string }; message?: string };
+  return err?.cause?.code ?? err?.cause?.message ?? err?.message ?? String(e);
+}
+
+function retryAfterMs(header: string | null): number | undefined {
+  if (!header) return undefined;
+  if (/^\d{1,6}$/.test(header.trim())) return Number(header.trim()) * 1000;
+  const at = Date.parse(header);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const tokenCount = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
+
+function abortError(): Error {
+  return Object.assign(new Error('The operation was aborted.'), { name: 'AbortError' });
+}
+
+export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResult> {
+  const { label, apiKey } = req;
+  const fail = (code: string, msg: string) => new BackendError('failed', code, `${label}: ${msg}`);
+  if (req.signal.aborted) throw abortError();
+
+  // Our own timer aborts the request; the caller's signal aborts it too (cancel closes the HTTP stream).
+  const timer = new AbortController();
+  let timedOut: string | undefined;
+  let deadline: NodeJS.Timeout | undefined;
+  const arm = (ms: number, what: string) => {
+    if (deadline) clearTimeout(deadline);
+    deadline = setTimeout(() => {
+      timedOut = what;
+      timer.abort();
+    }, ms);
+  };
+  const signal = AbortSignal.any([req.signal, timer.signal]);
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
+  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+
+  arm(req.timeouts.headersMs, `no response within ${Math.round(req.timeouts.headersMs / 1000)} s`);
+  let res: Response;
+  try {
+    res = await fetch(`${req.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(req.body),
+      signal,
+      // Never follow: a redirect to another host would carry the Authorization header there.
+      redirect: 'manual',
+    });
+  } catch (e) {
+    clearTimeout(deadline);
+    if (req.signal.aborted) throw abortError();
+    if (timedOut) throw fail('backend_error', `${timedOut}.`);
+    throw new EndpointUnreachable(`${label} is not reachable (${engineText(causeOf(e), apiKey)}).`);
+  }
+
+  try {
+    if (res.status >= 300 && res.status < 400) {
+      const to = res.headers.get('location');
+      let where = 'another location';
+      try {
+        if (to) where = new URL(to, req.baseUrl).host || where;
+      } catch {
+        /* unparsable location */
+      }
+      throw fail('backend_error', `answered with a redirect (HTTP ${res.status} to ${engineText(where)}); redirects are not followed, so credentials are never sent elsewhere. Configure the engine's final URL.`);
+    }
+    if (!res.ok) {
+      const body = await readSmall(res, req.maxEventBytes).catch(() => '');
+      let msg = body;
+      try {
+        const j = JSON.parse(body) as unknown;
+        if (isObject(j)) msg = String((isObject(j.error) ? j.error.message : j.error) ?? j.message ?? j.detail ?? body);
+      } catch {
+        /* plain text */
+      }
+      const detail = `HTTP ${res.status}${msg ? `: ${engineText(msg, apiKey)}` : ''}`;
+      if (res.status === 429 || res.status === 503 || res.status === 502 || res.status === 504) {
+        throw new EndpointUnreachable(`${label} is busy or unavailable (${detail}).`, retryAfterMs(res.headers.get('retry-after')));
+      }
+      if (res.status === 401 || res.status === 403) throw fail('backend_error', `refused the request's credentials (${detail}); check the engine's API key.`);
+      if (res.status === 404) throw fail('model_not_found', `does not know this model or the URL is not its OpenAI-style base (…/v1) (${detail}).`);
+      if (res.status === 400 || res.status === 413 || res.status === 422) throw fail('invalid_request', `refused the request (${detail}).`);
+      throw fail('backend_error', `failed (${detail}).`);
+    }
+    const type = res.headers.get('content-type') ?? '';
+    if (!/^text\/event-stream\b/i.test(type)) {
+      throw fail('backend_error', `did not answer with an event stream (content-type "${engineText(type) || 'none'}").`);
+    }
+    if (!res.body) throw fail('backend_error', 'answered with an empty body.');
+    return await readStream(req, res.body, arm, fail);
+  } catch (e) {
+    if (req.signal.aborted) throw abortError();
+    if (timedOut) throw fail('backend_error', `${timedOut}; the stream was closed.`);
+    throw e;
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
+async function readSmall(res: Response, max: number): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    n += value.length;
+    if (n > Math.min(max, 64 * 1024)) {
+      await reader.cancel().catch(() => {});
+      break;
+    }
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+async function readStream(
+  req: ChatStreamRequest,
+  body: ReadableStream<Uint8Array>,
+  arm: (ms: number, what: string) => void,
+  fail: (code: string, msg: string) => BackendError,
+): Promise<ChatStreamResult> {
+  const { label, apiKey } = req;
+  const parser = new SseParser(req.maxEventBytes);
+  const idle = `sent no complete event for ${formatMs(req.timeouts.idleMs)}`;
+  const reader = body.getReader();
+  let finishReason: ChatStreamResult['finishReason'] | undefined;
+  let inputTokens: number | undefined;
+  let outputTokens: number | undefined;
+  let chunks = 0;
+  let done = false;
+  arm(req.timeouts.idleMs, idle);
+  try {
+    while (!done) {
+      let r: { done: boolean; value?: Uint8Array };
+      try {
+        r = await reader.read();
+      } catch (e) {
+        if (req.signal.aborted) throw abortError();
+        // The finish chunk arrived: a connection dropped before [DONE] loses nothing.
+        if (finishReason && !parser.partial) break;
+        throw e instanceof BackendError ? e : interrupted(label, causeOf(e), apiKey);
+      }
+      if (r.done || !r.value) break;
+      let events: string[];
+      try {
+        events = parser.push(r.value);
+      } catch (e) {
+        if (e instanceof SseLimitError) throw fail('backend_error', `${e.message}; the stream was closed.`);
+        throw e;
+      }
+      if (events.length) arm(req.timeouts.idleMs, idle);
+      for (const data of events) {
+        if (data === '[DONE]') {
+          done = true;
+          break;
+        }
+        let chunk: unknown;
+        try {
+          chunk = JSON.parse(data);
+        } catch {
+          throw fail('backend_error', `sent an event that is not JSON (${engineText(data.slice(0, 80), apiKey)}).`);
+        }
+        if (!isObject(chunk)) throw fail('backend_error', 'sent an event that is not a JSON object.');
+        if (chunk.error !== undefined) {
+          const m = isObject(chunk.error) ? chunk.error.message : chunk.error;
+          throw fail('backend_error', `reported an error mid-stream: ${engineText(m, apiKey)}`);
+        }
+        if (chunk.usage !== undefined && chunk.usage !== null) {
+          if (!isObject(chunk.usage)) throw fail('backend_error', 'sent a malformed usage object.');
+          inputTokens = tokenCount(chunk.usage.prompt_tokens) ?? inputTokens;
+          outputTokens = tokenCount(chunk.usage.completion_tokens) ?? outputTokens;
+        }
+        const choices = chunk.choices;
+        if (choices === undefined || choices === null) continue;
+        if (!Array.isArray(choices)) throw fail('backend_error', 'sent a chunk whose "choices" is not a list.');
+        const choice = choices[0] as unknown;
+        if (choice === undefined) continue;
+        if (!isObject(choice)) throw fail('backend_error', 'sent a malformed choice.');
+        const delta = choice.delta;
+        if (delta !== undefined && delta !== null) {
+          if (!isObject(delta)) throw fail('backend_error', 'sent a malformed delta.');
+          const content = delta.content;
+          if (content !== undefined && content !== null && typeof content !== 'string') {
+            throw fail('backend_error', 'sent a delta whose content is not text.');
+          }
+          if (content) {
+            chunks++;
+            req.onDelta(content);
+          }
+        }
+        const fr = choice.finish_reason;
+        if (fr !== undefined && fr !== null) {
+          if (typeof fr !== 'string') throw fail('backend_error', 'sent a finish_reason that is not text.');
+          finishReason = fr === 'length' ? 'max_output_tokens' : 'stop';
+        }
+      }
+    }
+  } finally {
+    if (!done) await reader.cancel().catch(() => {});
+    else reader.releaseLock();
+  }
+  if (req.signal.aborted) throw abortError();
+  if (!finishReason) {
+    if (done) finishReason = 'stop';
+    else throw interrupted(label, parser.partial ? 'the stream ended mid-event' : 'the stream ended before the finish chunk', apiKey);
+  }
+  return { finishReason, inputTokens, outputTokens, chunks, answered: true };
+}
+
+function interrupted(label: string, cause: string, apiKey?: string): BackendError {
+  return new BackendError('interrupted', 'backend_interrupted', `${label} stopped mid-response (${engineText(cause, apiKey)}).`);
+}
+
+function formatMs(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`;
+}

@@ -1,0 +1,299 @@
+// One named remote engine: a pool of OpenAI-compatible endpoints serving the same models. Tasks go to the least-busy
+// healthy endpoint (in-flight ÷ its concurrency; ties to the one that served fewer), up to each endpoint's
+// concurrency (llama.cpp server's `total_slots` from GET /props, else the setting, else 4). An endpoint that fails
+// (refused, reset, 429/503, died mid-stream) is taken out with backoff (1 s doubling to 30 s, on an injectable clock)
+// and probed back in with GET {base}/models once its backoff has passed. A request that never reached an endpoint
+// is tried on the next one at once: nothing was generated, so nothing is lost.
+import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
+import { EndpointUnreachable, engineText, streamChat, type ChatStreamResult, type StreamTimeouts } from './chatStream';
+import type { EngineConfig } from './config';
+
+export const DEFAULT_ENDPOINT_CONCURRENCY = 4;
+export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 5_000 };
+const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+const MAX_MODELS = 1000;
+const MAX_DISCOVERY_BYTES = 1024 * 1024;
+
+export interface EngineRuntimeOptions {
+  /** Clock for endpoint backoff (ms). */
+  now?: () => number;
+  backoff?: { baseMs: number; maxMs: number };
+  log?: (msg: string) => void;
+  /** Called when capacity may have grown (an endpoint came back). */
+  onCapacityChange?: () => void;
+}
+
+export interface RemoteModel {
+  id: string;
+  maxContextLength: number | null;
+}
+
+export class Endpoint {
+  state: 'unknown' | 'up' | 'down' = 'unknown';
+  failures = 0;
+  downUntil = 0;
+  lastError: string | undefined;
+  models: RemoteModel[] | undefined;
+  slots: number | undefined;
+  inFlight = 0;
+  served = 0;
+  probing: Promise<void> | undefined;
+
+  constructor(
+    readonly url: string,
+    readonly label: string,
+    readonly configuredConcurrency: number | undefined,
+  ) {}
+
+  get concurrency(): number {
+    return this.configuredConcurrency ?? this.slots ?? DEFAULT_ENDPOINT_CONCURRENCY;
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const positiveInt = (v: unknown, max: number): number | undefined =>
+  Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max ? (v as number) : undefined;
+
+/** Parses an engine's GET /v1/models answer; throws on anything that is not a model list. */
+export function parseModelList(json: unknown): RemoteModel[] {
+  if (!isObject(json) || !Array.isArray(json.data)) throw new Error('the answer to /models is not a model list');
+  const out: RemoteModel[] = [];
+  for (const m of json.data.slice(0, MAX_MODELS)) {
+    if (!isObject(m) || typeof m.id !== 'string' || !m.id || m.id.length > 256 || /[\u0000-\u001f\u007f]/.test(m.id)) continue;
+    const meta = isObject(m.meta) ? m.meta : {};
+    const ctx = positiveInt(m.max_model_len, 1 << 24) ?? positiveInt(meta.n_ctx_train, 1 << 24) ?? positiveInt(m.context_length, 1 << 24);
+    out.push({ id: m.id, maxContextLength: ctx ?? null });
+  }
+  return out;
+}
+
+export class RemoteEngine {
+  readonly endpoints: Endpoint[];
+  private readonly now: () => number;
+  private readonly timeouts: StreamTimeouts & { probeMs: number };
+
+  constructor(
+    readonly config: EngineConfig,
+    private readonly o: EngineRuntimeOptions = {},
+  ) {
+    this.now = o.now ?? Date.now;
+    this.timeouts = { ...DEFAULT_TIMEOUTS, ...config.timeouts };
+    this.endpoints = config.urls.map((url, i) => {
+      const c = config.concurrency?.[config.concurrency.length === 1 ? 0 : i];
+      return new Endpoint(url, `engine "${config.name}" (${new URL(url).host})`, c);
+    });
+  }
+
+  get name(): string {
+    return this.config.name;
+  }
+
+  private headers(): Record<string, string> {
+    return this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}` } : {};
+  }
+
+  private get backoff() {
+    return this.o.backoff ?? { baseMs: 1000, maxMs: 30_000 };
+  }
+
+  markDown(ep: Endpoint, reason: string): void {
+    ep.failures++;
+    ep.state = 'down';
+    ep.lastError = reason;
+    const wait = Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** Math.min(ep.failures - 1, 20));
+    ep.downUntil = this.now() + wait;
+    this.o.log?.(`${ep.label}: taken out of the pool (${reason}); next probe in ${Math.round(wait / 100) / 10} s`);
+  }
+
+  private markUp(ep: Endpoint): void {
+    const was = ep.state;
+    ep.state = 'up';
+    ep.failures = 0;
+    ep.lastError = undefined;
+    if (was !== 'up') {
+      if (was === 'down') this.o.log?.(`${ep.label}: back in the pool`);
+      this.o.onCapacityChange?.();
+    }
+  }
+
+  /** GET {base}/models (and llama.cpp's /props for its slot count); marks the endpoint up or down. */
+  probe(ep: Endpoint): Promise<void> {
+    ep.probing ??= this.doProbe(ep).finally(() => {
+      ep.probing = undefined;
+    });
+    return ep.probing;
+  }
+
+  private async doProbe(ep: Endpoint): Promise<void> {
+    try {
+      const json = await this.getJson(`${ep.url}/models`);
+      ep.models = parseModelList(json);
+      if (ep.configuredConcurrency === undefined) {
+        // llama.cpp server serves /props at its root, beside /v1.
+        const root = ep.url.replace(/\/v1$/, '');
+        const props = await this.getJson(`${root}/props`).catch(() => undefined);
+        ep.slots = isObject(props) ? positiveInt(props.total_slots, 4096) : undefined;
+      }
+      this.markUp(ep);
+    } catch (e) {
+      this.markDown(ep, engineText(e instanceof Error ? e.message : String(e), this.config.apiKey));
+    }
+  }
+
+  private async getJson(url: string): Promise<unknown> {
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: this.headers(), redirect: 'manual', signal: AbortSignal.timeout(this.timeouts.probeMs) });
+    } catch (e) {
+      const err = e as { name?: string; cause?: { code?: string } };
+      throw new Error(err.name === 'TimeoutError' ? `no answer within ${this.timeouts.probeMs} ms` : (err.cause?.code ?? 'not reachable'));
+    }
+    if (res.status !== 200) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error(`GET ${new URL(url).pathname} answered HTTP ${res.status}`);
+    }
+    const len = Number(res.headers.get('content-length') ?? 0);
+    if (len > MAX_DISCOVERY_BYTES) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error('the model list is too large');
+    }
+    const text = await res.text();
+    if (text.length > MAX_DISCOVERY_BYTES) throw new Error('the model list is too large');
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new Error(`GET ${new URL(url).pathname} did not answer JSON`);
+    }
+  }
+
+  /** Probes every endpoint not known up whose backoff has passed; `all` waits for them. */
+  async probeDue(): Promise<void> {
+    const now = this.now();
+    const due = this.endpoints.filter((e) => e.state === 'unknown' || (e.state === 'down' && now >= e.downUntil));
+    await Promise.all(due.map((e) => this.probe(e)));
+  }
+
+  /** Probes every endpoint (start-up, refresh of the model list). */
+  async refresh(): Promise<void> {
+    await Promise.all(this.endpoints.map((e) => this.probe(e)));
+  }
+
+  get up(): Endpoint[] {
+    return this.endpoints.filter((e) => e.state === 'up');
+  }
+
+  /** Engine model ids known from the endpoints' lists (union, in order), restricted to the allow-list. */
+  knownModels(): RemoteModel[] | undefined {
+    const lists = this.endpoints.map((e) => e.models).filter((m): m is RemoteModel[] => m !== undefined);
+    const allow = this.config.models?.length ? new Set(this.config.models) : undefined;
+    if (!lists.length) return allow ? [...allow].map((id) => ({ id, maxContextLength: null })) : undefined;
+    const seen = new Map<string, RemoteModel>();
+    for (const list of lists) for (const m of list) if (!seen.has(m.id) && (!allow || allow.has(m.id))) seen.set(m.id, m);
+    return [...seen.values()];
+  }
+
+  /** Whether `model` (engine id) may be asked for: allowed, and listed once any list is known. */
+  accepts(model: string): boolean {
+    if (!model || model.length > 256) return false;
+    if (this.config.models?.length && !this.config.models.includes(model)) return false;
+    const lists = this.endpoints.map((e) => e.models).filter((m) => m !== undefined);
+    return !lists.length || lists.some((l) => l.some((m) => m.id === model));
+  }
+
+  listModels(): ModelInfo[] {
+    const models = this.knownModels() ?? [];
+    const up = this.up;
+    return models.map((m) => {
+      const serving = up.some((e) => !e.models || e.models.some((x) => x.id === m.id));
+      const known = this.endpoints.some((e) => e.state !== 'unknown');
+      return {
+        id: `${this.name}/${m.id}`,
+        source: `${this.name}: ${this.endpoints.map((e) => e.url).join(', ')}`,
+        state: serving ? 'loaded' : known ? 'error' : 'unloaded',
+        maxContextLength: m.maxContextLength,
+        demo: false,
+        engine: this.name,
+      };
+    });
+  }
+
+  /** Tasks that may run at once: the healthy endpoints' concurrency; with none healthy, one per endpoint (to probe). */
+  capacity(): number {
+    const up = this.up;
+    return up.length ? up.reduce((n, e) => n + e.concurrency, 0) : this.endpoints.length;
+  }
+
+  unavailable(retryAfterMs?: number): BackendError {
+    const now = this.now();
+    const reasons = this.endpoints.map((e) => `${new URL(e.url).host}: ${e.lastError ?? 'not probed yet'}`).join('; ');
+    const waits = this.endpoints.filter((e) => e.state === 'down').map((e) => Math.max(0, e.downUntil - now));
+    return new BackendError(
+      'unavailable',
+      'backend_unavailable',
+      `No endpoint of engine "${this.name}" is reachable (${reasons}).`,
+      Math.max(retryAfterMs ?? 0, waits.length ? Math.min(...waits) : 0) || undefined,
+    );
+  }
+
+  private pick(model: string, tried: Set<Endpoint>): Endpoint | undefined {
+    let best: Endpoint | undefined;
+    for (const e of this.up) {
+      if (tried.has(e) || (e.models && !e.models.some((m) => m.id === model))) continue;
+      if (!best) {
+        best = e;
+        continue;
+      }
+      const a = e.inFlight / e.concurrency;
+      const b = best.inFlight / best.concurrency;
+      if (a < b || (a === b && e.served < best.served)) best = e;
+    }
+    return best;
+  }
+
+  /** Streams one chat completion on the best endpoint, moving on to the next one while endpoints are unreachable. */
+  async chat(
+    model: string,
+    body: Record<string, unknown>,
+    signal: AbortSignal,
+    onDelta: (text: string) => void,
+  ): Promise<ChatStreamResult & { endpoint: string }> {
+    // Endpoints whose backoff passed are probed: awaited only when no healthy one could take the task.
+    const probes = this.probeDue();
+    if (!this.pick(model, new Set())) await probes;
+    const tried = new Set<Endpoint>();
+    let last: BackendError | undefined;
+    for (;;) {
+      const ep = this.pick(model, tried);
+      if (!ep) throw this.unavailable(last?.retryAfterMs);
+      tried.add(ep);
+      ep.inFlight++;
+      ep.served++;
+      try {
+        const r = await streamChat({
+          baseUrl: ep.url,
+          label: ep.label,
+          apiKey: this.config.apiKey,
+          body: { ...body, model },
+          signal,
+          timeouts: this.timeouts,
+          maxEventBytes: this.config.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+          onDelta,
+        });
+        return { ...r, endpoint: ep.url };
+      } catch (e) {
+        if (e instanceof EndpointUnreachable) {
+          this.markDown(ep, e.message.replace(`${ep.label} `, ''));
+          last = e;
+          continue;
+        }
+        if (isBackendError(e) && e.kind === 'interrupted') this.markDown(ep, 'stopped mid-response');
+        throw e;
+      } finally {
+        ep.inFlight--;
+      }
+    }
+  }
+}

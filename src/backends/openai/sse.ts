@@ -1,0 +1,80 @@
+// A strict, bounded server-sent-events parser for engine streams (WHATWG SSE framing: lines end in \n, \r\n or \r;
+// an empty line ends an event; `data:` lines join with \n; comments (`:`) and other fields are ignored). Bounded
+// because the bytes come from another machine: a line or an event larger than `maxEventBytes` is an error rather
+// than unbounded buffering (an engine's chunk is a few hundred bytes: llama.cpp's largest, the final chunk with
+// usage and timings, is ~700 B; the default cap of 1 MiB leaves room for long tool-call chunks).
+
+export class SseLimitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SseLimitError';
+  }
+}
+
+export class SseParser {
+  private buffer = '';
+  private data: string[] = [];
+  private dataBytes = 0;
+  private sawCr = false;
+  private readonly decoder = new TextDecoder('utf-8', { fatal: false });
+
+  constructor(private readonly maxEventBytes = 1024 * 1024) {}
+
+  /** Feeds bytes; returns the data of every event completed by them. */
+  push(chunk: Uint8Array): string[] {
+    return this.feed(this.decoder.decode(chunk, { stream: true }));
+  }
+
+  /** Text input (tests). */
+  feed(text: string): string[] {
+    const out: string[] = [];
+    let start = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 10 && this.sawCr) {
+        // \r\n: the \r already ended the line.
+        this.sawCr = false;
+        start = i + 1;
+        continue;
+      }
+      this.sawCr = false;
+      if (c !== 10 && c !== 13) continue;
+      this.sawCr = c === 13;
+      const line = this.buffer + text.slice(start, i);
+      this.buffer = '';
+      start = i + 1;
+      const ev = this.line(line);
+      if (ev !== undefined) out.push(ev);
+    }
+    this.buffer += text.slice(start);
+    if (this.buffer.length + this.dataBytes > this.maxEventBytes) {
+      throw new SseLimitError(`an event of the stream is larger than ${this.maxEventBytes} bytes`);
+    }
+    return out;
+  }
+
+  private line(line: string): string | undefined {
+    if (line === '') {
+      if (!this.data.length) return undefined;
+      const ev = this.data.join('\n');
+      this.data = [];
+      this.dataBytes = 0;
+      return ev;
+    }
+    if (line.startsWith(':')) return undefined;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    if (field !== 'data') return undefined;
+    let value = colon < 0 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    this.dataBytes += value.length + 1;
+    if (this.dataBytes > this.maxEventBytes) throw new SseLimitError(`an event of the stream is larger than ${this.maxEventBytes} bytes`);
+    this.data.push(value);
+    return undefined;
+  }
+
+  /** True when an event was started but not finished (the stream ended mid-event). */
+  get partial(): boolean {
+    return this.data.length > 0 || this.buffer.length > 0;
+  }
+}
