@@ -13,7 +13,7 @@ import { SseLimitError, SseParser } from '../../../src/backends/openai/sse';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { TaskRuntime, type RuntimeOptions } from '../../../src/runtime/runtime';
 import type { TaskRecord } from '../../../src/runtime/task';
-import { closedPort, goodStream, sseChunk, sseHead, startFakeEngine, usageChunk, type FakeEngine } from '../../fixtures/fakeEngine';
+import { closedPort, goodStream, sseChunk, sseHead, startFakeEngine, type FakeEngine } from '../../fixtures/fakeEngine';
 import { tempDir } from '../runtime/helpers';
 import { waitFor } from '../../support/wait';
 
@@ -202,7 +202,7 @@ describe('remote backend through the runtime', () => {
     const server = http.createServer((req, res) => {
       if (req.url === '/v1/models') return res.end(JSON.stringify({ data: [{ id: 'm1' }] }));
       req.resume();
-      req.on('end', () => goodStream(['back'])({} as never, res));
+      req.on('end', () => void goodStream(['back'])({} as never, res));
     });
     await new Promise<void>((res) => server.listen(port, '127.0.0.1', res));
     try {
@@ -468,7 +468,7 @@ describe('faults and bad input end as failed tasks with clear errors', () => {
         res.end('{"error":{"message":"Loading model"}}');
         return;
       }
-      goodStream(['fine'])(_q, res);
+      return goodStream(['fine'])(_q, res);
     });
     const b = new RemoteBackend([{ name: 'gpu', urls: [e.base] }], { backoff: { baseMs: 1, maxMs: 1 } });
     await b.refresh();
