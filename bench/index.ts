@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeTestModel } from '../src/backends/llama/testModel';
 import { createAckBench, recoveryBench, tokenPipelineBench } from './runtimeBench';
+import { scaleBench } from './scaleBench';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
@@ -25,6 +26,7 @@ async function main() {
     ['create_ack', () => createAckBench(modelPath)],
     ['token_pipeline', () => tokenPipelineBench(modelPath)],
     ['recovery', () => recoveryBench(modelPath)],
+    ['scale', () => scaleBench({ modelPath })],
   ];
   const lmsp = optional('./lmsp', 'lmspBench');
   if (lmsp) suites.push(['lmsp', () => lmsp({ modelPath })]);

@@ -206,10 +206,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       { type: 'response.created', data: { response: queued } },
       { type: 'response.queued', data: { response: queued } },
     ];
-    const ops = [
-      ...this.store.insertTaskOps({ ...task, nextSeq: 0 }, ++this.queueOrder),
-      ...this.store.appendEventOps(task.id, 0, events, now),
-    ];
+    const ops = this.store.createTaskOps(task, ++this.queueOrder, events, now);
     if (p.idempotency) {
       ops.push(...this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now));
     }

@@ -1,6 +1,6 @@
 // Tasks, events and idempotency keys on the durable database: row mapping and the write batches that change them.
 import type { DurableDatabase, Row, SqlParam, WriteOp } from './store/database';
-import type { Problem, ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus, Usage } from './task';
+import { TASK_STATUSES, isTerminal, type Problem, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskOrigin, type TaskRecord, type TaskStatus, type Usage } from './task';
 import type { GenerationSnapshot } from './backend';
 
 const TASK_COLUMNS = `id, response_id, origin, principal, title, model, input_json, status, status_message, created_at,
@@ -38,6 +38,9 @@ function toTask(r: Row): TaskRecord {
     oldestSeq: Number(r.oldest_seq),
   };
 }
+
+const EVENT_INSERT = 'INSERT INTO events (task_id, seq, type, data_json, created_at) VALUES (?, ?, ?, ?, ?)';
+const ACTIVE_STATUSES = TASK_STATUSES.filter((s) => !isTerminal(s));
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
 
@@ -85,13 +88,20 @@ export class TaskStore {
   activeTasks(): TaskRecord[] {
     return this.db
       .all(
-        `SELECT ${TASK_COLUMNS} FROM tasks WHERE status NOT IN ('succeeded', 'failed', 'cancelled') ORDER BY queue_order`,
+        // Named statuses, not NOT IN: the (status, queue_order) index then finds the few active rows instead of
+        // scanning every task (measured at 100 k tasks: 278 ms → under 1 ms at open).
+        `SELECT ${TASK_COLUMNS} FROM tasks WHERE status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')}) ORDER BY queue_order`,
       )
       .map(toTask);
   }
 
   maxQueueOrder(): number {
-    return Number(this.db.get('SELECT COALESCE(MAX(queue_order), 0) AS m FROM tasks')?.m ?? 0);
+    // One index lookup per status ((status, queue_order) index) instead of a scan of every task (118 ms at 100 k).
+    let max = 0;
+    for (const status of TASK_STATUSES) {
+      max = Math.max(max, Number(this.db.get('SELECT MAX(queue_order) AS m FROM tasks WHERE status = ?', [status])?.m ?? 0));
+    }
+    return max;
   }
 
   /** Newest first, keyset-paginated on (created_at, id). */
@@ -164,10 +174,8 @@ export class TaskStore {
   insertTaskOps(t: TaskRecord, queueOrder: number): WriteOp[] {
     return [
       [
-        `INSERT INTO tasks (id, response_id, origin, principal, title, model, input_json, status, status_message,
-          created_at, updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json,
-          usage_json, output_tokens, meta_json, next_seq, oldest_seq, queue_order, snapshot_json)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+        // One line: the statement text travels in every journal record.
+        'INSERT INTO tasks (id, response_id, origin, principal, title, model, input_json, status, status_message, created_at, updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json, usage_json, output_tokens, meta_json, next_seq, oldest_seq, queue_order, snapshot_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
         [
           t.id,
           t.responseId,
@@ -218,10 +226,21 @@ export class TaskStore {
     return [[`UPDATE tasks SET ${sets.join(', ')} WHERE id = ?`, params]];
   }
 
+  /**
+   * A new task with its first events (seq 0, 1, …), as createTask writes it: the row already carries next_seq, so
+   * the batch has no UPDATE of the row it just inserted (one statement fewer per create in sql.js).
+   */
+  createTaskOps(t: TaskRecord, queueOrder: number, events: NewEvent[], createdAt: number): WriteOp[] {
+    return [
+      ...this.insertTaskOps({ ...t, nextSeq: events.length }, queueOrder),
+      ...events.map((e, i): WriteOp => [EVENT_INSERT, [t.id, i, e.type, JSON.stringify(e.data), createdAt]]),
+    ];
+  }
+
   /** Appends events at seqs firstSeq, firstSeq+1, … and advances next_seq. */
   appendEventOps(taskId: string, firstSeq: number, events: NewEvent[], createdAt: number): WriteOp[] {
     const ops: WriteOp[] = events.map((e, i) => [
-      'INSERT INTO events (task_id, seq, type, data_json, created_at) VALUES (?, ?, ?, ?, ?)',
+      EVENT_INSERT,
       [taskId, firstSeq + i, e.type, JSON.stringify(e.data), createdAt],
     ]);
     ops.push(['UPDATE tasks SET next_seq = ? WHERE id = ?', [firstSeq + events.length, taskId]]);
@@ -262,7 +281,8 @@ export class TaskStore {
   terminalTasksUpdatedBefore(cutoff: number, limit: number): string[] {
     return this.db
       .all(
-        `SELECT id FROM tasks WHERE updated_at < ? AND status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
+        // `+status`: keep the planner on the updated_at index (a status index scan read all 100 k finished tasks: 90 ms).
+        `SELECT id FROM tasks WHERE updated_at < ? AND +status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
         [cutoff, limit],
       )
       .map((r) => String(r.id));
@@ -272,7 +292,7 @@ export class TaskStore {
     return this.db
       .all(
         `SELECT id, next_seq FROM tasks WHERE updated_at < ? AND oldest_seq < next_seq
-           AND status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
+           AND +status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
         [cutoff, limit],
       )
       .map((r) => ({ id: String(r.id), nextSeq: Number(r.next_seq) }));

@@ -2,9 +2,20 @@
 // acknowledged; checkpoints (whole-database images) are written in the background and let old journals go.
 //
 // Files in the data directory:
-//   checkpoint-<seq>.sqlite   database image containing every batch up to <seq> (the newest two are kept)
+//   checkpoint-<seq>.sqlite   database image containing every batch up to <seq> (the newest two are kept), sealed
+//                             with a CRC-32 in its header (checkpoint.ts); unsealed ones (previous version) are
+//                             checked with quick_check
 //   journal-<seq>.log         batches from <seq> on (one file per checkpoint generation)
 //   *.corrupt-<time>          damaged files kept for inspection, never read again
+//
+// Checkpoints never export on the host's thread once the database is larger than `inlineCheckpointBytes` (2 MiB):
+// the host closes the journal generation (a file rotation, ~1–4 ms) and the checkpoint worker folds the previous
+// image and the closed journals into the new image, as recovery would (checkpoint.ts). Measured at 100 k tasks /
+// 1 M events (250 MB image, loaded 2-core machine, one run): the host's own synchronous work per checkpoint 4 ms
+// against 1 149 ms for the export it replaces; event-loop utilisation during the fold 0.07, the same as with no
+// checkpoint (0.08). If the fold fails for any reason but a disk error, the host exports as before ('fallback').
+// Start-up reads no journal whose batches all precede the checkpoint it loaded (one 377 MB journal kept for the
+// older checkpoint took 10 s to read for nothing).
 //
 // Journal damage at start-up. Batch numbers are dense, so what is missing is known exactly:
 //   - bad bytes at the end of the newest journal with nothing valid after them: an append torn by a crash, never
@@ -26,8 +37,23 @@
 // refused batch cannot surface after a restart, and no new journal generation starts while one may hold its bytes.
 import * as fs from 'node:fs';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Database, SqlJsStatic, Statement } from 'sql.js';
 import { RuntimeError } from '../errors';
+import {
+  TEMP_RE,
+  applyBatch as replayBatch,
+  applyPragmas,
+  checkpointName,
+  fsyncDir,
+  journalName,
+  listFiles,
+  loadSqlJs,
+  openImage,
+  sealImage,
+  type FoldRequest,
+} from './checkpoint';
+import type { FoldJob, FoldReply } from './checkpointWorker';
 import { JournalWriter, keepFrames, readJournal, type ByteRange, type JournalFrame, type SqlParam, type WriteOp } from './journal';
 import { migrate } from './migrations';
 
@@ -39,50 +65,77 @@ export interface DatabaseOptions {
   checkpointBytes?: number;
   /** ...or when this much time passed since the last one with changes pending. */
   checkpointIntervalMs?: number;
+  /**
+   * Databases up to this size are exported on the host's thread (a 2 MiB export takes a few ms); larger ones are
+   * folded by the checkpoint worker. 0: always the worker; Infinity: never.
+   */
+  inlineCheckpointBytes?: number;
   log?: (msg: string) => void;
 }
 
-let sqlJs: Promise<SqlJsStatic> | undefined;
-function loadSqlJs(): Promise<SqlJsStatic> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  sqlJs ??= (require('sql.js') as (cfg?: object) => Promise<SqlJsStatic>)();
-  return sqlJs;
+/** How the last checkpoint was made, for tests and the benchmark. */
+export interface CheckpointStats {
+  seq: number;
+  mode: 'inline' | 'worker' | 'fallback';
+  /** Wall time from start to the image being durable. */
+  ms: number;
+  /** Image size. */
+  bytes: number;
+  /** The longest stretch of the checkpoint's own synchronous work on the host thread (not counting waits). */
+  hostMs: number;
 }
 
-const CHECKPOINT_RE = /^checkpoint-(\d+)\.sqlite$/;
-const JOURNAL_RE = /^journal-(\d+)\.log$/;
+const WORKER_FILE = join(__dirname, 'checkpointWorker.js');
+/** Fold failures that exporting on the host would only repeat: the disk refuses the image. */
+const IO_ERRORS = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO', 'EROFS']);
 
-interface Listing {
-  checkpoints: number[];
-  journals: number[];
-}
+/**
+ * The store's checkpoint worker: started on first use, kept while the store is open, referenced only while a fold
+ * is under way (so it never keeps a process alive by itself, and close() still waits for the fold it started).
+ */
+class FoldWorker {
+  private worker: Worker | undefined;
+  private pending: { id: number; resolve: (r: FoldReply) => void } | undefined;
+  private nextId = 1;
 
-function listFiles(dir: string): Listing {
-  const checkpoints: number[] = [];
-  const journals: number[] = [];
-  for (const name of fs.readdirSync(dir)) {
-    const c = CHECKPOINT_RE.exec(name);
-    if (c) checkpoints.push(Number(c[1]));
-    const j = JOURNAL_RE.exec(name);
-    if (j) journals.push(Number(j[1]));
+  run(req: FoldRequest): Promise<FoldReply> {
+    return new Promise((resolve) => {
+      let worker = this.worker;
+      if (!worker) {
+        try {
+          worker = new Worker(WORKER_FILE);
+        } catch (e) {
+          resolve({ ok: false, error: (e as Error).message });
+          return;
+        }
+        this.worker = worker;
+        const fail = (error: string) => {
+          if (this.worker === worker) this.worker = undefined;
+          const p = this.pending;
+          this.pending = undefined;
+          p?.resolve({ ok: false, error });
+        };
+        worker.on('message', (m: FoldReply) => {
+          if (!this.pending || m.id !== this.pending.id) return;
+          const p = this.pending;
+          this.pending = undefined;
+          worker!.unref();
+          p.resolve(m);
+        });
+        worker.once('error', (e) => fail(e.message));
+        worker.once('exit', (code) => fail(`the checkpoint worker exited with code ${code}`));
+      }
+      const id = this.nextId++;
+      this.pending = { id, resolve };
+      worker.ref();
+      worker.postMessage({ id, req } satisfies FoldJob);
+    });
   }
-  const asc = (a: number, b: number) => a - b;
-  return { checkpoints: checkpoints.sort(asc), journals: journals.sort(asc) };
-}
 
-const checkpointName = (seq: number) => `checkpoint-${String(seq).padStart(12, '0')}.sqlite`;
-const journalName = (seq: number) => `journal-${String(seq).padStart(12, '0')}.log`;
-
-function fsyncDir(dir: string): void {
-  try {
-    const fd = fs.openSync(dir, 'r');
-    try {
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch {
-    // not supported everywhere; rename is still atomic
+  async stop(): Promise<void> {
+    const w = this.worker;
+    this.worker = undefined;
+    if (w) await w.terminate();
   }
 }
 
@@ -180,21 +233,28 @@ export class DurableDatabase {
   private statements = new Map<string, Statement>();
   private journal: JournalWriter;
   private seq: number;
+  /** The newest checkpoint image on disk that the next fold starts from (null: none yet). */
+  private base: number | null;
   private lastCheckpointAt = Date.now();
   private checkpointing: Promise<void> | undefined;
   private unwritable: Error | undefined;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
+  private readonly folder = new FoldWorker();
+  /** How the last checkpoint was made (undefined before the first one). */
+  lastCheckpoint: CheckpointStats | undefined;
 
   private constructor(
     private readonly SQL: SqlJsStatic,
     private db: Database,
     readonly dir: string,
     seq: number,
+    base: number | null,
     private readonly options: Required<Omit<DatabaseOptions, 'log'>> & Pick<DatabaseOptions, 'log'>,
     readonly report: OpenReport,
   ) {
     this.seq = seq;
+    this.base = base;
     this.journal = new JournalWriter(join(dir, journalName(seq + 1)));
     this.timer = setInterval(() => this.maybeCheckpoint(), Math.min(5_000, this.options.checkpointIntervalMs));
     this.timer.unref();
@@ -206,6 +266,7 @@ export class DurableDatabase {
     const opts = {
       checkpointBytes: options.checkpointBytes ?? 32 * 1024 * 1024,
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
+      inlineCheckpointBytes: options.inlineCheckpointBytes ?? 2 * 1024 * 1024,
       log: options.log,
     };
     const report: OpenReport = {
@@ -224,22 +285,21 @@ export class DurableDatabase {
       if (why) opts.log?.(`store: ${why}; moved ${name} aside as ${to}`);
       return to;
     };
+    // A checkpoint that was being written when the process died (we hold the data-directory lock: nobody else is).
+    for (const name of fs.readdirSync(dir)) if (TEMP_RE.test(name)) fs.rmSync(join(dir, name), { force: true });
 
-    // Newest readable checkpoint wins; a damaged one is set aside, never silently overwritten.
+    // Newest readable checkpoint wins; a damaged one is set aside, never silently overwritten. Sealed images are
+    // checked by their CRC, older ones by quick_check (checkpoint.ts).
     const listing = listFiles(dir);
     let db: Database | undefined;
     let seq = 0;
+    let base: number | null = null;
     for (const cp of [...listing.checkpoints].reverse()) {
       const name = checkpointName(cp);
       try {
-        const candidate = new SQL.Database(fs.readFileSync(join(dir, name)));
-        const check = candidate.exec('PRAGMA quick_check');
-        if (check[0]?.values[0]?.[0] !== 'ok') throw new Error('integrity check failed');
-        const stored = candidate.exec("SELECT value FROM meta WHERE key = 'journal_seq'");
-        const storedSeq = Number(stored[0]?.values[0]?.[0] ?? NaN);
-        if (storedSeq !== cp) throw new Error('sequence mismatch');
-        db = candidate;
+        db = openImage(SQL, join(dir, name), cp);
         seq = cp;
+        base = cp;
         break;
       } catch (e) {
         quarantine(name, `checkpoint ${name} is unreadable (${(e as Error).message})`);
@@ -249,16 +309,19 @@ export class DurableDatabase {
     report.checkpointSeq = seq;
     applyPragmas(db);
     migrate(db);
-    if (seq === 0) seq = Number(db.exec("SELECT value FROM meta WHERE key = 'journal_seq'")[0]?.values[0]?.[0] ?? 0);
+    if (base === null) seq = Number(db.exec("SELECT value FROM meta WHERE key = 'journal_seq'")[0]?.values[0]?.[0] ?? 0);
 
     // Replay every journal batch after the checkpoint, in sequence order. Batch numbers are dense, so a missing one
-    // shows as a gap; nothing after a gap is replayed (a batch may depend on the one before it).
+    // shows as a gap; nothing after a gap is replayed (a batch may depend on the one before it). A journal whose
+    // batches all lie at or before the checkpoint is not read at all (it is kept for the older checkpoint).
     const journals = listFiles(dir).journals;
     let expected = seq + 1;
     let stop = false;
     for (const [i, start] of journals.entries()) {
       const name = journalName(start);
       const path = join(dir, name);
+      const following = journals[i + 1];
+      if (!stop && following !== undefined && following <= expected) continue;
       const read = readJournal(path);
       if (stop) {
         const to = quarantine(name);
@@ -279,7 +342,11 @@ export class DurableDatabase {
           stop = true;
           break;
         }
-        applyBatch(db, rec.seq, rec.ops);
+        try {
+          replayBatch(db, rec.seq, rec.ops);
+        } catch (e) {
+          throw new RuntimeError('store_corrupt', (e as Error).message);
+        }
         report.replayedBatches++;
         expected++;
         kept++;
@@ -317,7 +384,7 @@ export class DurableDatabase {
     fsyncDir(dir);
     seq = expected - 1;
 
-    const store = new DurableDatabase(SQL, db, dir, seq, opts, report);
+    const store = new DurableDatabase(SQL, db, dir, seq, base, opts, report);
     // Start from a clean generation: a fresh checkpoint makes the replayed journals unnecessary.
     if (report.replayedBatches > 0 || report.quarantined.length > 0 || listFiles(dir).checkpoints.length === 0) {
       await store.checkpoint();
@@ -379,27 +446,27 @@ export class DurableDatabase {
       throw new RuntimeError('store_unwritable', `The store cannot be written (${errorCode(this.unwritable)}).`);
     }
     const seq = this.seq + 1;
-    this.db.exec('BEGIN');
+    // meta.journal_seq is not updated per batch: only an image needs it, and every image sets it when it is made.
+    this.statement('BEGIN').run();
     try {
       for (const [sql, params] of ops) {
         const st = this.statement(sql);
         st.run(params);
       }
-      this.statement("UPDATE meta SET value = ? WHERE key = 'journal_seq'").run([String(seq)]);
     } catch (e) {
-      this.db.exec('ROLLBACK');
+      this.statement('ROLLBACK').run();
       throw e;
     }
     try {
       this.journal.append({ seq, ops });
     } catch (e) {
-      this.db.exec('ROLLBACK');
+      this.statement('ROLLBACK').run();
       const err = e as NodeJS.ErrnoException;
       this.options.log?.(`store: journal write failed (${errorCode(err)}); nothing was changed; writes are refused until a probe write and sync succeed`);
       this.markUnwritable(err);
       throw new RuntimeError('store_unwritable', `The store could not be written (${errorCode(err)}).`);
     }
-    this.db.exec('COMMIT');
+    this.statement('COMMIT').run();
     this.seq = seq;
     if (!this.checkpointing && this.journal.bytes >= this.options.checkpointBytes) void this.checkpoint().catch(() => {});
   }
@@ -430,6 +497,74 @@ export class DurableDatabase {
     }
   }
 
+  /** Starts a new journal generation at the current sequence; returns that sequence. */
+  private rotate(): number {
+    const seq = this.seq;
+    const old = this.journal;
+    this.journal = new JournalWriter(join(this.dir, journalName(seq + 1)));
+    old.close();
+    return seq;
+  }
+
+  /** Database size in bytes, from SQLite's own page count (cheap). */
+  private imageBytes(): number {
+    const r = this.db.exec('PRAGMA page_count; PRAGMA page_size');
+    return Number(r[0]?.values[0]?.[0] ?? 0) * Number(r[1]?.values[0]?.[0] ?? 4096);
+  }
+
+  /** Export on this thread: blocks the event loop for about 1 ms per MB (used for small databases, and as fallback). */
+  private async checkpointInline(mode: 'inline' | 'fallback', t0: number): Promise<void> {
+    const seq = this.seq;
+    const h0 = performance.now();
+    this.statement("UPDATE meta SET value = ? WHERE key = 'journal_seq'").run([String(seq)]);
+    const image = this.db.export();
+    sealImage(image);
+    // New writes go to a new journal generation while the image is written.
+    this.rotate();
+    const hostMs = performance.now() - (mode === 'inline' ? t0 : h0);
+    const final = join(this.dir, checkpointName(seq));
+    const tmp = `${final}.${process.pid}.tmp`;
+    const fh = await fs.promises.open(tmp, 'w', 0o600);
+    try {
+      await fh.writeFile(image);
+      await fh.sync();
+    } catch (e) {
+      // A partial image (disk full) would only hold on to the space that is missing.
+      await fh.close();
+      await fs.promises.rm(tmp, { force: true }).catch(() => {});
+      throw e;
+    }
+    await fh.close();
+    await fs.promises.rename(tmp, final);
+    fsyncDir(this.dir);
+    this.base = seq;
+    this.lastCheckpoint = { seq, mode, ms: performance.now() - t0, bytes: image.length, hostMs };
+  }
+
+  /**
+   * The checkpoint worker builds the image from the previous one and the journals just closed (checkpoint.ts); the
+   * host only rotates the journal. If the fold fails for any reason but an I/O error, the host exports itself.
+   */
+  private async checkpointInWorker(t0: number): Promise<void> {
+    const upTo = this.rotate();
+    const pending = this.folder.run({ dir: this.dir, base: this.base, upTo });
+    const hostMs = performance.now() - t0;
+    const reply = await pending;
+    if (reply.ok) {
+      this.base = upTo;
+      this.lastCheckpoint = { seq: upTo, mode: 'worker', ms: performance.now() - t0, bytes: reply.bytes ?? 0, hostMs };
+      return;
+    }
+    if (reply.code && IO_ERRORS.has(reply.code)) {
+      const err = new Error(reply.error) as NodeJS.ErrnoException;
+      err.code = reply.code;
+      throw err;
+    }
+    this.options.log?.(`store: the checkpoint worker failed (${reply.error}); exporting on the main thread instead`);
+    if (this.closed) return;
+    await this.checkpointInline('fallback', t0);
+  }
+
   /** Writes a database image containing every acknowledged batch, then drops journals no longer needed. */
   checkpoint(): Promise<void> {
     // A new journal generation must not start while the current one may hold a refused batch's bytes.
@@ -442,33 +577,11 @@ export class DurableDatabase {
     }
     if (this.closed) return Promise.resolve();
     const run = async () => {
-      const seq = this.seq;
-      // export() closes and reopens the sqlite handle: prepared statements and pragmas do not survive it.
-      for (const st of this.statements.values()) st.free();
-      this.statements.clear();
-      const image = this.db.export();
-      applyPragmas(this.db);
-      // New writes go to a new journal generation while the image is written.
-      const old = this.journal;
-      this.journal = new JournalWriter(join(this.dir, journalName(seq + 1)));
-      old.close();
-      const final = join(this.dir, checkpointName(seq));
-      const tmp = `${final}.${process.pid}.tmp`;
-      const fh = await fs.promises.open(tmp, 'w');
-      try {
-        await fh.writeFile(image);
-        await fh.sync();
-      } catch (e) {
-        // A partial image (disk full) would only hold on to the space that is missing.
-        await fs.promises.rm(tmp, { force: true }).catch(() => {});
-        throw e;
-      } finally {
-        await fh.close();
-      }
-      await fs.promises.rename(tmp, final);
-      fsyncDir(this.dir);
+      const t0 = performance.now();
+      if (this.imageBytes() <= this.options.inlineCheckpointBytes) await this.checkpointInline('inline', t0);
+      else await this.checkpointInWorker(t0);
       this.lastCheckpointAt = Date.now();
-      this.prune();
+      await this.prune();
     };
     this.checkpointing = run()
       .catch((e) => {
@@ -482,16 +595,19 @@ export class DurableDatabase {
   }
 
   /** Keep the newest two checkpoints and every journal the older of them still needs. */
-  private prune(): void {
+  private async prune(): Promise<void> {
     const { checkpoints, journals } = listFiles(this.dir);
     const keep = checkpoints.slice(-2);
-    for (const cp of checkpoints) if (!keep.includes(cp)) fs.rmSync(join(this.dir, checkpointName(cp)), { force: true });
+    const drop: string[] = [];
+    for (const cp of checkpoints) if (!keep.includes(cp)) drop.push(checkpointName(cp));
     const base = keep[0] ?? 0;
     for (let i = 0; i < journals.length; i++) {
       const next = journals[i + 1];
       // journal i holds batches [journals[i], next - 1]; it is needed while any of them is after `base`.
-      if (next !== undefined && next - 1 <= base) fs.rmSync(join(this.dir, journalName(journals[i])), { force: true });
+      if (next !== undefined && next - 1 <= base) drop.push(journalName(journals[i]));
     }
+    // Unlinking a large image can take a while: off the event loop.
+    await Promise.all(drop.map((name) => fs.promises.rm(join(this.dir, name), { force: true })));
   }
 
   /** Flushes a final checkpoint (best effort) and closes. */
@@ -505,6 +621,7 @@ export class DurableDatabase {
       // the journal still holds everything
     } finally {
       this.closed = true;
+      await this.folder.stop().catch(() => {});
       this.journal.close();
       for (const st of this.statements.values()) st.free();
       this.statements.clear();
@@ -520,24 +637,4 @@ export class DurableDatabase {
 
 function errorCode(e: Error): string {
   return (e as NodeJS.ErrnoException).code ?? 'I/O error';
-}
-
-function applyPragmas(db: Database): void {
-  // The in-memory image is made durable by our journal, not by SQLite's own.
-  // Exclusive locking spares SQLite its per-transaction file checks on the in-memory file system.
-  db.exec(
-    'PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY;',
-  );
-}
-
-function applyBatch(db: Database, seq: number, ops: WriteOp[]): void {
-  db.exec('BEGIN');
-  try {
-    for (const [sql, params] of ops) db.run(sql, params);
-    db.run("UPDATE meta SET value = ? WHERE key = 'journal_seq'", [String(seq)]);
-    db.exec('COMMIT');
-  } catch (e) {
-    db.exec('ROLLBACK');
-    throw new RuntimeError('store_corrupt', `Journal batch ${seq} could not be replayed: ${(e as Error).message}`);
-  }
 }
