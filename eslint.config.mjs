@@ -18,6 +18,8 @@ export default tseslint.config(
         { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
       ],
       '@typescript-eslint/no-misused-promises': 'error',
+      // Code after a return (a merge once left a second, dead return in restartNeeded).
+      'no-unreachable': 'error',
       // A `let` assigned once after closures that read it (stream writers) is not a const.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // Tests and benches read loosely-typed JSON from the wire.

@@ -194,12 +194,8 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
 
 /** The settings that differ and need a runtime restart. */
 export function restartNeeded(a: ExtensionSettings, b: ExtensionSettings): boolean {
-  return RESTART_KEYS.some((key) => {
-    const x = a[key];
-    const y = b[key];
-    return Array.isArray(x) && Array.isArray(y) ? x.join('\n') !== y.join('\n') : x !== y;
-  });
-  return RESTART_KEYS.some((key) => (key === 'engines' ? JSON.stringify(a.engines) !== JSON.stringify(b.engines) : a[key] !== b[key]));
+  // Lists (origins, engines) compare by value.
+  return RESTART_KEYS.some((key) => (typeof a[key] === 'object' ? JSON.stringify(a[key]) !== JSON.stringify(b[key]) : a[key] !== b[key]));
 }
 
 /** taskRuntime.engines: each entry checked like `serve --engine`; a bad one is skipped and reported. */
