@@ -5,7 +5,7 @@
 #
 # Where the repo is set up (npm ci && npm run build): bash scripts/gpu-check.sh
 # On a bare GPU machine: prepare on a set-up one with `bash scripts/gpu-check-prepare.sh` (writes .gpu-check/),
-# then copy the repo with .gpu-check/ and out/ over and run this script there.
+# then copy the repo with .gpu-check/ over and run this script there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bundle=$PWD/.gpu-check
@@ -21,7 +21,10 @@ if [ ! -d node_modules/node-llama-cpp ]; then
   [ -f "$bundle/node_modules.tar.xz" ] || { echo "gpu-check: no node_modules (npm ci, or scripts/gpu-check-prepare.sh)" >&2; exit 2; }
   tar -xJf "$bundle/node_modules.tar.xz" -C .
 fi
-[ -f out/bench/hardware.js ] || { echo "gpu-check: out/bench/hardware.js missing (npm run build)" >&2; exit 2; }
+# The bundled bench from the prepared bundle, else the build's (which needs the dev dependencies of npm ci).
+bench=out/bench/hardware.js
+[ -f "$bundle/hardware-bench.js" ] && [ ! -d node_modules/zod ] && bench=$bundle/hardware-bench.js
+[ -f "$bench" ] || { echo "gpu-check: $bench missing (npm run build, or scripts/gpu-check-prepare.sh)" >&2; exit 2; }
 
 # Vulkan loader: the system's, else the unpacked one (node-llama-cpp looks for libvulkan.so* in LD_LIBRARY_PATH).
 if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1'; then
@@ -42,4 +45,4 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "gpu-check: nvidia-smi
 echo "gpu-check: node $("$NODE" -v), VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}, $(nproc) cores"
 # The Vulkan build is the one packaged with the extension; CUDA (when installed) is left out so this checks Vulkan.
 export TASK_RUNTIME_BENCH_GPU=vulkan
-exec "$NODE" out/bench/hardware.js "${@}"
+exec "$NODE" "$bench" "${@}"

@@ -646,7 +646,7 @@ async function selectLlama(nlc: NodeLlamaCpp, choice: GpuChoice): Promise<LlamaS
       await llama.dispose().catch(() => undefined);
     } catch (err) {
       const why =
-        err instanceof Error && err.name === 'NoBinaryFoundError'
+        err instanceof Error && [err.name, err.constructor.name, err.message].includes('NoBinaryFoundError')
           ? `no ${choice === 'auto' ? 'GPU' : choice} build of llama.cpp works on this machine`
           : describe(err);
       fallbackReason = `GPU "${choice}" is not usable here (${why}); running on the CPU`;
