@@ -64,7 +64,7 @@ class TaskRuntimeExtension extends Disposable {
     this.panels = this._register(new EventsPanelManager(context.extensionUri, source));
     const notifier = this._register(new CompletionNotifier(source, () => this.settings));
     this._register(new ResultDocumentProvider(source));
-    this._register(new StatusBar(this.service, tree.model, () => this.service.source));
+    this._register(new StatusBar(this.service, tree.model));
     this._register(new McpServerProvider(this.service, tokens));
     this._register(
       new CommandRegistry({

@@ -3,7 +3,6 @@ import * as vscode from 'vscode';
 import { Commands } from '../constants';
 import type { TaskService } from '../host/taskService';
 import { Disposable } from '../lifecycle';
-import type { TaskSource } from '../model/taskSource';
 import type { TaskTreeModel } from '../model/treeModel';
 
 const t = vscode.l10n.t;
@@ -11,24 +10,39 @@ const t = vscode.l10n.t;
 export class StatusBar extends Disposable {
   private readonly item = this._register(vscode.window.createStatusBarItem('taskRuntime.status', vscode.StatusBarAlignment.Left, 50));
 
-  /** Model lines for the tooltip (what each loaded model runs on), refreshed when tasks change. */
+  /**
+   * Model lines for the tooltip (what each loaded model runs on). A model's hardware changes only when it loads, and
+   * a load ends with a task running, so they are read again when the runtime's state or the number of loading or
+   * running tasks changes — not on every token's tree change (in another window each read is an HTTP request).
+   */
   private modelLines: string[] = [];
   private fetchingModels = false;
   private modelsStale = false;
+  private lastActivity = '';
 
   constructor(
     private readonly service: TaskService,
     private readonly model: TaskTreeModel,
-    private readonly source?: () => TaskSource,
   ) {
     super();
     this.item.name = t('Task Runtime');
     this.item.command = Commands.showView;
-    this._register(service.onDidChangeState(() => this.update()));
-    this._register(model.onDidChange(() => {
-      this.update();
-      this.refreshModels();
-    }));
+    this._register(
+      service.onDidChangeState(() => {
+        this.update();
+        this.refreshModels();
+      }),
+    );
+    this._register(
+      model.onDidChange(() => {
+        this.update();
+        const counts = model.taskCounts;
+        const activity = `${counts.loading}/${counts.running}`;
+        if (activity === this.lastActivity) return;
+        this.lastActivity = activity;
+        this.refreshModels();
+      }),
+    );
     this.update();
     this.item.show();
   }
@@ -66,13 +80,13 @@ export class StatusBar extends Disposable {
 
   /** One request at a time; changes while one is out ask for one more afterwards. */
   private refreshModels(): void {
-    if (!this.source || (this.service.role !== 'owner' && this.service.role !== 'client')) return;
+    if (this.service.role !== 'owner' && this.service.role !== 'client') return;
     if (this.fetchingModels) {
       this.modelsStale = true;
       return;
     }
     this.fetchingModels = true;
-    this.source()
+    this.service.source
       .listModels()
       .then((models) => {
         this.modelLines = models.map((m) => `${m.id}: ${m.hardware ?? m.state}`);
