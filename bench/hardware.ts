@@ -154,8 +154,9 @@ export async function hardwareBench(opts: { tokens?: number; runs?: number } = {
   }
 }
 
-if (require.main === module) {
-  hardwareBench({ tokens: process.argv[2] ? Number(process.argv[2]) : undefined })
+/** Runs the section and prints it (this file run directly, and the bundled entry scripts/gpu-check.sh runs). */
+export function printHardwareBench(argv: readonly string[]): void {
+  hardwareBench({ tokens: argv[2] ? Number(argv[2]) : undefined })
     .then((r) => {
       for (const [k, v] of Object.entries(r)) console.log(`${k.padEnd(40)} ${typeof v === 'object' ? JSON.stringify(v) : v}`);
       process.exit(0);
@@ -165,3 +166,5 @@ if (require.main === module) {
       process.exit(1);
     });
 }
+
+if (require.main === module) printHardwareBench(process.argv);
