@@ -3,6 +3,7 @@
 import type { CallToolResult, CreateTaskResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallerContext, McpContext } from './context';
+import type { CreateTaskParams } from '../../runtime/api';
 import type { TaskRecord } from '../../runtime/task';
 import { invalidParams, methodNotFound, toMcpError } from './errors';
 import type { SendNotification } from './notifier';
@@ -58,21 +59,11 @@ export async function callTool(
 
   const args = parsed.data as GenerationArgs;
   const input = toResponseRequest(args, spec.defaultMaxTokens ?? 512);
-  ctx.guard.admit(caller.principal);
-  let created;
-  try {
-    created = ctx.runtime.createTask({
-      origin: 'mcp',
-      principal: caller.principal,
-      input,
-      onRestart: 'fail',
-      ttlMs: effectiveTtl(ctx, params.task?.ttl),
-      meta: { tool: spec.name, arguments: params.arguments ?? {}, asTask },
-    });
-  } catch (e) {
-    throw toMcpError(e);
-  }
-  const task = created.task;
+  const task = createToolTask(ctx, caller, {
+    input,
+    ttlMs: effectiveTtl(ctx, params.task?.ttl),
+    meta: { tool: spec.name, arguments: params.arguments ?? {}, asTask },
+  });
   const progressToken = params._meta?.progressToken;
   const total = input.max_output_tokens;
   ctx.log(`mcp: ${caller.principal} created ${task.id} via ${spec.name}${asTask ? ' (task)' : ''}`);
@@ -103,6 +94,23 @@ export async function callTool(
     return await answerWhenDone(ctx, caller, task);
   } finally {
     unwatch();
+  }
+}
+
+/**
+ * The runtime task behind a tools/call in either era: the caller is admitted by the creation guard (limits per
+ * principal), the task is created as MCP's (`on_restart: fail`), and runtime errors become MCP errors.
+ */
+export function createToolTask(
+  ctx: McpContext,
+  caller: CallerContext,
+  params: Pick<CreateTaskParams, 'input' | 'ttlMs' | 'meta'>,
+): TaskRecord {
+  ctx.guard.admit(caller.principal);
+  try {
+    return ctx.runtime.createTask({ origin: 'mcp', principal: caller.principal, onRestart: 'fail', ...params }).task;
+  } catch (e) {
+    throw toMcpError(e);
   }
 }
 

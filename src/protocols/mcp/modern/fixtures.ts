@@ -5,16 +5,12 @@
 // task cannot end in a JSON-RPC error except for request-level codes), multi_input and test_tool_with_task (no tool
 // of ours asks for input mid-task or via MRTR) — conformance baseline, docs/mcp.md.
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { FixtureJob } from '../../../backends/fixture/conformanceBackend';
 import { FIXTURE_MODEL } from '../../../backends/fixture/conformanceBackend';
-import type { TaskRecord } from '../../../runtime/task';
 import type { CallerContext, McpContext } from '../context';
-import { invalidParams, toMcpError } from '../errors';
-import { effectiveTtl } from '../toolCall';
-import { waitTerminal } from '../taskMethods';
-import { toolOutcome } from '../taskView';
+import { invalidParams } from '../errors';
+import { answerWhenDone, createToolTask, effectiveTtl } from '../toolCall';
 import { describeIssues } from '../tools';
 import { modernTask } from './modernTasks';
 import { missingTasksExtension } from './wire';
@@ -87,24 +83,11 @@ export async function callFixture(
     return { resultType: 'complete', content: [{ type: 'text', text }] };
   }
   const job = f.job!(parsed.data as never);
-  ctx.guard.admit(caller.principal);
-  let task: TaskRecord;
-  try {
-    task = ctx.runtime.createTask({
-      origin: 'mcp',
-      principal: caller.principal,
-      input: { model: FIXTURE_MODEL, input: JSON.stringify(job), max_output_tokens: 16 },
-      onRestart: 'fail',
-      ttlMs: effectiveTtl(ctx, undefined),
-      meta: { tool: f.name, arguments: params['arguments'] ?? {}, asTask: tasks, era: '2026-07-28', fixture: true },
-    }).task;
-  } catch (e) {
-    throw toMcpError(e);
-  }
+  const task = createToolTask(ctx, caller, {
+    input: { model: FIXTURE_MODEL, input: JSON.stringify(job), max_output_tokens: 16 },
+    ttlMs: effectiveTtl(ctx, undefined),
+    meta: { tool: f.name, arguments: params['arguments'] ?? {}, asTask: tasks, era: '2026-07-28', fixture: true },
+  });
   if (tasks) return { resultType: 'task', ...modernTask(ctx, ctx.runtime.getTask(task.id, caller.principal) ?? task, false) };
-  const final = await waitTerminal(ctx, caller, task);
-  const outcome = toolOutcome(final);
-  if (!outcome) throw new McpError(-32603, `Task ${task.id} ended in unexpected state ${final.status}`);
-  if ('error' in outcome) throw new McpError(outcome.error.code, outcome.error.message, outcome.error.data);
-  return { ...outcome.result, resultType: 'complete' };
+  return { ...(await answerWhenDone(ctx, caller, task)), resultType: 'complete' };
 }

@@ -8,7 +8,7 @@ import type { TaskRecord } from '../../../runtime/task';
 import type { CallerContext, McpContext } from '../context';
 import { invalidParams, toMcpError } from '../errors';
 import { getTaskText, listModels } from '../readTools';
-import { answerWhenDone, effectiveTtl } from '../toolCall';
+import { answerWhenDone, createToolTask, effectiveTtl } from '../toolCall';
 import { visibleTask } from '../taskMethods';
 import { statusMessage, toolOutcome } from '../taskView';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
@@ -127,20 +127,11 @@ export async function callToolModern(
   const args = parsed.data as GenerationArgs;
   const asTask = opts.tasks && becomesTask(spec, args);
   const input = toResponseRequest(args, spec.defaultMaxTokens ?? 512);
-  ctx.guard.admit(caller.principal);
-  let task: TaskRecord;
-  try {
-    task = ctx.runtime.createTask({
-      origin: 'mcp',
-      principal: caller.principal,
-      input,
-      onRestart: 'fail',
-      ttlMs: effectiveTtl(ctx, undefined),
-      meta: { tool: spec.name, arguments: call.arguments ?? {}, asTask, era: '2026-07-28' },
-    }).task;
-  } catch (e) {
-    throw toMcpError(e);
-  }
+  const task = createToolTask(ctx, caller, {
+    input,
+    ttlMs: effectiveTtl(ctx, undefined),
+    meta: { tool: spec.name, arguments: call.arguments ?? {}, asTask, era: '2026-07-28' },
+  });
   ctx.log(`mcp: ${caller.principal} created ${task.id} via ${spec.name} (2026-07-28${asTask ? ', task' : ''})`);
 
   if (asTask) {
