@@ -99,7 +99,7 @@ export interface GenerateOptions {
 }
 
 export interface ResumeFrom {
-  /** State saved by an earlier run, covering a prefix of `text`; absent (or unusable) → evaluate prompt + text. */
+  /** State saved by an earlier run; used when its text is a prefix of `text`, else (or absent) prompt + text are evaluated. */
   snapshot?: GenerationSnapshot;
   /** All output text clients received. */
   text: string;

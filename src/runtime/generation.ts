@@ -27,7 +27,7 @@ export interface GenerationSettings {
 }
 
 export interface ResumePoint {
-  /** The last snapshot, when there is one whose text is a prefix of `text`. */
+  /** The last snapshot, if any; the backend uses it only when its text is a prefix of `text` (else re-evaluates). */
   snapshot?: GenerationSnapshot;
   /** All text of the attempt delivered before the restart (durable in the event log). */
   text: string;

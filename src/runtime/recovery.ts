@@ -67,7 +67,7 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
           { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
         ]);
         out.resumePoints.set(task.id, {
-          ...(snapshot && text.startsWith(snapshot.text) ? { snapshot } : {}),
+          ...(snapshot ? { snapshot } : {}),
           text,
           outputTokens: task.outputTokens,
           messageId,
