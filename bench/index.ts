@@ -55,14 +55,14 @@ async function main() {
   }
   const out = path.join(__dirname, '../../bench/results.json');
   // A run of some sections (`npm run bench -- hardware`) replaces those sections and keeps the others' last figures.
+  // `hardware_gpu` comes from scripts/gpu-check.sh on a GPU machine (docs/hardware.md) and is kept by every run here.
   let previous: Record<string, unknown> = {};
-  if (only.length) {
-    try {
-      previous = JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, unknown>;
-    } catch {
-      previous = {};
-    }
+  try {
+    previous = JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, unknown>;
+  } catch {
+    previous = {};
   }
+  if (!only.length) previous = 'hardware_gpu' in previous ? { hardware_gpu: previous.hardware_gpu } : {};
   fs.writeFileSync(out, `${JSON.stringify({ ...previous, ...results }, null, 2)}\n`);
   console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
   fs.rmSync(dir, { recursive: true, force: true });

@@ -22,8 +22,10 @@ if [ ! -d node_modules/node-llama-cpp ]; then
   tar -xJf "$bundle/node_modules.tar.xz" -C .
 fi
 # The bundled bench from the prepared bundle, else the build's (which needs the dev dependencies of npm ci).
+# GPU_CHECK_BENCH: another script to run in the same setting (e.g. a bundled experiment).
 bench=out/bench/hardware.js
 [ -f "$bundle/hardware-bench.js" ] && [ ! -d node_modules/zod ] && bench=$bundle/hardware-bench.js
+bench=${GPU_CHECK_BENCH:-$bench}
 [ -f "$bench" ] || { echo "gpu-check: $bench missing (npm run build, or scripts/gpu-check-prepare.sh)" >&2; exit 2; }
 
 # Vulkan loader: the system's, else the unpacked one (node-llama-cpp looks for libvulkan.so* in LD_LIBRARY_PATH).
