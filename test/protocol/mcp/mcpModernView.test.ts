@@ -63,3 +63,25 @@ test('outcome inlined by status: result on completed (isError too), error only o
   const created = modernTask(ctx, record({ status: 'succeeded', response }), false);
   assert.equal(created.result, undefined, 'CreateTaskResult never inlines');
 });
+
+test('input_required inlines every open request by key, only those the requesting client can answer', () => {
+  const inputRequests = {
+    'confirm.1': { method: 'elicitation/create', params: { message: 'sure?', requestedSchema: { type: 'object', properties: {} } } },
+    'q.1': { method: 'sampling/createMessage', params: { messages: [], maxTokens: 5 } },
+  };
+  const t = record({ status: 'input_required', inputRequests });
+  assert.deepEqual(modernTask(ctx, t, true).inputRequests, inputRequests);
+  const elicitOnly = { version: '2026-07-28', capabilities: { elicitation: {} } };
+  assert.deepEqual(Object.keys(modernTask(ctx, t, true, elicitOnly).inputRequests ?? {}), ['confirm.1']);
+  assert.deepEqual(modernTask(ctx, t, true, { version: '2026-07-28', capabilities: {} }).inputRequests, {});
+  assert.equal(modernTask(ctx, t, false).inputRequests, undefined, 'CreateTaskResult never inlines');
+});
+
+test('a protocol-level error from the backend (request_error) is `failed` with exactly that JSON-RPC error', () => {
+  const requestError = { code: -32603, message: 'internal failure', data: { where: 'fixture' } };
+  const problem = { type: 't', title: 'Request failed', status: 502, code: 'request_error', detail: 'internal failure', requestError };
+  const t = modernTask(ctx, record({ status: 'failed', error: problem }), true);
+  assert.equal(t.status, 'failed');
+  assert.deepEqual(t.error, requestError);
+  assert.equal(t.result, undefined);
+});
