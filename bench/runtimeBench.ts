@@ -49,6 +49,7 @@ export function benchTask(id: string, status: 'queued' | 'succeeded', at = Date.
     meta: {},
     nextSeq: 0,
     oldestSeq: 0,
+    inputRequests: null,
   };
 }
 

@@ -77,6 +77,15 @@ export interface TaskRuntimeApi {
    * cancelling/cancelled → unchanged. Throws task_not_found / task_not_cancelable (succeeded, failed).
    */
   cancelTask(id: string, principal?: string, reason?: string): TaskRecord;
+  /**
+   * Answers input requests of an `input_required` task (`responses` by the keys in `task.inputRequests`). Keys that
+   * are not open in the current round (unknown, already answered, superseded) are ignored, and so is a task in any
+   * other status. Partial answers are recorded and the task stays `input_required` with the rest; with the last one
+   * it runs again: the waiting run continues, or (after a restart, when no run waits) a new attempt replays every
+   * answered round. Durable before it returns. Returns the task as it is now. Throws task_not_found, and
+   * invalid_request when an answer to an open key is not an object (nothing is recorded then).
+   */
+  provideInput(id: string, responses: Record<string, unknown>, principal?: string): TaskRecord;
   /** Deletes a terminal task with its events. Throws task_not_found / task_not_deletable. */
   deleteTask(id: string, principal?: string): void;
   /** Resolves with the terminal task; rejects with an AbortError when signal aborts, task_not_found if deleted. */

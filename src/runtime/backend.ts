@@ -1,5 +1,6 @@
 // The runtime's view of a model backend. Backends live in src/backends and are handed to the runtime by a
 // composition root; the runtime never imports one.
+import type { InputRequest, InputResponse } from './task';
 
 export type ModelState = 'unloaded' | 'loading' | 'loaded' | 'error';
 
@@ -96,6 +97,19 @@ export interface GenerateOptions {
    * everything emitted through onText before the save.
    */
   snapshots?: { dir: string; everyMs: number; minReevalMs: number; onSnapshot(snapshot: GenerationSnapshot): void };
+  /**
+   * Asks the task's client for input and resolves with the answers, by the names given (always set by the runtime;
+   * optional only so that direct callers of a backend need not provide it). Until every request is answered the task
+   * is `input_required` with these requests (MCP: tasks/get `inputRequests`, answered by tasks/update), written in
+   * one durable batch with the status change, after the text emitted so far. Requests are opaque to the runtime: give
+   * what the client's protocol expects (MCP: `{method: "elicitation/create", params}`, `sampling/createMessage`,
+   * `roots/list`). Names: 1–64 of [A-Za-z0-9_-], at most 16 per call. While the task waits it holds no concurrency
+   * slot. Rejects with an AbortError when the run is stopped (cancel, deadline, shutdown) — end the generation then.
+   * After a restart (on_restart `retry`/`resume`) a new attempt runs from the start, and rounds already answered are
+   * replayed: a call that asks exactly what the same round asked before resolves at once with the stored answers,
+   * so a deterministic backend gets back to where the answers left it. Once a call differs, no more is replayed.
+   */
+  requestInput?(requests: Record<string, InputRequest>, options?: { message?: string }): Promise<Record<string, InputResponse>>;
 }
 
 export interface ResumeFrom {
@@ -147,6 +161,30 @@ export class BackendError extends Error {
 
 export function isBackendError(e: unknown): e is BackendError {
   return e instanceof BackendError;
+}
+
+/**
+ * What a backend throws when the request fails as a request: a protocol-level error with a numeric code (JSON-RPC's
+ * error object), as opposed to every other failure, which is an outcome of the task (MCP: a tool error, an `isError`
+ * result). The task fails with problem code `request_error`, the error kept as given in `problem.requestError`, and
+ * each door answers it as an error in its own protocol: MCP 2026-07-28 tasks/get → `failed` with this `error` inlined;
+ * 2025-11-25 tasks/result and a synchronous tools/call → this JSON-RPC error; LMSP → a failed task with the problem.
+ * The message and data are shown to clients: no secrets, no local paths.
+ */
+export class RequestError extends Error {
+  constructor(
+    /** JSON-RPC error code, e.g. -32603 (internal error) or -32602 (invalid params). */
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'RequestError';
+  }
+}
+
+export function isRequestError(e: unknown): e is RequestError {
+  return e instanceof RequestError;
 }
 
 /** Whether on_restart "resume" can be honoured for `modelId` on `backend`. */

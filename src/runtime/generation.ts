@@ -3,13 +3,23 @@
 // `resume` tasks) and finish (the terminal transition that fits how the stream ended).
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { canResume, isBackendError, type BackendError, type GenerateResult, type GenerationSnapshot, type ModelBackend } from './backend';
+import {
+  canResume,
+  isBackendError,
+  isRequestError,
+  type BackendError,
+  type GenerateResult,
+  type GenerationSnapshot,
+  type ModelBackend,
+  type RequestError,
+} from './backend';
 import { DeltaBatcher } from './deltaBatcher';
 import { newMessageId } from './ids';
+import { answersByName, checkInputRequests, newRound, sameRound, unansweredKeys, waitingMessage } from './input';
 import { responseObject, taskStatusSnapshot, toChatMessages } from './responses';
 import type { TaskStore, NewEvent } from './taskStore';
 import type { TaskTransitions } from './transitions';
-import type { Problem, TaskRecord } from './task';
+import type { InputRequest, InputResponse, Problem, RequestErrorObject, TaskRecord } from './task';
 import { errorText, problem } from './problems';
 
 export type StopReason = 'cancel' | 'deadline' | 'shutdown' | 'expired';
@@ -65,6 +75,14 @@ export class GenerationRun {
   storeError: Error | undefined;
   private running: Promise<void> | undefined;
   private readonly messageId: string;
+  /** Persists the text received so far (set while the backend streams). */
+  private flushText: (() => void) | undefined;
+  /** The input round this run waits for, and how to hand it the answers. */
+  private waiting: { round: number; resolve(answers: Record<string, InputResponse>): void } | undefined;
+  /** Index of the next stored input round a requestInput call may replay; -1 once a call asked something new. */
+  private replayAt = 0;
+  /** Told when the run starts or stops waiting for input (the scheduler frees or takes back its slot). */
+  onWaitChange: (() => void) | undefined;
 
   constructor(
     readonly taskId: string,
@@ -81,6 +99,26 @@ export class GenerationRun {
   stop(reason: StopReason): void {
     this.stopReason ??= reason;
     this.abort.abort();
+  }
+
+  /** True while the backend waits for its client's input: the run holds no concurrency slot then. */
+  get awaitingInput(): boolean {
+    return this.waiting !== undefined;
+  }
+
+  /**
+   * The runtime has recorded answers to every request of the round this run waits for and moved the task back to
+   * running: hands them to the backend. False when this run waits for no such round.
+   */
+  inputAnswered(): boolean {
+    const w = this.waiting;
+    if (!w) return false;
+    const stored = this.store.inputRoundsOf(this.taskId).find((r) => r.round === w.round);
+    if (!stored || unansweredKeys(stored).length > 0) return false;
+    this.waiting = undefined;
+    this.onWaitChange?.();
+    w.resolve(answersByName(stored));
+    return true;
   }
 
   /** Settles when the run has ended, however it ended. */
@@ -172,7 +210,12 @@ export class GenerationRun {
       write: (delta, snapshot) =>
         this.transitions.append(
           id,
-          { outputTokens: tokens, statusMessage: `generating: ${tokens} tokens`, ...(snapshot ? { snapshot } : {}) },
+          {
+            outputTokens: tokens,
+            // A task waiting for input keeps saying so.
+            ...(this.waiting ? {} : { statusMessage: `generating: ${tokens} tokens` }),
+            ...(snapshot ? { snapshot } : {}),
+          },
           delta ? [deltaEvent(this.messageId, delta)] : [],
         ),
       // Writes run from timers and backend callbacks: a failed one must stop the generation, not escape there.
@@ -183,6 +226,7 @@ export class GenerationRun {
     });
     const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots && canResume(this.backend, running.model);
     const snapDir = join(this.settings.snapshotDir, id);
+    this.flushText = () => batcher.flush();
     try {
       if (snapshotsWanted) fs.mkdirSync(snapDir, { recursive: true });
       const result = await this.backend.generate(
@@ -212,15 +256,76 @@ export class GenerationRun {
                 onSnapshot: (s) => batcher.flush(s),
               }
             : undefined,
+          requestInput: (requests, options) => this.requestInput(requests, options?.message),
         },
       );
       return { text, tokens, ok: true, result };
     } catch (error) {
       return { text, tokens, ok: false, error };
     } finally {
+      this.flushText = undefined;
       batcher.flush();
       batcher.close();
     }
+  }
+
+  /**
+   * GenerateOptions.requestInput: replays a round this task already had answered (a new attempt after a restart),
+   * else persists the text so far, then moves the task running → input_required with the new round, in one durable
+   * batch, and waits until the runtime hands over the answers (inputAnswered) or the run is stopped.
+   */
+  private async requestInput(requests: Record<string, InputRequest>, message: string | undefined): Promise<Record<string, InputResponse>> {
+    checkInputRequests(requests);
+    if (this.waiting) throw new Error('requestInput: this run already waits for input');
+    const signal = this.abort.signal;
+    if (signal.aborted) throw abortError();
+    const id = this.taskId;
+    const rounds = this.store.inputRoundsOf(id);
+    if (this.replayAt >= 0) {
+      const stored = rounds[this.replayAt];
+      if (stored && sameRound(stored, requests) && unansweredKeys(stored).length === 0) {
+        this.replayAt++;
+        return answersByName(stored);
+      }
+      this.replayAt = -1;
+    }
+    this.flushText?.();
+    if (this.storeError) throw this.storeError;
+    const round = newRound(rounds, requests, message);
+    let parked: TaskRecord | undefined;
+    try {
+      parked = this.transitions.transition(
+        id,
+        'input_required',
+        { inputRounds: [...rounds, round], statusMessage: waitingMessage(round) },
+        (t) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }],
+        ['running'],
+      );
+    } catch (e) {
+      // The store could not be written: the run stops and the scheduler settles the task once writes work again.
+      this.storeError = e instanceof Error ? e : new Error(String(e));
+      this.abort.abort();
+      throw this.storeError;
+    }
+    // Not running any more: a cancel or a stop came first (it aborts the run too).
+    if (!parked) throw abortError();
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        if (this.waiting?.round !== round.round) return;
+        this.waiting = undefined;
+        this.onWaitChange?.();
+        reject(abortError());
+      };
+      this.waiting = {
+        round: round.round,
+        resolve: (answers) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(answers);
+        },
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.onWaitChange?.();
+    });
   }
 
   /** The terminal transition for how the stream ended; rejects with the store error when a write failed. */
@@ -230,6 +335,7 @@ export class GenerationRun {
     if (this.storeError) throw this.storeError;
     if (!streamed.ok) {
       if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, this.messageId);
+      if (isRequestError(streamed.error)) return this.requestFailed(streamed.error, text, tokens);
       if (isBackendError(streamed.error)) return this.backendFailed(streamed.error, text, tokens, this.messageId);
       const msg = errorText(streamed.error);
       this.settings.log?.(`task ${id}: generation failed: ${msg}`);
@@ -309,6 +415,15 @@ export class GenerationRun {
     this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: !resume, resume, text, messageId, tokens };
   }
 
+  /** The backend ended the request with a protocol-level error (RequestError): failed, the error kept as given. */
+  private requestFailed(e: RequestError, text: string, tokens: number): void {
+    const current = this.store.getTask(this.taskId);
+    if (!current) return;
+    const requestError = requestErrorObject(e);
+    this.settings.log?.(`task ${this.taskId}: request error ${requestError.code}: ${requestError.message}`);
+    this.fail(current, { ...problem('request_error', requestError.message), requestError }, text, this.messageId, tokens);
+  }
+
   /** Ends a run that was stopped from outside: cancel → cancelled, deadline → failed; shutdown leaves it for recovery. */
   private finishStopped(task: TaskRecord | undefined, text: string, tokens: number, messageId: string | undefined): void {
     if (!task) return;
@@ -329,6 +444,27 @@ export class GenerationRun {
   private dropSnapshots(): void {
     fs.rmSync(join(this.settings.snapshotDir, this.taskId), { recursive: true, force: true });
   }
+}
+
+function abortError(): Error {
+  return Object.assign(new Error('The task run was stopped.'), { name: 'AbortError' });
+}
+
+/** Largest `data` of a RequestError that is kept (as JSON); larger data is dropped. */
+const MAX_REQUEST_ERROR_DATA_CHARS = 16 * 1024;
+
+/** A backend's RequestError as stored: an integer code, scrubbed message, JSON data of bounded size. */
+function requestErrorObject(e: RequestError): RequestErrorObject {
+  const code = Number.isSafeInteger(e.code) ? e.code : -32603;
+  const message = errorText(e.message || 'Request failed');
+  let data: unknown;
+  try {
+    const json = e.data === undefined ? undefined : JSON.stringify(e.data);
+    if (json !== undefined && json.length <= MAX_REQUEST_ERROR_DATA_CHARS) data = JSON.parse(json);
+  } catch {
+    /* not JSON: dropped */
+  }
+  return { code, message, ...(data !== undefined ? { data } : {}) };
 }
 
 function deltaEvent(messageId: string, delta: string): NewEvent {

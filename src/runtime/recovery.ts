@@ -1,5 +1,13 @@
 // Restart recovery (LMSP ch.7 §7.5): every task that was not terminal when the previous process stopped is
 // resolved by its on_restart policy before anything new runs.
+//
+// A task waiting for input (`input_required`) lost the run that asked, but not its questions: its input rounds are
+// in the store. Under `fail` it fails with `server_restarted` like any other interrupted task (the policy forbids
+// running its work again, and the work up to the question would have to run again). Under `retry` and `resume` it
+// stays `input_required` with the same pending requests, and answers are still accepted; once the last one is in, the
+// task runs again as a new attempt whose backend gets every answered round replayed (backend.ts requestInput), so it
+// continues where the answers left it. (`resume` does the same as `retry` here: a snapshot cannot restore a backend
+// that is waiting inside a call.)
 import { canResume, type ModelBackend } from './backend';
 import type { ResumePoint } from './generation';
 import { failTask, finishCancelled } from './generation';
@@ -15,6 +23,8 @@ export interface RecoveryOutcome {
   retried: number;
   resumed: number;
   requeued: number;
+  /** Tasks left waiting for input (retry/resume), with their pending requests. */
+  waitingForInput: number;
   /** Tasks to run from a snapshot, by id. */
   resumePoints: Map<string, ResumePoint>;
 }
@@ -38,7 +48,7 @@ export function outputText(store: TaskStore, task: TaskRecord): { text: string; 
 }
 
 export function recoverTasks(store: TaskStore, transitions: TaskTransitions, backend: ModelBackend): RecoveryOutcome {
-  const out: RecoveryOutcome = { cancelled: 0, failed: 0, retried: 0, resumed: 0, requeued: 0, resumePoints: new Map() };
+  const out: RecoveryOutcome = { cancelled: 0, failed: 0, retried: 0, resumed: 0, requeued: 0, waitingForInput: 0, resumePoints: new Map() };
   for (const task of store.activeTasks()) {
     if (task.status === 'cancelling') {
       const { text, messageId } = outputText(store, task);
@@ -48,8 +58,16 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
     }
     if (task.onRestart === 'fail') {
       const { text, messageId } = outputText(store, task);
-      failTask(transitions, task.id, problem('server_restarted', 'The server restarted before the task finished.'), text, messageId);
+      const detail =
+        task.status === 'input_required'
+          ? 'The server restarted while the task waited for input; its on_restart policy is "fail", so it was not run again.'
+          : 'The server restarted before the task finished.';
+      failTask(transitions, task.id, problem('server_restarted', detail), text, messageId);
       out.failed++;
+      continue;
+    }
+    if (task.status === 'input_required') {
+      out.waitingForInput++; // its questions stay open; answering them runs it again (runtime.provideInput)
       continue;
     }
     if (task.status === 'queued') {

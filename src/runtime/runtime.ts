@@ -15,14 +15,15 @@ import { RuntimeError } from './errors';
 import { EventLog } from './eventLog';
 import { finishCancelled } from './generation';
 import { newResponseId, newTaskId } from './ids';
-import { recoverTasks, type RecoveryOutcome } from './recovery';
+import { checkInputResponse, unansweredKeys, waitingMessage } from './input';
+import { outputText, recoverTasks, type RecoveryOutcome } from './recovery';
 import { responseObject, taskStatusSnapshot, titleOf } from './responses';
 import { sweep } from './retention';
 import { Scheduler, type BackendRetryPolicy } from './scheduler';
 import { DurableDatabase, type DatabaseOptions } from './store/database';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
-import { TASK_STATUSES, isTerminal, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import { TASK_STATUSES, isTerminal, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import { TaskTransitions } from './transitions';
 
 export interface RuntimeOptions {
@@ -128,8 +129,11 @@ export class TaskRuntime implements TaskRuntimeApi {
     const store = new TaskStore(db);
     const recovery = recoverTasks(store, new TaskTransitions(store, new EventLog(), options.now ?? Date.now), options.backend);
     const runtime = new TaskRuntime(options, store, lock, recovery);
-    // After recovery every unfinished task is queued.
-    for (const t of store.activeTasks()) runtime.scheduler.enqueue(t, recovery.resumePoints.get(t.id));
+    // After recovery every unfinished task is queued, or waits for its client's input (recovery.ts).
+    for (const t of store.activeTasks()) {
+      if (t.status === 'input_required') runtime.scheduler.park(t);
+      else runtime.scheduler.enqueue(t, recovery.resumePoints.get(t.id));
+    }
     runtime.sweepNow();
     return runtime;
   }
@@ -200,6 +204,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       meta: p.meta ?? {},
       nextSeq: 2,
       oldestSeq: 0,
+      inputRequests: null,
     };
     const queued = responseObject(task, { status: 'queued' });
     const events = [
@@ -365,11 +370,66 @@ export class TaskRuntime implements TaskRuntimeApi {
           { statusMessage: reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling' },
           (next) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(next) }],
         );
-        // Nothing running it here (e.g. its run died with the store): finish the stop now.
-        if (!this.scheduler.stop(id, 'cancel')) finishCancelled(this.transitions, id);
+        // Nothing running it here (e.g. its run died with the store): finish the stop now. A task that waited for
+        // input after a restart keeps the text its attempt had delivered.
+        if (!this.scheduler.stop(id, 'cancel')) {
+          const { text, messageId } = task.status === 'input_required' && t ? outputText(this.store, t) : { text: '', messageId: undefined };
+          finishCancelled(this.transitions, id, text, messageId);
+        }
         return t ?? this.mustGet(id, principal);
       }
     }
+  }
+
+  // ---------------- input ----------------
+
+  provideInput(id: string, responses: Record<string, unknown>, principal?: string): TaskRecord {
+    this.assertOpen();
+    const task = this.mustGet(id, principal);
+    if (task.status !== 'input_required' || !responses || typeof responses !== 'object') return task;
+    const rounds = this.store.inputRoundsOf(id);
+    const last = rounds[rounds.length - 1];
+    if (!last) return task;
+    const open = new Set(unansweredKeys(last));
+    // Only keys of the current round that are still open count; anything else is ignored (already answered, from
+    // a superseded round, or never asked).
+    const accepted: Record<string, InputResponse> = {};
+    for (const [key, value] of Object.entries(responses)) {
+      if (open.has(key)) accepted[key] = checkInputResponse(key, value);
+    }
+    if (Object.keys(accepted).length === 0) return task;
+    const answered = { ...last, responses: { ...last.responses, ...accepted } };
+    const inputRounds = [...rounds.slice(0, -1), answered];
+    const statusEvent = (t: TaskRecord) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }];
+    if (unansweredKeys(answered).length > 0) {
+      // Partial: the task stays input_required with the rest.
+      return this.transitions.append(id, { inputRounds, statusMessage: waitingMessage(answered) }, statusEvent) ?? this.mustGet(id, principal);
+    }
+    if (this.scheduler.hasInputWaiter(id)) {
+      // The run that asked is waiting: back to running, then hand it the answers.
+      const resumed = this.transitions.transition(
+        id,
+        'running',
+        { inputRounds, statusMessage: `generating: ${task.outputTokens} tokens` },
+        statusEvent,
+        ['input_required'],
+      );
+      if (resumed) this.scheduler.inputAnswered(id);
+      return resumed ?? this.mustGet(id, principal);
+    }
+    // No run behind it (the server restarted while it waited; recovery.ts): a new attempt, which replays the answers.
+    const attempt = task.attempt + 1;
+    const queued = this.transitions.requeue(
+      task,
+      { inputRounds, attempt, statusMessage: `input received: running again (attempt ${attempt})`, outputTokens: 0, snapshot: null, response: null },
+      (t) => [
+        { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
+        { type: 'response.created', data: { response: responseObject(t, { status: 'queued' }) } },
+        { type: 'response.queued', data: { response: responseObject(t, { status: 'queued' }) } },
+      ],
+    );
+    this.scheduler.enqueue(queued);
+    return queued;
   }
 
   deleteTask(id: string, principal?: string): void {

@@ -94,6 +94,24 @@ export class Scheduler {
     queueMicrotask(() => this.pump());
   }
 
+  /**
+   * A task waiting for input with no run behind it (after a restart): nothing to schedule until its answers are in
+   * (runtime.provideInput queues it then); only its deadline is armed.
+   */
+  park(task: TaskRecord): void {
+    this.armDeadline(task);
+  }
+
+  /** Whether a run of this task is waiting for its client's input right now. */
+  hasInputWaiter(id: string): boolean {
+    return this.running.get(id)?.awaitingInput === true;
+  }
+
+  /** Hands the answered round to the run waiting for it (after the runtime recorded it); false when none waits. */
+  inputAnswered(id: string): boolean {
+    return this.running.get(id)?.inputAnswered() ?? false;
+  }
+
   /** 1-based position of a queued task, else null (also while it waits to retry an unavailable backend). */
   position(id: string): number | null {
     const i = this.queue.findIndex((q) => q.id === id);
@@ -131,6 +149,9 @@ export class Scheduler {
   private busyGroups(): Map<string, number> {
     const m = new Map<string, number>();
     for (const run of this.running.values()) {
+      // A run waiting for its client holds no slot: clients may take minutes to answer, or never (the run may then
+      // briefly exceed the limit when its answers arrive).
+      if (run.awaitingInput) continue;
       const g = this.slot(run.model).group;
       m.set(g, (m.get(g) ?? 0) + 1);
     }
@@ -165,6 +186,7 @@ export class Scheduler {
     const resume = this.resumePoints.get(task.id);
     this.resumePoints.delete(task.id);
     const run = new GenerationRun(task.id, task.model, this.o.store, this.o.transitions, this.o.backend, this.settings, resume);
+    run.onWaitChange = () => this.poke();
     this.running.set(task.id, run);
     run
       .run()
@@ -281,6 +303,8 @@ export class Scheduler {
 
   private armDeadline(task: TaskRecord): void {
     if (task.deadlineAt === null || isTerminal(task.status)) return;
+    // One timer per task (a task waiting for input after a restart is armed when parked and again when queued).
+    this.clearDeadline(task.id);
     const fire = () => {
       this.deadlines.delete(task.id);
       const t = this.o.store.getTask(task.id);
@@ -290,6 +314,10 @@ export class Scheduler {
       if (t.status === 'queued') {
         this.remove(t.id);
         failTask(this.o.transitions, t.id, problem('deadline_exceeded', 'The task did not start before its deadline.'));
+      } else if (t.status === 'input_required') {
+        // Waiting for input with no run behind it (after a restart).
+        const { text, messageId } = outputText(this.o.store, t);
+        failTask(this.o.transitions, t.id, problem('deadline_exceeded', 'The task did not finish before its deadline.'), text, messageId);
       }
     };
     const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - this.o.now(), 0), MAX_TIMER_MS));

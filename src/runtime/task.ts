@@ -32,6 +32,46 @@ export interface Problem {
   code: string;
   instance?: string;
   param?: string | null;
+  /**
+   * Only with code `request_error`: the protocol-level error the backend ended the request with (a JSON-RPC style
+   * `{code, message, data?}`; backend.ts `RequestError`). Doors answer it as an error response of their protocol
+   * rather than as a result (MCP: this very JSON-RPC error). Kept in the store with the problem.
+   */
+  requestError?: RequestErrorObject;
+}
+
+/** A protocol-level error as a backend reported it: JSON-RPC's error object shape. */
+export interface RequestErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/**
+ * Something a task asks its client for while it runs. Opaque to the runtime; the MCP door passes it on as is, so a
+ * backend gives the MCP request object: `{method: "elicitation/create" | "sampling/createMessage" | "roots/list",
+ * params}`.
+ */
+export interface InputRequest {
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+/** A client's answer to one input request (MCP: an ElicitResult, CreateMessageResult or ListRootsResult). */
+export type InputResponse = Record<string, unknown>;
+
+/**
+ * One round of input: the requests a task made at once and the answers received so far, stored with the task
+ * (tasks.input_rounds_json). Keys are `<name>.<round>`: unique for the task's whole life, so a key is never reused
+ * for another request, even by a later attempt.
+ */
+export interface InputRound {
+  /** 1-based, counted over the task's life (all attempts). */
+  round: number;
+  requests: Record<string, InputRequest>;
+  responses: Record<string, InputResponse>;
+  /** What the backend said it waits for (shown in the status message). */
+  message?: string;
 }
 
 /** A Responses-style request, already validated by the door that accepted it. */
@@ -84,6 +124,11 @@ export interface TaskRecord {
   outputTokens: number;
   /** Door-specific data recorded at creation (e.g. MCP tool name and arguments). */
   meta: Record<string, unknown>;
+  /**
+   * While `input_required`: the requests of the current input round not answered yet, by key (never empty then);
+   * else null. Durable: written in the same batch as the status change (see InputRound).
+   */
+  inputRequests: Record<string, InputRequest> | null;
   /** Next event sequence number to assign. */
   nextSeq: number;
   /** Oldest sequence number still stored (events before it were purged). */

@@ -1,17 +1,19 @@
 // Tasks, events and idempotency keys on the durable database: row mapping and the write batches that change them.
 import type { DurableDatabase, Row, SqlParam, WriteOp } from './store/database';
-import { TASK_STATUSES, isTerminal, type Problem, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskOrigin, type TaskRecord, type TaskStatus, type Usage } from './task';
+import { TASK_STATUSES, isTerminal, type InputRound, type Problem, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskOrigin, type TaskRecord, type TaskStatus, type Usage } from './task';
 import type { GenerationSnapshot } from './backend';
+import { pendingRequests } from './input';
 
 const TASK_COLUMNS = `id, response_id, origin, principal, title, model, input_json, status, status_message, created_at,
   updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json, usage_json,
-  output_tokens, meta_json, next_seq, oldest_seq`;
+  output_tokens, meta_json, next_seq, oldest_seq, input_rounds_json`;
 
 function parse<T>(v: SqlParam): T | null {
   return v === null || v === undefined ? null : (JSON.parse(String(v)) as T);
 }
 
 function toTask(r: Row): TaskRecord {
+  const status = r.status as TaskStatus;
   return {
     id: String(r.id),
     responseId: String(r.response_id),
@@ -20,7 +22,7 @@ function toTask(r: Row): TaskRecord {
     title: String(r.title),
     model: String(r.model),
     input: JSON.parse(String(r.input_json)) as ResponseRequest,
-    status: r.status as TaskStatus,
+    status,
     statusMessage: r.status_message === null ? null : String(r.status_message),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
@@ -36,6 +38,7 @@ function toTask(r: Row): TaskRecord {
     meta: JSON.parse(String(r.meta_json)) as Record<string, unknown>,
     nextSeq: Number(r.next_seq),
     oldestSeq: Number(r.oldest_seq),
+    inputRequests: status === 'input_required' ? pendingRequests(parse<InputRound[]>(r.input_rounds_json)) : null,
   };
 }
 
@@ -55,6 +58,8 @@ export interface TaskPatch {
   outputTokens?: number;
   snapshot?: GenerationSnapshot | null;
   queueOrder?: number;
+  /** The task's input rounds, all of them (runtime/input.ts). */
+  inputRounds?: InputRound[] | null;
 }
 
 export interface NewEvent {
@@ -82,6 +87,12 @@ export class TaskStore {
   snapshotOf(id: string): GenerationSnapshot | null {
     const r = this.db.get('SELECT snapshot_json FROM tasks WHERE id = ?', [id]);
     return r ? parse<GenerationSnapshot>(r.snapshot_json) : null;
+  }
+
+  /** Every input round of the task, oldest first (empty when it never asked for input). */
+  inputRoundsOf(id: string): InputRound[] {
+    const r = this.db.get('SELECT input_rounds_json FROM tasks WHERE id = ?', [id]);
+    return (r ? parse<InputRound[]>(r.input_rounds_json) : null) ?? [];
   }
 
   /** Non-terminal tasks in queue order. */
@@ -222,6 +233,7 @@ export class TaskStore {
     if (patch.outputTokens !== undefined) add('output_tokens', patch.outputTokens);
     if (patch.snapshot !== undefined) add('snapshot_json', json(patch.snapshot));
     if (patch.queueOrder !== undefined) add('queue_order', patch.queueOrder);
+    if (patch.inputRounds !== undefined) add('input_rounds_json', json(patch.inputRounds));
     params.push(id);
     return [[`UPDATE tasks SET ${sets.join(', ')} WHERE id = ?`, params]];
   }

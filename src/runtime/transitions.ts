@@ -3,6 +3,7 @@
 // first committed transition wins and a racing one sees the new status.
 import type { EventLog } from './eventLog';
 import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
+import { pendingRequests } from './input';
 import { canTransition, isTerminal, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import type { WriteOp } from './store/database';
 
@@ -39,10 +40,15 @@ export class TaskTransitions {
   }
 
   /** Appends events (and progress fields) without a status change. Ignored once the task is terminal. */
-  append(id: string, patch: Omit<TaskPatch, 'status'>, events: NewEvent[], notifyChange = true): TaskRecord | undefined {
+  append(
+    id: string,
+    patch: Omit<TaskPatch, 'status'>,
+    events: NewEvent[] | ((task: TaskRecord) => NewEvent[]),
+    notifyChange = true,
+  ): TaskRecord | undefined {
     const current = this.store.getTask(id);
     if (!current || isTerminal(current.status)) return undefined;
-    return this.apply(current, patch, () => events, notifyChange);
+    return this.apply(current, patch, typeof events === 'function' ? events : () => events, notifyChange);
   }
 
   /**
@@ -84,6 +90,9 @@ export class TaskTransitions {
       ...(patch.usage !== undefined ? { usage: patch.usage } : {}),
       ...(patch.outputTokens !== undefined ? { outputTokens: patch.outputTokens } : {}),
     };
+    // The pending requests are derived from the stored rounds, as getTask derives them (taskStore.toTask).
+    next.inputRequests =
+      next.status !== 'input_required' ? null : patch.inputRounds !== undefined ? pendingRequests(patch.inputRounds) : current.inputRequests;
     const newEvents = events(next);
     const ops: WriteOp[] = this.store.updateTaskOps(current.id, patch, now);
     if (newEvents.length) ops.push(...this.store.appendEventOps(current.id, current.nextSeq, newEvents, now));

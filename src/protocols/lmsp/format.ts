@@ -2,7 +2,7 @@
 import type { RuntimeLimits } from '../../runtime/api';
 import { describeHardware, type ModelHardware, type ModelInfo } from '../../runtime/backend';
 import { toChatMessages } from '../../runtime/responses';
-import type { TaskRecord, TaskStatus } from '../../runtime/task';
+import type { Problem, TaskRecord, TaskStatus } from '../../runtime/task';
 import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
@@ -50,7 +50,7 @@ export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean }
     events_url: eventsUrl(task.id),
     on_restart: task.onRestart,
     response: status === 'succeeded' ? wireResponse(task.response) : null,
-    error: status === 'failed' ? task.error : null,
+    error: status === 'failed' ? lmspProblem(task.error) : null,
     task_runtime: {
       status: task.status,
       origin: task.origin,
@@ -64,6 +64,16 @@ export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean }
       ...(options.withPrompt ? { prompt: promptText(task) } : {}),
     },
   };
+}
+
+/**
+ * task.error in LMSP's own form: the problem object. A protocol-level error a backend ended the request with
+ * (`request_error`) is told by its code and detail; the JSON-RPC error object kept beside it is the MCP door's.
+ */
+function lmspProblem(problem: Problem | null): Problem | null {
+  if (!problem?.requestError) return problem;
+  const { requestError: _mcpOnly, ...rest } = problem;
+  return rest;
 }
 
 /** The request's text as one prompt (what a retry from another window sends again). */

@@ -129,6 +129,11 @@ export function toolOutcome(task: TaskRecord): ToolOutcome | undefined {
       };
     case 'failed': {
       const problem = task.error;
+      // The backend ended the request with a protocol-level error: that JSON-RPC error, as it gave it.
+      if (problem?.code === 'request_error' && problem.requestError) {
+        const { code, message, data } = problem.requestError;
+        return { error: { code, message, ...(data !== undefined ? { data } : {}) } };
+      }
       if (problem && REQUEST_ERROR_CODES.has(problem.code)) {
         return { error: { code: ErrorCode.InvalidParams, message: problem.detail || problem.title, data: { problem } } };
       }

@@ -99,16 +99,16 @@ export async function callTool(
 
 /**
  * The runtime task behind a tools/call in either era: the caller is admitted by the creation guard (limits per
- * principal), the task is created as MCP's (`on_restart: fail`), and runtime errors become MCP errors.
+ * principal), the task is created as MCP's (`on_restart: fail` unless given), and runtime errors become MCP errors.
  */
 export function createToolTask(
   ctx: McpContext,
   caller: CallerContext,
-  params: Pick<CreateTaskParams, 'input' | 'ttlMs' | 'meta'>,
+  params: Pick<CreateTaskParams, 'input' | 'ttlMs' | 'meta' | 'onRestart'>,
 ): TaskRecord {
   ctx.guard.admit(caller.principal);
   try {
-    return ctx.runtime.createTask({ origin: 'mcp', principal: caller.principal, onRestart: 'fail', ...params }).task;
+    return ctx.runtime.createTask({ origin: 'mcp', principal: caller.principal, ...params, onRestart: params.onRestart ?? 'fail' }).task;
   } catch (e) {
     throw toMcpError(e);
   }

@@ -54,6 +54,8 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (principal, scope, key)
    ) WITHOUT ROWID;
    CREATE INDEX idempotency_by_created ON idempotency_keys(created_at);`,
+  // 2: input rounds of a task that asks its client for input (MCP input_required): a JSON array (runtime/input.ts)
+  `ALTER TABLE tasks ADD COLUMN input_rounds_json TEXT;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ConformanceFixtureBackend } from '../../../src/backends/fixture/conformanceBackend';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { startListener, type Listener } from '../../../src/protocols/http/listener';
 import { createLmspDoor } from '../../../src/protocols/lmsp/lmspDoor';
@@ -45,15 +46,23 @@ export interface InProcessServer {
 }
 
 export async function startInProcess(
-  opts: { door?: McpDoorOptions; limits?: Partial<RuntimeLimits>; suppressEos?: boolean; allowedOrigins?: string[] } = {},
+  opts: {
+    door?: McpDoorOptions;
+    limits?: Partial<RuntimeLimits>;
+    suppressEos?: boolean;
+    allowedOrigins?: string[];
+    /** The conformance fixture tools and their backend, as `serve --conformance-fixtures`. */
+    fixtures?: boolean;
+  } = {},
 ): Promise<InProcessServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-door-test-'));
-  const backend = new LlamaBackend({
+  const llama = new LlamaBackend({
     models: [{ id: MODEL_ID, source: slowModelPath(), demo: true }],
     suppressEndOfGeneration: opts.suppressEos ?? true,
   });
+  const backend = opts.fixtures ? new ConformanceFixtureBackend(llama) : llama;
   const runtime = await TaskRuntime.open({ dataDir, backend, limits: opts.limits });
-  const mcp = createMcpDoor(runtime, opts.door);
+  const mcp = createMcpDoor(runtime, { ...opts.door, ...(opts.fixtures && { conformanceFixtures: true }) });
   const lmsp = createLmspDoor(runtime, {});
   const listener: Listener = await startListener({
     port: 0,

@@ -1,7 +1,8 @@
 // A real `task-runtime serve` process, 2026-07-28 clients only: tasks created over the tasks extension survive
 // SIGKILL while clients keep polling tasks/get; after the restart the finished task answers with its inlined
 // result unchanged, the interrupted one is `completed` with an isError result (modern era; legacy says `failed`)
-// naming the restart, and the legacy era and LMSP see the same ids.
+// naming the restart, and the legacy era and LMSP see the same ids. A task waiting for its client's input survives
+// the kill with its pending requests and completes once answered.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -73,6 +74,40 @@ describe('MCP 2026-07-28 across SIGKILL (real process)', { skip: HAS_CLI ? false
       const res = await fetch(`${proc.url}/lmsp/v1/tasks/${id}`, { headers: { authorization: `Bearer ${proc.token}` } });
       assert.equal(res.status, 200);
       assert.equal(((await res.json()) as { id: string }).id, id);
+    }
+  });
+
+  test('a task waiting for input survives SIGKILL with its pending request, and completes once answered', async () => {
+    const fixturesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-modern-input-restart-'));
+    const meta = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+    let server = await startProcess(fixturesDir, ['--conformance-fixtures']);
+    try {
+      let client = new ModernClient(server.mcpUrl, server.token);
+      const get = async (taskId: string) => (await client.request('tasks/get', { taskId }, { meta })).body.result;
+      const created = await client.result('tools/call', { name: 'confirm_delete', arguments: { filename: 'survivor.txt' } });
+      const parked = await until(async () => {
+        const t = await get(created.taskId);
+        return t.status === 'input_required' ? t : undefined;
+      }, 'confirm_delete to ask');
+      await server.stop('SIGKILL');
+
+      server = await startProcess(fixturesDir, ['--conformance-fixtures']);
+      client = new ModernClient(server.mcpUrl, server.token);
+      const after = await get(created.taskId);
+      assert.equal(after.status, 'input_required', 'still waiting after the kill (confirm_delete is on_restart "retry")');
+      assert.deepEqual(after.inputRequests, parked.inputRequests, 'the same pending request, under the same key');
+      const [key] = Object.keys(after.inputRequests);
+      const ack = await client.request('tasks/update', { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { confirm: true } } } }, { meta });
+      assert.equal(ack.body.result.resultType, 'complete');
+      const done = await until(async () => {
+        const t = await get(created.taskId);
+        return ['completed', 'failed', 'cancelled'].includes(t.status) ? t : undefined;
+      }, 'the answered task to finish');
+      assert.equal(done.status, 'completed');
+      assert.equal(done.result.content[0].text, 'Deleted survivor.txt.');
+    } finally {
+      await server.stop('SIGKILL');
+      fs.rmSync(fixturesDir, { recursive: true, force: true });
     }
   });
 });

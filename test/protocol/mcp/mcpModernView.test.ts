@@ -13,7 +13,7 @@ function record(over: Partial<TaskRecord>): TaskRecord {
     id: 'task_x', responseId: 'resp_x', origin: 'mcp', principal: 'p', title: 't', model: 'm', input: { input: 'hi' },
     status: 'running', statusMessage: null, createdAt: 1_000, updatedAt: 2_000, onRestart: 'fail', attempt: 1,
     ttlMs: 60_000.4, expiresAt: 61_000, deadlineAt: null, response: null, error: null, usage: null, outputTokens: 7,
-    meta: { tool: 'generate' }, nextSeq: 1, oldestSeq: 0, ...over,
+    meta: { tool: 'generate' }, nextSeq: 1, oldestSeq: 0, inputRequests: null, ...over,
   };
 }
 
@@ -62,4 +62,26 @@ test('outcome inlined by status: result on completed (isError too), error only o
   assert.deepEqual([cancelled.result, cancelled.error], [undefined, undefined]);
   const created = modernTask(ctx, record({ status: 'succeeded', response }), false);
   assert.equal(created.result, undefined, 'CreateTaskResult never inlines');
+});
+
+test('input_required inlines every open request by key, only those the requesting client can answer', () => {
+  const inputRequests = {
+    'confirm.1': { method: 'elicitation/create', params: { message: 'sure?', requestedSchema: { type: 'object', properties: {} } } },
+    'q.1': { method: 'sampling/createMessage', params: { messages: [], maxTokens: 5 } },
+  };
+  const t = record({ status: 'input_required', inputRequests });
+  assert.deepEqual(modernTask(ctx, t, true).inputRequests, inputRequests);
+  const elicitOnly = { version: '2026-07-28', capabilities: { elicitation: {} } };
+  assert.deepEqual(Object.keys(modernTask(ctx, t, true, elicitOnly).inputRequests ?? {}), ['confirm.1']);
+  assert.deepEqual(modernTask(ctx, t, true, { version: '2026-07-28', capabilities: {} }).inputRequests, {});
+  assert.equal(modernTask(ctx, t, false).inputRequests, undefined, 'CreateTaskResult never inlines');
+});
+
+test('a protocol-level error from the backend (request_error) is `failed` with exactly that JSON-RPC error', () => {
+  const requestError = { code: -32603, message: 'internal failure', data: { where: 'fixture' } };
+  const problem = { type: 't', title: 'Request failed', status: 502, code: 'request_error', detail: 'internal failure', requestError };
+  const t = modernTask(ctx, record({ status: 'failed', error: problem }), true);
+  assert.equal(t.status, 'failed');
+  assert.deepEqual(t.error, requestError);
+  assert.equal(t.result, undefined);
 });

@@ -13,6 +13,7 @@ import { toMcpError } from '../errors';
 import { SERVER_INFO } from '../server';
 import { listTools } from '../tools';
 import { callFixture, fixtureTools, isFixture } from './fixtures';
+import { RequestStateSealer } from './mrtr';
 import { callToolModern, cancelTaskModern, getTaskModern, updateTaskModern } from './modernTasks';
 import {
   declaresTasks,
@@ -82,6 +83,8 @@ export interface ModernOptions {
 export function createModernHandler(ctx: McpContext, options: ModernOptions = {}): ModernHandler {
   const instructions = modernInstructions(ctx);
   const serverMeta = { [META_SERVER_INFO]: SERVER_INFO };
+  // MRTR requestState is sealed with a key of this process (only the fixture tools use MRTR).
+  const sealer = new RequestStateSealer();
 
   function tools(): Record<string, unknown>[] {
     // The 2026-07-28 Tool has no `execution`: whether a call becomes a task is decided per request.
@@ -108,13 +111,13 @@ export function createModernHandler(ctx: McpContext, options: ModernOptions = {}
         return { resultType: 'complete', tools: tools(), ttlMs: LIST_TTL_MS, cacheScope: 'private' };
       }
       case 'tools/call':
-        if (options.conformanceFixtures && isFixture(r.params['name'])) return callFixture(ctx, caller, r.params, tasks);
+        if (options.conformanceFixtures && isFixture(r.params['name'])) return callFixture(ctx, caller, r.params, { envelope: r.envelope, tasks, sealer });
         return callToolModern(ctx, caller, r.params, { tasks });
       case 'tasks/get':
       case 'tasks/update':
       case 'tasks/cancel': {
         if (!tasks) throw missingTasksExtension(r.method);
-        if (r.method === 'tasks/get') return getTaskModern(ctx, caller, r.params);
+        if (r.method === 'tasks/get') return getTaskModern(ctx, caller, r.params, r.envelope);
         if (r.method === 'tasks/update') return updateTaskModern(ctx, caller, r.params);
         return cancelTaskModern(ctx, caller, r.params);
       }

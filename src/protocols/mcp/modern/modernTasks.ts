@@ -12,7 +12,8 @@ import { answerWhenDone, createToolTask, effectiveTtl } from '../toolCall';
 import { visibleTask } from '../taskMethods';
 import { statusMessage, toolOutcome } from '../taskView';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
-import { missingTasksExtension } from './wire';
+import { answerable, invalidAnswer } from './mrtr';
+import { missingTasksExtension, type Envelope } from './wire';
 
 /**
  * Which tools/call becomes a task for a client that declared the extension (the 2026 Tool has no taskSupport;
@@ -57,8 +58,12 @@ function int(n: number | null): number | null {
   return n === null ? null : Math.max(0, Math.round(n));
 }
 
-/** The runtime record in the modern vocabulary, with the outcome inlined by status (tasks/get, CreateTaskResult). */
-export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean): DetailedTask {
+/**
+ * The runtime record in the modern vocabulary, with the outcome inlined by status (tasks/get, CreateTaskResult).
+ * `detailed` inlines result / error / inputRequests; the input requests are only those the requesting client's
+ * capabilities (`envelope`) can answer (MRTR rule; all of them when no envelope is given).
+ */
+export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean, envelope?: Envelope): DetailedTask {
   const position = task.status === 'queued' ? ctx.runtime.queuePosition(task.id) : null;
   const base = {
     taskId: task.id,
@@ -73,9 +78,11 @@ export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean)
     case 'loading':
     case 'running':
       return { ...working, status: 'working' };
-    case 'input_required':
-      // No tool of ours asks for input mid-task yet; the map is required in this status, so it is empty.
-      return { ...working, status: 'input_required', ...(detailed && { inputRequests: {} }) };
+    case 'input_required': {
+      // Every outstanding request, by its key (unique for the task's life); required in this status.
+      const all = task.inputRequests ?? {};
+      return { ...working, status: 'input_required', ...(detailed && { inputRequests: envelope ? answerable(envelope, all) : { ...all } }) };
+    }
     case 'cancelling':
     case 'cancelled':
       return { ...base, status: 'cancelled' };
@@ -144,18 +151,32 @@ export async function callToolModern(
   return { ...(await answerWhenDone(ctx, caller, task)), resultType: 'complete' };
 }
 
-export function getTaskModern(ctx: McpContext, caller: CallerContext, params: unknown): Record<string, unknown> {
+export function getTaskModern(ctx: McpContext, caller: CallerContext, params: unknown, envelope?: Envelope): Record<string, unknown> {
   const { taskId } = parse(GET_PARAMS, params);
-  return { resultType: 'complete', ...modernTask(ctx, visibleTask(ctx, caller, taskId), true) };
+  return { resultType: 'complete', ...modernTask(ctx, visibleTask(ctx, caller, taskId), true, envelope) };
 }
 
 /**
- * tasks/update: our tools never park for input, so every response is for a key we did not ask for and is
- * ignored (spec: SHOULD ignore unknown keys); the ack is still sent. Unknown / foreign task → -32602.
+ * tasks/update: delivers `inputResponses` to an input_required task (runtime.provideInput: durable before the
+ * ack, so the next tasks/get already shows it). Answers to open requests must be well formed for their request type
+ * (-32602, nothing recorded, otherwise); keys that are not open — unknown, already answered, superseded — and
+ * updates to a task that waits for nothing are ignored (spec: SHOULD ignore). A partial set keeps the task
+ * input_required with the rest. Unknown / foreign task → -32602.
  */
 export function updateTaskModern(ctx: McpContext, caller: CallerContext, params: unknown): Record<string, unknown> {
-  const { taskId } = parse(UPDATE_PARAMS, params);
-  visibleTask(ctx, caller, taskId);
+  const { taskId, inputResponses } = parse(UPDATE_PARAMS, params);
+  const task = visibleTask(ctx, caller, taskId);
+  const open = task.inputRequests ?? {};
+  const bad = Object.keys(inputResponses)
+    .filter((k) => open[k] !== undefined)
+    .map((k) => [k, invalidAnswer(open[k].method, inputResponses[k])] as const)
+    .filter(([, why]) => why !== undefined);
+  if (bad.length) throw invalidParams(`Invalid params: inputResponses: ${bad.map(([k, why]) => `"${k.slice(0, 80)}": ${why}`).join('; ')}`);
+  try {
+    ctx.runtime.provideInput(taskId, inputResponses, caller.principal);
+  } catch (e) {
+    throw toMcpError(e);
+  }
   return { resultType: 'complete' };
 }
 
