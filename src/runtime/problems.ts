@@ -13,6 +13,7 @@ const TITLES: Record<string, [title: string, status: number]> = {
   backend_interrupted: ['Backend interrupted', 502],
   backend_error: ['Backend error', 502],
   invalid_request: ['Invalid request', 400],
+  context_length_exceeded: ['Context length exceeded', 400],
 };
 
 export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';
