@@ -12,6 +12,7 @@ import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { writeTestModel } from '../src/backends/llama/testModel';
 import { startEndpoint, type Endpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
+import { sseFrames } from '../test/fixtures/sse';
 import { rawGenerationBench } from './rawGeneration';
 
 export interface LmspBenchOptions {
@@ -41,28 +42,12 @@ interface Frame {
   at: number;
 }
 
-/** A minimal SSE reader over fetch, timestamping each event as it is parsed. */
+/** Follows an SSE stream with the shared reader (test/fixtures/sse.ts), each event timestamped as it is parsed. */
 async function readSse(url: string, onFrame: (f: Frame) => void): Promise<void> {
   const res = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
   if (res.status !== 200) throw new Error(`SSE ${url}: ${res.status}`);
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      let id = -1;
-      let type = 'message';
-      let data = '';
-      for (const line of block.split('\n')) {
-        if (line.startsWith('id: ')) id = Number(line.slice(4));
-        else if (line.startsWith('event: ')) type = line.slice(7);
-        else if (line.startsWith('data: ')) data += line.slice(6);
-      }
-      if (data) onFrame({ id, type, data: JSON.parse(data), at: performance.now() });
-    }
+  for await (const f of sseFrames(res.body)) {
+    onFrame({ id: f.id === undefined ? -1 : Number(f.id), type: f.event, data: JSON.parse(f.data), at: f.at });
   }
 }
 

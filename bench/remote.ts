@@ -2,17 +2,25 @@
 // alternating samples: llama.cpp's llama-server streaming its own POST /v1/chat/completions to a Node client, versus
 // a task created through our LMSP door (POST /tasks) with the remote backend streaming from that same llama-server
 // and the client following /tasks/{id}/events. Reported: tokens/s each way and their ratio (goal ≥ 0.9), first-token
-// time each way and the difference (goal ≤ 5 ms). Needs llama-server built (node scripts/remote-engine/prepare.mjs);
-// without it the section says so instead of building (a bench never downloads or builds).
+// time each way and the difference (goal ≤ 5 ms).
+// Also, for the choice of engine API (issue #13: "/v1/responses where an engine advertises it if that measurably
+// helps"): llama-server's POST /v1/responses stream beside its chat/completions stream, in the same alternation —
+// first token, tokens/s, bytes per token, the client's CPU per token, and our parse cost per token (the backend's SSE
+// parser + chunk validation, replayed over the very chunks received), plus what the responses stream reports at the
+// token limit. Needs llama-server built (node scripts/remote-engine/prepare.mjs); without it the section says so
+// instead of building (a bench never downloads or builds).
 // Run directly: node out/bench/remote.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { applyChatEvent, type ChatStreamState } from '../src/backends/openai/chatStream';
 import { RemoteBackend } from '../src/backends/openai/remoteBackend';
+import { SseParser } from '../src/backends/openai/sse';
 import { writeTestModel } from '../src/backends/llama/testModel';
 import { startEndpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
 import { llamaServerBinary, startLlamaServer } from '../test/fixtures/llamaServer';
+import { sseFrames } from '../test/fixtures/sse';
 import { streamOnce, TOKEN } from './lmsp';
 
 const INSTRUCTIONS = 'You are a benchmark.';
@@ -20,46 +28,122 @@ const PROMPT = 'Write a long story about a durable task runtime.';
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
-/** llama-server's own stream, read the way our client reads ours: time to first content, tokens/s to the last. */
-async function directOnce(base: string, tokens: number) {
-  const t0 = performance.now();
-  const res = await fetch(`${base}/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model: 'tiny',
-      messages: [
-        { role: 'system', content: INSTRUCTIONS },
-        { role: 'user', content: PROMPT },
-      ],
-      max_tokens: tokens,
-      temperature: 0,
-      stream: true,
-      stream_options: { include_usage: true },
-    }),
-  });
-  const decoder = new TextDecoder();
-  let buf = '';
-  let first = 0;
-  let last = 0;
-  let outputTokens = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buf.indexOf('\n\n')) >= 0) {
-      const line = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
-      const j = JSON.parse(line.slice(6)) as { choices?: Array<{ delta?: { content?: string } }>; usage?: { completion_tokens: number } };
-      if (j.choices?.[0]?.delta?.content) {
-        const now = performance.now();
-        if (!first) first = now;
-        last = now;
+type Api = 'chat' | 'responses';
+
+interface ResponsesState {
+  status?: string;
+  outputTokens?: number;
+}
+
+/**
+ * One event of llama-server's /v1/responses stream, validated as strictly as applyChatEvent validates a chat chunk:
+ * the content of `response.output_text.delta`, usage and status from `response.completed`. (Measurement only: the
+ * backend does not use this API, see docs/remote.md.)
+ */
+function applyResponsesEvent(data: string, st: ResponsesState, onDelta: (text: string) => void): boolean {
+  const ev = JSON.parse(data) as { type?: unknown; delta?: unknown; response?: { status?: unknown; usage?: { output_tokens?: unknown } } };
+  if (typeof ev !== 'object' || ev === null || typeof ev.type !== 'string') throw new Error('not a responses event');
+  if (ev.type === 'response.output_text.delta') {
+    if (typeof ev.delta !== 'string') throw new Error('delta is not text');
+    if (ev.delta) onDelta(ev.delta);
+  } else if (ev.type === 'response.completed' || ev.type === 'response.incomplete' || ev.type === 'response.failed') {
+    st.status = String(ev.response?.status);
+    const n = ev.response?.usage?.output_tokens;
+    if (Number.isSafeInteger(n)) st.outputTokens = n as number;
+    return true;
+  } else if (ev.type === 'error') {
+    throw new Error('error event');
+  }
+  return false;
+}
+
+function requestBody(api: Api, tokens: number): Record<string, unknown> {
+  return api === 'chat'
+    ? {
+        model: 'tiny',
+        messages: [
+          { role: 'system', content: INSTRUCTIONS },
+          { role: 'user', content: PROMPT },
+        ],
+        max_tokens: tokens,
+        temperature: 0,
+        stream: true,
+        stream_options: { include_usage: true },
       }
-      if (j.usage) outputTokens = j.usage.completion_tokens;
+    : { model: 'tiny', instructions: INSTRUCTIONS, input: PROMPT, max_output_tokens: tokens, temperature: 0, stream: true };
+}
+
+/** Feeds recorded chunks through the backend's parser and `api`'s event reader; returns the content pieces seen. */
+function parseChunks(api: Api, chunks: Uint8Array[]): number {
+  const parser = new SseParser();
+  const chat: ChatStreamState = { chunks: 0 };
+  const resp: ResponsesState = {};
+  let pieces = 0;
+  const onDelta = () => pieces++;
+  for (const c of chunks) {
+    for (const data of parser.push(c)) {
+      if (api === 'chat') applyChatEvent(data, chat, onDelta);
+      else if (data !== '[DONE]') applyResponsesEvent(data, resp, onDelta);
     }
   }
-  return { ttftMs: first - t0, tokensPerSecond: (outputTokens / (last - t0)) * 1000, outputTokens };
+  return pieces;
+}
+
+/**
+ * One stream straight from llama-server, read the way our client reads ours: time to first content, tokens/s to the
+ * last, bytes and the client process's CPU per token, and the chunks as received (for the parse replay).
+ */
+async function directOnce(base: string, tokens: number, api: Api = 'chat') {
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const res = await fetch(`${base}/${api === 'chat' ? 'chat/completions' : 'responses'}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(requestBody(api, tokens)),
+  });
+  const chunks: Uint8Array[] = [];
+  async function* tap(body: AsyncIterable<Uint8Array>) {
+    for await (const c of body) {
+      chunks.push(c);
+      yield c;
+    }
+  }
+  let first = 0;
+  let last = 0;
+  const chat: ChatStreamState = { chunks: 0 };
+  const resp: ResponsesState = {};
+  const onDelta = () => {
+    const now = performance.now();
+    if (!first) first = now;
+    last = now;
+  };
+  for await (const f of sseFrames(tap(res.body as unknown as AsyncIterable<Uint8Array>))) {
+    if (api === 'chat') applyChatEvent(f.data, chat, onDelta);
+    else if (f.data !== '[DONE]') applyResponsesEvent(f.data, resp, onDelta);
+  }
+  const cpu = process.cpuUsage(cpu0);
+  const outputTokens = (api === 'chat' ? chat.outputTokens : resp.outputTokens) ?? 0;
+  return {
+    ttftMs: first - t0,
+    tokensPerSecond: (outputTokens / (last - t0)) * 1000,
+    outputTokens,
+    bytes: chunks.reduce((n, c) => n + c.length, 0),
+    cpuUsPerToken: (cpu.user + cpu.system) / outputTokens,
+    /** What the stream said at the end: the chat finish reason, or the responses status. */
+    end: api === 'chat' ? (chat.finishReason ?? '') : (resp.status ?? ''),
+    chunks,
+  };
+}
+
+/** Our parse cost per content piece: the recorded chunks through the parser and event reader, repeated. */
+function parseUsPerToken(api: Api, chunks: Uint8Array[]): number {
+  parseChunks(api, chunks); // warm
+  const reps = 50;
+  const t0 = process.cpuUsage();
+  let pieces = 0;
+  for (let i = 0; i < reps; i++) pieces += parseChunks(api, chunks);
+  const t = process.cpuUsage(t0);
+  return (t.user + t.system) / pieces;
 }
 
 export async function remoteBench(opts: { modelPath?: string; tokens?: number; samples?: number } = {}): Promise<Record<string, unknown>> {
@@ -82,19 +166,26 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
   const runtime = await TaskRuntime.open({ dataDir: path.join(dir, 'data'), backend });
   const ep = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'bench']]) });
   try {
-    // Warm both paths once (first request pays llama-server's slot setup).
+    // Warm every path once (first request pays llama-server's slot setup).
     await directOnce(engine.base, 16);
+    await directOnce(engine.base, 16, 'responses');
     await streamOnce(ep, 16, 0, 'local/tiny');
     const direct: Array<Awaited<ReturnType<typeof directOnce>>> = [];
+    const responses: Array<Awaited<ReturnType<typeof directOnce>>> = [];
     const ours: Array<Awaited<ReturnType<typeof streamOnce>>> = [];
     for (let i = 0; i < samples; i++) {
+      // Alternate the order so neither API always follows the other.
+      if (i % 2) responses.push(await directOnce(engine.base, tokens, 'responses'));
       direct.push(await directOnce(engine.base, tokens));
+      if (!(i % 2)) responses.push(await directOnce(engine.base, tokens, 'responses'));
       ours.push(await streamOnce(ep, tokens, 0, 'local/tiny'));
     }
     const dTps = median(direct.map((r) => r.tokensPerSecond));
     const oTps = median(ours.map((r) => r.tokensPerSecond));
     const dTtft = median(direct.map((r) => r.ttftMs));
     const oTtft = median(ours.map((r) => r.ttftMs));
+    const rTps = median(responses.map((r) => r.tokensPerSecond));
+    const perToken = (runs: typeof direct, f: (r: (typeof direct)[number]) => number) => round(median(runs.map(f)), 1);
     return {
       tokens,
       samples,
@@ -105,6 +196,20 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
       llama_server_first_token_ms: round(dTtft, 2),
       ours_first_token_ms: round(oTtft, 2),
       added_first_token_ms: round(oTtft - dTtft, 2),
+      // chat/completions versus responses, both straight from llama-server (the API choice, docs/remote.md).
+      api_chat_tokens_per_second: Math.round(dTps),
+      api_responses_tokens_per_second: Math.round(rTps),
+      api_responses_vs_chat_tokens_per_second: round(rTps / dTps, 2),
+      api_chat_first_token_ms: round(dTtft, 2),
+      api_responses_first_token_ms: round(median(responses.map((r) => r.ttftMs)), 2),
+      api_chat_bytes_per_token: perToken(direct, (r) => r.bytes / r.outputTokens),
+      api_responses_bytes_per_token: perToken(responses, (r) => r.bytes / r.outputTokens),
+      api_chat_client_cpu_us_per_token: perToken(direct, (r) => r.cpuUsPerToken),
+      api_responses_client_cpu_us_per_token: perToken(responses, (r) => r.cpuUsPerToken),
+      api_chat_parse_us_per_token: round(parseUsPerToken('chat', direct[0].chunks), 2),
+      api_responses_parse_us_per_token: round(parseUsPerToken('responses', responses[0].chunks), 2),
+      api_chat_end_at_token_limit: direct[0].end,
+      api_responses_end_at_token_limit: responses[0].end,
     };
   } finally {
     await ep.close();

@@ -1,6 +1,7 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
-import { checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
+import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
+import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
@@ -15,7 +16,8 @@ export const USAGE = `Usage:
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--concurrency N] [--allow-origin ORIGIN]... [--conformance-fixtures]
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
-                     [--engine-concurrency NAME=N[,N...]]... [--engine-resume NAME]...
+                     [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
+                     [--engine-resume NAME[=off]]...
   task-runtime make-test-model <out.gguf>
   task-runtime --help
 
@@ -37,8 +39,11 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
                           are offered as NAME/model-id. With --engine and no --model, no demo model is served.
            --engine-key-file  NAME=FILE: the engine's API key (first line of FILE; never logged)
            --engine-concurrency  NAME=N[,N...]: tasks per URL at once (default: llama.cpp's slots, else 4)
-           --engine-resume  NAME: the engine continues a final assistant message (llama.cpp server, vLLM), so
-                          on_restart "resume" is offered for its models
+           --engine-kind  NAME=KIND: which server it is: ${ENGINE_KINDS.join(', ')} (default openai: any
+                          OpenAI-compatible server). llama.cpp and vllm continue a final assistant message, so
+                          on_restart "resume" is offered for their models; ollama and lmstudio do not
+           --engine-resume  NAME[=off]: offer on_restart "resume" for an engine of kind openai that continues a final
+                          assistant message; NAME=off stops offering it for llama.cpp or vllm
 make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
 
 export interface ServeArgs {
@@ -63,6 +68,7 @@ export interface EngineArg {
   urls: string[];
   keyFile?: string;
   concurrency?: number[];
+  kind?: EngineKind;
   resume?: boolean;
 }
 
@@ -83,6 +89,7 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   engine: { kind: 'list' },
   'engine-key-file': { kind: 'list' },
   'engine-concurrency': { kind: 'list' },
+  'engine-kind': { kind: 'list' },
   'engine-resume': { kind: 'list' },
 };
 
@@ -197,10 +204,30 @@ function engineArgs(values: Map<string, string[]>): EngineArg[] {
     }
     e.concurrency = ns;
   }
-  for (const name of values.get('engine-resume') ?? []) {
+  for (const raw of values.get('engine-kind') ?? []) {
+    const [name, kind] = named('engine-kind', raw);
+    const e = engines.get(name);
+    if (!e) throw new UsageError(`--engine-kind ${name}: no --engine ${name}=URL was given.`);
+    if (e.kind) throw new UsageError(`--engine-kind ${name} given twice.`);
+    try {
+      e.kind = checkEngineKind(kind);
+    } catch (err) {
+      throw new UsageError(`--engine-kind ${name}: ${(err as Error).message}`);
+    }
+  }
+  for (const raw of values.get('engine-resume') ?? []) {
+    const [name, value] = raw.includes('=') ? named('engine-resume', raw) : [raw, 'on'];
     const e = engines.get(name);
     if (!e) throw new UsageError(`--engine-resume ${name.slice(0, 80)}: no --engine ${name.slice(0, 80)}=URL was given.`);
-    e.resume = true;
+    if (value !== 'on' && value !== 'off') throw new UsageError(`--engine-resume ${name}: the value must be on or off, got "${value.slice(0, 40)}".`);
+    e.resume = value === 'on';
+  }
+  for (const e of engines.values()) {
+    try {
+      checkEngineConfig({ name: e.name, urls: e.urls, kind: e.kind, resume: e.resume });
+    } catch (err) {
+      throw new UsageError(`--engine ${e.name}: ${(err as Error).message}`);
+    }
   }
   return [...engines.values()];
 }

@@ -8,6 +8,7 @@ import { LlamaBackend } from '../backends/llama/llamaBackend';
 import { ensureDemoModel } from '../backends/llama/testModel';
 import { CompositeBackend } from '../backends/composite';
 import { parseKey } from '../backends/openai/config';
+import { ENGINE_PROFILES, resumeOffered } from '../backends/openai/quirks';
 import { RemoteBackend } from '../backends/openai/remoteBackend';
 import type { ModelBackend } from '../runtime/backend';
 import { startEndpoint } from '../protocols/endpoint';
@@ -105,7 +106,7 @@ export async function serve(args: ServeArgs): Promise<void> {
         throw new UsageError(`--engine-key-file ${e.name}: ${(err as Error).message}`);
       }
     }
-    return { name: e.name, urls: e.urls, apiKey, concurrency: e.concurrency, resume: e.resume };
+    return { name: e.name, urls: e.urls, apiKey, concurrency: e.concurrency, kind: e.kind, resume: e.resume };
   });
   if (models.length === 0 && engines.length === 0) {
     const demo = ensureDemoModel(path.join(dataDir, 'models'));
@@ -130,7 +131,9 @@ export async function serve(args: ServeArgs): Promise<void> {
     for (const engine of remote.engines) {
       for (const ep of engine.endpoints) {
         const what = ep.state === 'up' ? `up, ${ep.models?.length ?? 0} model(s), concurrency ${ep.concurrency}` : `down (${ep.lastError})`;
-        log(`engine ${engine.name}: ${ep.url} ${what}`);
+        // The model list's owned_by hints at the server; the kind decides resume and slot probing, so say so.
+        const hint = !engine.config.kind && ep.looksLike ? `; looks like ${ENGINE_PROFILES[ep.looksLike].label}: --engine-kind ${engine.name}=${ep.looksLike}` : '';
+        log(`engine ${engine.name}: ${ep.url} ${what}, kind ${engine.config.kind ?? 'openai'}, resume ${resumeOffered(engine.config.kind, engine.config.resume) ? 'offered' : 'not offered'}${hint}`);
       }
     }
     // Only engines given: no local model, so no local backend (and no on_restart "resume" advertised).

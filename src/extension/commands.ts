@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { z } from 'zod';
 import { CANCELLABLE_STATUSES, RESTART_POLICIES, TERMINAL_STATUSES, type TaskStatus } from '../runtime/task';
 import { checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
+import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
 import { CONFIG_SECTION, Commands, VIEW_CONTAINER_ID, engineKeySecret } from './constants';
 import type { TaskService } from './host/taskService';
 import { Disposable } from './lifecycle';
@@ -50,20 +51,21 @@ export interface CommandDeps {
   secrets: vscode.SecretStorage;
 }
 
-/** Presets of "Add Remote Engine…": each engine's usual OpenAI-style base URL. */
+/** Presets of "Add Remote Engine…": each engine's usual OpenAI-style base URL and its kind (what it can do). */
 export const ENGINE_PRESETS = [
-  { id: 'llamacpp', label: 'llama.cpp server', name: 'llamacpp', url: 'http://127.0.0.1:8080/v1' },
-  { id: 'vllm', label: 'vLLM', name: 'vllm', url: 'http://127.0.0.1:8000/v1' },
-  { id: 'ollama', label: 'Ollama', name: 'ollama', url: 'http://127.0.0.1:11434/v1' },
-  { id: 'lmstudio', label: 'LM Studio', name: 'lmstudio', url: 'http://127.0.0.1:1234/v1' },
-  { id: 'other', label: 'Other OpenAI-compatible server', name: 'remote', url: 'http://' },
-] as const;
+  { id: 'llamacpp', label: 'llama.cpp server', name: 'llamacpp', url: 'http://127.0.0.1:8080/v1', kind: 'llama.cpp' },
+  { id: 'vllm', label: 'vLLM', name: 'vllm', url: 'http://127.0.0.1:8000/v1', kind: 'vllm' },
+  { id: 'ollama', label: 'Ollama', name: 'ollama', url: 'http://127.0.0.1:11434/v1', kind: 'ollama' },
+  { id: 'lmstudio', label: 'LM Studio', name: 'lmstudio', url: 'http://127.0.0.1:1234/v1', kind: 'lmstudio' },
+  { id: 'other', label: 'Other OpenAI-compatible server', name: 'remote', url: 'http://', kind: undefined },
+] as const satisfies ReadonlyArray<{ id: string; label: string; name: string; url: string; kind: EngineKind | undefined }>;
 
 /** The argument object Add Remote Engine accepts (tests and other extensions run it without UI). */
 export const addEngineArgsSchema = z.strictObject({
   name: z.string().min(1).max(64),
   url: z.string().min(1).max(2000),
   apiKey: z.string().min(1).max(4096).optional(),
+  kind: z.enum(ENGINE_KINDS).optional(),
 });
 
 export class CommandRegistry extends Disposable {
@@ -337,14 +339,15 @@ export class CommandRegistry extends Disposable {
         ignoreFocusOut: true,
       });
       if (apiKey === undefined) return undefined;
-      input = { name, url, apiKey: apiKey.trim() || undefined };
+      input = { name, url, apiKey: apiKey.trim() || undefined, kind: preset.preset.kind };
     }
     const urls = input.url.split(',').map((u) => normalizeEngineUrl(u));
     if (input.apiKey) await this.d.secrets.store(engineKeySecret(input.name), input.apiKey.trim());
     else await this.d.secrets.delete(engineKeySecret(input.name));
     const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
     const current = (config.get<unknown[]>(SETTING_KEYS.engines) ?? []).filter((e) => (e as { name?: unknown })?.name !== input.name);
-    await config.update(SETTING_KEYS.engines, [...current, { name: input.name, urls }], vscode.ConfigurationTarget.Global);
+    const entry = { name: input.name, urls, ...(input.kind ? { kind: input.kind } : {}) };
+    await config.update(SETTING_KEYS.engines, [...current, entry], vscode.ConfigurationTarget.Global);
     this.d.log.info(`remote engine ${input.name} added (${urls.join(', ')})${input.apiKey ? ' with an API key in secret storage' : ''}`);
     return input.name;
   }

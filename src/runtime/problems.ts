@@ -14,6 +14,7 @@ const TITLES: Record<string, [title: string, status: number]> = {
   backend_error: ['Backend error', 502],
   invalid_request: ['Invalid request', 400],
   request_error: ['Request failed', 502],
+  context_length_exceeded: ['Context length exceeded', 400],
 };
 
 export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';

@@ -1,8 +1,10 @@
-// Shared pieces of the reliability suite: mode (quick/full), a seeded random source, a raw SSE reader, RSS
-// sampling, and the figures each test records for the summary (scripts/reliability.mjs merges them).
+// Shared pieces of the reliability suite: mode (quick/full), a seeded random source, an SSE reader over node:http
+// (the backend's bounded parser), RSS sampling, and the figures each test records for the summary
+// (scripts/reliability.mjs merges them).
 import * as fs from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import * as path from 'node:path';
+import { SseParser } from '../../src/backends/openai/sse';
 import type { Server } from '../protocol/lmsp/harness';
 
 export const QUICK = process.env.RELIABILITY_QUICK === '1';
@@ -68,25 +70,13 @@ export function readEventStream(server: Pick<Server, 'port' | 'tokenA'>, taskId:
       },
       (res) => {
         statusResolve(res.statusCode ?? 0);
-        let buf = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buf += chunk;
-          let end: number;
-          while ((end = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, end);
-            buf = buf.slice(end + 2);
-            let id: number | undefined;
-            let type = 'message';
-            let data = '';
-            for (const line of block.split('\n')) {
-              if (line.startsWith('id:')) id = Number(line.slice(3).trim());
-              else if (line.startsWith('event:')) type = line.slice(6).trim();
-              else if (line.startsWith('data:')) data += line.slice(5).trim();
-            }
-            if (id === undefined || !data) continue; // heartbeats and comments
-            events.push({ seq: id, type, data: JSON.parse(data) });
-            if (TERMINAL.has(type) || (opts.stopAtSeq !== undefined && id >= opts.stopAtSeq)) {
+        const parser = new SseParser(64 * 1024 * 1024);
+        res.on('data', (chunk: Buffer) => {
+          for (const ev of parser.pushEvents(chunk)) {
+            if (ev.id === undefined) continue; // heartbeats are comments; every task event has an id
+            const id = Number(ev.id);
+            events.push({ seq: id, type: ev.event, data: JSON.parse(ev.data) });
+            if (TERMINAL.has(ev.event) || (opts.stopAtSeq !== undefined && id >= opts.stopAtSeq)) {
               req.destroy();
               resolve();
             }

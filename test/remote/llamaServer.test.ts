@@ -1,13 +1,15 @@
 // Durable tasks on a real engine: llama.cpp's own llama-server (same llama.cpp source node-llama-cpp ships, built
 // once by scripts/remote-engine/prepare.mjs), behind `task-runtime serve --engine`. LMSP and MCP tasks run on it;
 // cancel closes the HTTP stream and the engine frees its slot; SIGKILL of the serving engine mid-stream sends an
-// on_restart "retry" task to the other engine of the pool; two engines in a pool share the load.
+// on_restart "retry" task to the other engine of the pool; two engines in a pool share the load; a prompt longer than
+// the context is context_length_exceeded; kind llama.cpp offers on_restart "resume" (assistant prefill).
 // Run with: node scripts/remote-engine/run.mjs (builds llama-server on first use, then runs this suite).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startLlamaServer, type LlamaServer } from '../fixtures/llamaServer';
 import { lmspWaitTerminal, startServe, type Serve } from '../fixtures/serveProcess';
+import { sseFrames } from '../fixtures/sse';
 import { connect } from '../protocol/mcp/harness';
 
 async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 120_000): Promise<T> {
@@ -36,7 +38,7 @@ describe('a llama.cpp server as a remote engine', () => {
       '--engine', `one=${a.base}`,
       '--engine', `pool=${a.base},${b.base}`,
       '--engine', `rpool=${a.base},${b.base}`,
-      '--engine-resume', 'rpool',
+      '--engine-kind', 'rpool=llama.cpp',
     ]);
   });
   after(async () => {
@@ -48,7 +50,17 @@ describe('a llama.cpp server as a remote engine', () => {
     const models = (await serve.lmspCall('GET', '/models')).json.data as Array<{ id: string; max_context_length: number; state: string }>;
     assert.deepEqual(models.map((m) => [m.id, m.state]), [['one/tiny', 'loaded'], ['pool/tiny', 'loaded'], ['rpool/tiny', 'loaded']]);
     assert.equal(models[0].max_context_length, 8192);
-    assert.match(serve.stderr(), /engine one: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1/);
+    assert.match(serve.stderr(), /engine one: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1, kind openai, resume not offered; looks like llama\.cpp server: --engine-kind one=llama\.cpp/);
+    assert.match(serve.stderr(), /engine rpool: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1, kind llama\.cpp, resume offered\n/);
+  });
+
+  it('a prompt longer than the context fails the task with context_length_exceeded and the engine\'s words', async () => {
+    const created = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'one/tiny', input: 'x'.repeat(9000), max_output_tokens: 4 } });
+    assert.equal(created.status, 202, JSON.stringify(created.json));
+    const done = await lmspWaitTerminal(serve, created.json.id);
+    assert.equal(done.status, 'failed');
+    assert.equal(done.error.code, 'context_length_exceeded', JSON.stringify(done.error));
+    assert.match(done.error.detail, /exceeds the available context size \(8192 tokens\)/);
   });
 
   it('an LMSP task streams from it and ends incomplete at max_output_tokens with its usage', async () => {
@@ -128,33 +140,25 @@ describe('a llama.cpp server as a remote engine', () => {
     assert.equal(created.status, 202, JSON.stringify(created.json));
     const id = created.json.id as string;
     const res = await fetch(`${serve.lmsp}/tasks/${id}/events`, { headers: { authorization: `Bearer ${serve.token}` } });
-    const decoder = new TextDecoder();
-    let buf = '';
     let text = '';
     let created_ = 0;
     let killed: LlamaServer | undefined;
     let terminal = '';
     let delivered: string | undefined;
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += decoder.decode(chunk, { stream: true });
-      let end: number;
-      while ((end = buf.indexOf('\n\n')) >= 0) {
-        const block = buf.slice(0, end);
-        buf = buf.slice(end + 2);
-        const type = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (!type || !data) continue;
-        const ev = JSON.parse(data);
-        if (type === 'response.created') created_++;
-        if (type === 'response.output_text.delta') text += ev.delta;
-        if (type === 'task_runtime:task.status' && ev.task.status === 'queued' && delivered === undefined) delivered = text;
-        if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') terminal = type;
-        if (!killed && text.length >= 20) {
-          killed = (await a.slots())[0].is_processing ? a : b;
-          await killed.kill('SIGKILL');
-        }
+    for await (const frame of sseFrames(res.body)) {
+      const type = frame.event;
+      const ev = JSON.parse(frame.data);
+      if (type === 'response.created') created_++;
+      if (type === 'response.output_text.delta') text += ev.delta;
+      if (type === 'task_runtime:task.status' && ev.task.status === 'queued' && delivered === undefined) delivered = text;
+      if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+        terminal = type;
+        break;
       }
-      if (terminal) break;
+      if (!killed && text.length >= 20) {
+        killed = (await a.slots())[0].is_processing ? a : b;
+        await killed.kill('SIGKILL');
+      }
     }
     assert.ok(killed, 'an engine was killed mid-stream');
     assert.equal(terminal, 'response.incomplete');

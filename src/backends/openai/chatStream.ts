@@ -8,7 +8,10 @@
 //   stream cut before the finish chunk                  → interrupted (on_restart policy)
 //   HTTP error, redirect, non-SSE body, bad JSON/shape,
 //   oversized event, no complete event for idleMs       → failed, with a message that names the engine, not the key
+//   prompt longer than the context (any engine's words)  → failed, context_length_exceeded
+// What engines send (error shapes, overflow messages, finish reasons) is data in quirks.ts.
 import { BackendError, type FinishReason } from '../../runtime/backend';
+import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, type EngineErrorInfo } from './quirks';
 import { SseLimitError, SseParser } from './sse';
 
 export interface StreamTimeouts {
@@ -131,24 +134,22 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
     }
     if (!res.ok) {
       const body = await readSmall(res, req.maxEventBytes).catch(() => '');
-      let msg = body;
-      try {
-        const j = JSON.parse(body) as unknown;
-        if (isObject(j)) msg = String((isObject(j.error) ? j.error.message : j.error) ?? j.message ?? j.detail ?? body);
-      } catch {
-        /* plain text */
-      }
-      const detail = `HTTP ${res.status}${msg ? `: ${engineText(msg, apiKey)}` : ''}`;
+      const info = errorInfo(body);
+      const detail = `HTTP ${res.status}${info.message ? `: ${engineText(info.message, apiKey)}` : ''}`;
       if (res.status === 429 || res.status === 503 || res.status === 502 || res.status === 504) {
         throw new EndpointUnreachable(`${label} is busy or unavailable (${detail}).`, retryAfterMs(res.headers.get('retry-after')));
       }
       if (res.status === 401 || res.status === 403) throw fail('backend_error', `refused the request's credentials (${detail}); check the engine's API key.`);
+      if (isContextOverflow(info)) throw fail('context_length_exceeded', `refused the request: the prompt does not fit the model's context (${detail}).`);
       if (res.status === 404) throw fail('model_not_found', `does not know this model or the URL is not its OpenAI-style base (…/v1) (${detail}).`);
       if (res.status === 400 || res.status === 413 || res.status === 422) throw fail('invalid_request', `refused the request (${detail}).`);
       throw fail('backend_error', `failed (${detail}).`);
     }
     const type = res.headers.get('content-type') ?? '';
     if (!/^text\/event-stream\b/i.test(type)) {
+      // Some engines answer an error with 200 and a JSON body (LM Studio: unknown routes, some context overflows).
+      const info = /json/i.test(type) ? engineErrorOf(parseJson(await readSmall(res, req.maxEventBytes).catch(() => ''))) : undefined;
+      if (info) throw engineFailure(label, info, apiKey, 'answered with an error');
       throw fail('backend_error', `did not answer with an event stream (content-type "${engineText(type) || 'none'}").`);
     }
     if (!res.body) throw fail('backend_error', 'answered with an empty body.');
@@ -190,10 +191,7 @@ async function readStream(
   const parser = new SseParser(req.maxEventBytes);
   const idle = `sent no complete event for ${formatMs(req.timeouts.idleMs)}`;
   const reader = body.getReader();
-  let finishReason: ChatStreamResult['finishReason'] | undefined;
-  let inputTokens: number | undefined;
-  let outputTokens: number | undefined;
-  let chunks = 0;
+  const st: ChatStreamState = { chunks: 0 };
   let done = false;
   arm(req.timeouts.idleMs, idle);
   try {
@@ -204,7 +202,7 @@ async function readStream(
       } catch (e) {
         if (req.signal.aborted) throw abortError();
         // The finish chunk arrived: a connection dropped before [DONE] loses nothing.
-        if (finishReason && !parser.partial) break;
+        if (st.finishReason && !parser.partial) break;
         throw e instanceof BackendError ? e : interrupted(label, causeOf(e), apiKey);
       }
       if (r.done || !r.value) break;
@@ -217,49 +215,13 @@ async function readStream(
       }
       if (events.length) arm(req.timeouts.idleMs, idle);
       for (const data of events) {
-        if (data === '[DONE]') {
-          done = true;
-          break;
-        }
-        let chunk: unknown;
         try {
-          chunk = JSON.parse(data);
-        } catch {
-          throw fail('backend_error', `sent an event that is not JSON (${engineText(data.slice(0, 80), apiKey)}).`);
+          done = applyChatEvent(data, st, req.onDelta);
+        } catch (e) {
+          if (e instanceof ChatEventError) throw e.info ? engineFailure(label, e.info, apiKey, 'reported an error mid-stream') : streamFailure(label, e, apiKey);
+          throw e;
         }
-        if (!isObject(chunk)) throw fail('backend_error', 'sent an event that is not a JSON object.');
-        if (chunk.error !== undefined) {
-          const m = isObject(chunk.error) ? chunk.error.message : chunk.error;
-          throw fail('backend_error', `reported an error mid-stream: ${engineText(m, apiKey)}`);
-        }
-        if (chunk.usage !== undefined && chunk.usage !== null) {
-          if (!isObject(chunk.usage)) throw fail('backend_error', 'sent a malformed usage object.');
-          inputTokens = tokenCount(chunk.usage.prompt_tokens) ?? inputTokens;
-          outputTokens = tokenCount(chunk.usage.completion_tokens) ?? outputTokens;
-        }
-        const choices = chunk.choices;
-        if (choices === undefined || choices === null) continue;
-        if (!Array.isArray(choices)) throw fail('backend_error', 'sent a chunk whose "choices" is not a list.');
-        const choice = choices[0] as unknown;
-        if (choice === undefined) continue;
-        if (!isObject(choice)) throw fail('backend_error', 'sent a malformed choice.');
-        const delta = choice.delta;
-        if (delta !== undefined && delta !== null) {
-          if (!isObject(delta)) throw fail('backend_error', 'sent a malformed delta.');
-          const content = delta.content;
-          if (content !== undefined && content !== null && typeof content !== 'string') {
-            throw fail('backend_error', 'sent a delta whose content is not text.');
-          }
-          if (content) {
-            chunks++;
-            req.onDelta(content);
-          }
-        }
-        const fr = choice.finish_reason;
-        if (fr !== undefined && fr !== null) {
-          if (typeof fr !== 'string') throw fail('backend_error', 'sent a finish_reason that is not text.');
-          finishReason = fr === 'length' ? 'max_output_tokens' : 'stop';
-        }
+        if (done) break;
       }
     }
   } finally {
@@ -267,11 +229,111 @@ async function readStream(
     else reader.releaseLock();
   }
   if (req.signal.aborted) throw abortError();
+  let finishReason = st.finishReason;
   if (!finishReason) {
     if (done) finishReason = 'stop';
     else throw interrupted(label, parser.partial ? 'the stream ended mid-event' : 'the stream ended before the finish chunk', apiKey);
   }
-  return { finishReason, inputTokens, outputTokens, chunks, answered: true };
+  return { finishReason, inputTokens: st.inputTokens, outputTokens: st.outputTokens, chunks: st.chunks, answered: true };
+}
+
+/** What a chat/completions stream has said so far. */
+export interface ChatStreamState {
+  finishReason?: ChatStreamResult['finishReason'];
+  inputTokens?: number;
+  outputTokens?: number;
+  /** Content chunks (an estimate of output tokens when the engine reports no usage). */
+  chunks: number;
+}
+
+/** An event that is not a valid chat chunk (`info` unset), or one that carries the engine's error. */
+export class ChatEventError extends Error {
+  constructor(
+    message: string,
+    readonly info?: EngineErrorInfo,
+    readonly kind: 'failed' | 'interrupted' = 'failed',
+  ) {
+    super(message);
+    this.name = 'ChatEventError';
+  }
+}
+
+/**
+ * One event's data of a `chat/completions` stream: validates it, hands its content to `onDelta`, records finish
+ * reason and usage in `st`. Returns true for `[DONE]`. Throws ChatEventError for anything malformed or an error
+ * event. Pure apart from `onDelta`, so the bench measures exactly this parse.
+ */
+export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text: string) => void): boolean {
+  if (data === '[DONE]') return true;
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(data);
+  } catch {
+    throw new ChatEventError(`sent an event that is not JSON (${data.slice(0, 80)}).`);
+  }
+  if (!isObject(chunk)) throw new ChatEventError('sent an event that is not a JSON object.');
+  const error = engineErrorOf(chunk);
+  if (error) throw new ChatEventError(error.message, error);
+  if (chunk.usage !== undefined && chunk.usage !== null) {
+    if (!isObject(chunk.usage)) throw new ChatEventError('sent a malformed usage object.');
+    st.inputTokens = tokenCount(chunk.usage.prompt_tokens) ?? st.inputTokens;
+    st.outputTokens = tokenCount(chunk.usage.completion_tokens) ?? st.outputTokens;
+  }
+  const choices = chunk.choices;
+  if (choices === undefined || choices === null) return false;
+  if (!Array.isArray(choices)) throw new ChatEventError('sent a chunk whose "choices" is not a list.');
+  const choice = choices[0] as unknown;
+  if (choice === undefined) return false;
+  if (!isObject(choice)) throw new ChatEventError('sent a malformed choice.');
+  const delta = choice.delta;
+  if (delta !== undefined && delta !== null) {
+    if (!isObject(delta)) throw new ChatEventError('sent a malformed delta.');
+    const content = delta.content;
+    if (content !== undefined && content !== null && typeof content !== 'string') throw new ChatEventError('sent a delta whose content is not text.');
+    if (content) {
+      st.chunks++;
+      onDelta(content);
+    }
+  }
+  const fr = choice.finish_reason;
+  if (fr !== undefined && fr !== null) {
+    if (typeof fr !== 'string') throw new ChatEventError('sent a finish_reason that is not text.');
+    const meaning = Object.hasOwn(FINISH_REASONS, fr) ? FINISH_REASONS[fr] : 'stop';
+    if (meaning === 'interrupted') throw new ChatEventError(`gave up on the request (finish_reason "${fr.slice(0, 40)}")`, undefined, 'interrupted');
+    if (meaning === 'error') throw new ChatEventError(`ended the response with finish_reason "${fr.slice(0, 40)}".`);
+    st.finishReason = meaning;
+  }
+  return false;
+}
+
+function streamFailure(label: string, e: ChatEventError, apiKey?: string): BackendError {
+  if (e.kind === 'interrupted') return interrupted(label, e.message, apiKey);
+  return new BackendError('failed', 'backend_error', `${label}: ${engineText(e.message, apiKey)}`);
+}
+
+/** The engine's own error (an HTTP 200 JSON body or an error event): context overflow, a wrong URL, or any other. */
+function engineFailure(label: string, info: EngineErrorInfo, apiKey: string | undefined, what: string): BackendError {
+  const msg = engineText(info.message, apiKey);
+  if (isContextOverflow(info)) return new BackendError('failed', 'context_length_exceeded', `${label}: the prompt does not fit the model's context (${msg}).`);
+  if (isWrongRoute(info)) {
+    return new BackendError('failed', 'backend_error', `${label}: ${what}: ${msg}; the URL is probably not its OpenAI-style base (…/v1).`);
+  }
+  return new BackendError('failed', 'backend_error', `${label}: ${what}: ${msg}`);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The error an HTTP error body carries (any engine's shape, or a bare {"message"}), else its text. */
+function errorInfo(body: string): EngineErrorInfo {
+  const json = parseJson(body);
+  const bare = isObject(json) && typeof json.message === 'string' ? { message: json.message } : undefined;
+  return engineErrorOf(json) ?? bare ?? { message: body };
 }
 
 function interrupted(label: string, cause: string, apiKey?: string): BackendError {

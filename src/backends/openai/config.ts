@@ -1,6 +1,7 @@
 // Engine configuration shared by the CLI (`serve --engine`) and the editor (`taskRuntime.engines`), validated here
 // once. Keys are held separately from everything that is logged or shown: an EngineConfig's `apiKey` is only ever put
 // in an Authorization header (engine.ts) and scrubbed from engine text (chatStream.ts).
+import { ENGINE_KINDS, ENGINE_PROFILES, isEngineKind, type EngineKind } from './quirks';
 
 export interface EngineConfig {
   /** Name clients use as the model-id prefix: `NAME/model-id`. */
@@ -15,10 +16,15 @@ export interface EngineConfig {
   /** Until response headers / between stream events / for a /models probe, ms. */
   timeouts?: { headersMs?: number; idleMs?: number; probeMs?: number };
   /**
-   * The engine continues a final assistant message (`continue_final_message: true, add_generation_prompt: false`;
-   * llama.cpp server with assistant prefill, vLLM): on_restart "resume" is then offered for its models, and a task cut
-   * off mid-output continues in the same output item from the text clients already have. Off by default (Ollama and
-   * LM Studio do not do this the same way).
+   * Which server it is (quirks.ts): what it can do (continue a final assistant message, report its slots). Absent:
+   * `openai`, any OpenAI-compatible server.
+   */
+  kind?: EngineKind;
+  /**
+   * Offer on_restart "resume" for its models: a task cut off mid-output continues in the same output item from the
+   * text clients already have (`continue_final_message: true, add_generation_prompt: false`). Default: on for the
+   * kinds that continue a final assistant message (llama.cpp server with assistant prefill, vLLM), off for
+   * `openai`; never for Ollama and LM Studio (asking for it there is a configuration error).
    */
   resume?: boolean;
   /** Largest SSE event accepted from the engine, bytes (default 1 MiB). */
@@ -73,8 +79,19 @@ export function parseKey(content: string): string {
   return key;
 }
 
+/** Checks an engine kind (`--engine-kind`, the setting's `kind`). */
+export function checkEngineKind(kind: string): EngineKind {
+  if (!isEngineKind(kind)) throw new EngineConfigError(`engine kind "${kind.slice(0, 40)}" must be one of ${ENGINE_KINDS.join(', ')}.`);
+  return kind;
+}
+
 export function checkEngineConfig(c: EngineConfig): EngineConfig {
   checkEngineName(c.name);
+  if (c.kind !== undefined) checkEngineKind(c.kind);
+  const profile = ENGINE_PROFILES[c.kind ?? 'openai'];
+  if (c.resume === true && profile.continuesFinalMessage === false) {
+    throw new EngineConfigError(`engine "${c.name}": on_restart "resume" cannot be offered: ${profile.noResumeReason ?? `${profile.label} does not continue a final assistant message`}.`);
+  }
   if (!c.urls.length) throw new EngineConfigError(`engine "${c.name}" has no URL.`);
   const urls = c.urls.map(normalizeEngineUrl);
   if (new Set(urls).size !== urls.length) throw new EngineConfigError(`engine "${c.name}" lists a URL twice.`);

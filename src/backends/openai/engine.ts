@@ -1,12 +1,13 @@
 // One named remote engine: a pool of OpenAI-compatible endpoints serving the same models. Tasks go to the least-busy
 // healthy endpoint (in-flight ÷ its concurrency; ties to the one that served fewer), up to each endpoint's
-// concurrency (llama.cpp server's `total_slots` from GET /props, else the setting, else 4). An endpoint that fails
+// concurrency (the setting, else llama.cpp server's `total_slots` from GET /props, else 4). An endpoint that fails
 // (refused, reset, 429/503, died mid-stream) is taken out with backoff (1 s doubling to 30 s, on an injectable clock)
 // and probed back in with GET {base}/models once its backoff has passed. A request that never reached an endpoint
 // is tried on the next one at once: nothing was generated, so nothing is lost.
 import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
+import { ENGINE_PROFILES, engineErrorOf, kindFromModelList, type EngineKind } from './quirks';
 
 export const DEFAULT_ENDPOINT_CONCURRENCY = 4;
 export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 5_000 };
@@ -35,6 +36,8 @@ export class Endpoint {
   lastError: string | undefined;
   models: RemoteModel[] | undefined;
   slots: number | undefined;
+  /** The kind its model list suggests (`owned_by`), for the log when none is configured. */
+  looksLike: EngineKind | undefined;
   inFlight = 0;
   served = 0;
   probing: Promise<void> | undefined;
@@ -57,14 +60,27 @@ function isObject(v: unknown): v is Record<string, unknown> {
 const positiveInt = (v: unknown, max: number): number | undefined =>
   Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max ? (v as number) : undefined;
 
-/** Parses an engine's GET /v1/models answer; throws on anything that is not a model list. */
+/**
+ * Parses an engine's GET /v1/models answer; throws on anything that is not a model list. Shapes: `data` entries with
+ * `id` (all), `meta.n_ctx_train` (llama.cpp server), `max_model_len` (vLLM), `max_context_length` (LM Studio's REST
+ * API), `context_length`; Ollama answers `"data": null` when no model is pulled (an empty list, not an error); an
+ * error object in place of the list (LM Studio answers 200 for unknown routes) is reported with its message.
+ */
 export function parseModelList(json: unknown): RemoteModel[] {
-  if (!isObject(json) || !Array.isArray(json.data)) throw new Error('the answer to /models is not a model list');
+  if (isObject(json) && json.data === null && !engineErrorOf(json)) return [];
+  if (!isObject(json) || !Array.isArray(json.data)) {
+    const err = engineErrorOf(json);
+    throw new Error(`the answer to /models is not a model list${err ? ` (${err.message.slice(0, 200)}); is the URL the OpenAI-style base (…/v1)?` : ''}`);
+  }
   const out: RemoteModel[] = [];
   for (const m of json.data.slice(0, MAX_MODELS)) {
     if (!isObject(m) || typeof m.id !== 'string' || !m.id || m.id.length > 256 || /[\u0000-\u001f\u007f]/.test(m.id)) continue;
     const meta = isObject(m.meta) ? m.meta : {};
-    const ctx = positiveInt(m.max_model_len, 1 << 24) ?? positiveInt(meta.n_ctx_train, 1 << 24) ?? positiveInt(m.context_length, 1 << 24);
+    const ctx =
+      positiveInt(m.max_model_len, 1 << 24) ??
+      positiveInt(meta.n_ctx_train, 1 << 24) ??
+      positiveInt(m.max_context_length, 1 << 24) ??
+      positiveInt(m.context_length, 1 << 24);
     out.push({ id: m.id, maxContextLength: ctx ?? null });
   }
   return out;
@@ -131,10 +147,12 @@ export class RemoteEngine {
     try {
       const json = await this.getJson(`${ep.url}/models`);
       ep.models = parseModelList(json);
-      if (ep.configuredConcurrency === undefined) {
+      ep.looksLike = kindFromModelList(json);
+      const slotsPath = ENGINE_PROFILES[this.config.kind ?? 'openai'].slotsPath;
+      if (ep.configuredConcurrency === undefined && slotsPath) {
         // llama.cpp server serves /props at its root, beside /v1.
         const root = ep.url.replace(/\/v1$/, '');
-        const props = await this.getJson(`${root}/props`).catch(() => undefined);
+        const props = await this.getJson(`${root}${slotsPath}`).catch(() => undefined);
         ep.slots = isObject(props) ? positiveInt(props.total_slots, 4096) : undefined;
       }
       this.markUp(ep);

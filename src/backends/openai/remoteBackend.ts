@@ -2,10 +2,10 @@
 // Model ids are `NAME/model-id`. Tasks stay in our store; generation runs on the engine. Nothing is loaded here:
 // a model is "loaded" while its engine has a healthy endpoint, and load() probes the engine (the runtime shows the
 // task `loading` meanwhile; an unreachable engine sends it back to `queued` with a status message).
-// on_restart "resume" is offered only for engines configured with `resume: true` (they continue a final assistant
-// message: llama.cpp server, vLLM): the delivered text is sent back as that message and the engine generates on, in
-// the same output item. Elsewhere "resume" is refused at create with unsupported_capability (whether an engine
-// continues a final assistant message differs per engine and template). `retry` runs tasks again on a healthy
+// on_restart "resume" is offered per engine (quirks.ts): by default for the kinds that continue a final assistant
+// message (llama.cpp server, vLLM), for an unknown OpenAI-compatible server only when configured, never for Ollama
+// and LM Studio. The delivered text is sent back as that message and the engine generates on, in the same output
+// item. Elsewhere "resume" is refused at create with unsupported_capability. `retry` runs tasks again on a healthy
 // endpoint.
 import {
   BackendError,
@@ -19,6 +19,7 @@ import {
 } from '../../runtime/backend';
 import { checkEngineConfig, type EngineConfig } from './config';
 import { RemoteEngine, type EngineRuntimeOptions } from './engine';
+import { CONTINUE_FINAL_MESSAGE, resumeOffered } from './quirks';
 
 export class RemoteBackend implements ModelBackend {
   readonly name = 'remote';
@@ -35,7 +36,7 @@ export class RemoteBackend implements ModelBackend {
       names.add(checked.name);
       return new RemoteEngine(checked, { ...options, onCapacityChange: () => this.listeners.forEach((l) => l()) });
     });
-    this.supportsSnapshots = this.engines.some((e) => e.config.resume === true);
+    this.supportsSnapshots = this.engines.some((e) => resumeOffered(e.config.kind, e.config.resume));
   }
 
   /** Probes every engine (model lists, slots); never throws. Bounded by each engine's probe timeout. */
@@ -61,7 +62,8 @@ export class RemoteBackend implements ModelBackend {
   }
 
   supportsResume(modelId: string): boolean {
-    return this.route(modelId)?.engine.config.resume === true;
+    const engine = this.route(modelId)?.engine;
+    return !!engine && resumeOffered(engine.config.kind, engine.config.resume);
   }
 
   concurrency(modelId: string): { group: string; limit: number } | undefined {
@@ -95,15 +97,14 @@ export class RemoteBackend implements ModelBackend {
   async generate(request: GenerateRequest, options: GenerateOptions): Promise<GenerateResult> {
     const r = this.route(request.model);
     if (!r) throw new BackendError('failed', 'model_not_found', `No engine serves "${request.model}".`);
-    const resume = options.resumeFrom && r.engine.config.resume ? options.resumeFrom : undefined;
+    const resume = options.resumeFrom && resumeOffered(r.engine.config.kind, r.engine.config.resume) ? options.resumeFrom : undefined;
     const messages = chatMessages(request);
     const body: Record<string, unknown> = { messages, stream: true, stream_options: { include_usage: true } };
     const before = resume?.outputTokens ?? 0;
     if (resume) {
       // The engine continues the text clients already have; only what follows it is streamed (and emitted).
       messages.push({ role: 'assistant', content: resume.text });
-      body.continue_final_message = true;
-      body.add_generation_prompt = false;
+      Object.assign(body, CONTINUE_FINAL_MESSAGE);
     }
     if (request.maxOutputTokens !== undefined) body.max_tokens = Math.max(1, request.maxOutputTokens - before);
     if (request.temperature !== undefined) body.temperature = request.temperature;

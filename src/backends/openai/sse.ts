@@ -1,8 +1,9 @@
 // A strict, bounded server-sent-events parser for engine streams (WHATWG SSE framing: lines end in \n, \r\n or \r;
-// an empty line ends an event; `data:` lines join with \n; comments (`:`) and other fields are ignored). Bounded
-// because the bytes come from another machine: a line or an event larger than `maxEventBytes` is an error rather
-// than unbounded buffering (an engine's chunk is a few hundred bytes: llama.cpp's largest, the final chunk with
-// usage and timings, is ~700 B; the default cap of 1 MiB leaves room for long tool-call chunks).
+// an empty line ends an event; `data:` lines join with \n; `event:` names it and `id:` labels it; comments (`:`) and
+// other fields are ignored). Bounded because the bytes come from another machine: a line or an event larger than
+// `maxEventBytes` is an error rather than unbounded buffering (an engine's chunk is a few hundred bytes: llama.cpp's
+// largest, the final chunk with usage and timings, is ~700 B; the default cap of 1 MiB leaves room for long tool-call
+// chunks). The same parser reads our own streams in tests and benchmarks (test/fixtures/sse.ts).
 
 export class SseLimitError extends Error {
   constructor(message: string) {
@@ -11,10 +12,21 @@ export class SseLimitError extends Error {
   }
 }
 
+export interface SseEvent {
+  /** The joined `data:` lines. */
+  data: string;
+  /** The `event:` field, or "message" when the event named none. */
+  event: string;
+  /** The `id:` field, when the event had one. */
+  id?: string;
+}
+
 export class SseParser {
   private buffer = '';
   private data: string[] = [];
   private dataBytes = 0;
+  private event = '';
+  private id: string | undefined;
   private sawCr = false;
   private readonly decoder = new TextDecoder('utf-8', { fatal: false });
 
@@ -22,12 +34,22 @@ export class SseParser {
 
   /** Feeds bytes; returns the data of every event completed by them. */
   push(chunk: Uint8Array): string[] {
-    return this.feed(this.decoder.decode(chunk, { stream: true }));
+    return this.events(this.decoder.decode(chunk, { stream: true })).map((e) => e.data);
   }
 
-  /** Text input (tests). */
+  /** Feeds bytes; returns every event completed by them, with its name and id. */
+  pushEvents(chunk: Uint8Array): SseEvent[] {
+    return this.events(this.decoder.decode(chunk, { stream: true }));
+  }
+
+  /** Text input: the data of every event completed by it. */
   feed(text: string): string[] {
-    const out: string[] = [];
+    return this.events(text).map((e) => e.data);
+  }
+
+  /** Text input: every event completed by it. */
+  events(text: string): SseEvent[] {
+    const out: SseEvent[] = [];
     let start = 0;
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i);
@@ -53,10 +75,13 @@ export class SseParser {
     return out;
   }
 
-  private line(line: string): string | undefined {
+  private line(line: string): SseEvent | undefined {
     if (line === '') {
+      const named = this.event;
+      this.event = '';
       if (!this.data.length) return undefined;
-      const ev = this.data.join('\n');
+      const ev: SseEvent = { data: this.data.join('\n'), event: named || 'message' };
+      if (this.id !== undefined) ev.id = this.id;
       this.data = [];
       this.dataBytes = 0;
       return ev;
@@ -64,9 +89,18 @@ export class SseParser {
     if (line.startsWith(':')) return undefined;
     const colon = line.indexOf(':');
     const field = colon < 0 ? line : line.slice(0, colon);
-    if (field !== 'data') return undefined;
     let value = colon < 0 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'event') {
+      this.event = value.slice(0, 256);
+      return undefined;
+    }
+    if (field === 'id') {
+      // The last event id persists across events (WHATWG); one with a NUL is ignored.
+      if (!value.includes('\u0000')) this.id = value.slice(0, 256);
+      return undefined;
+    }
+    if (field !== 'data') return undefined;
     this.dataBytes += value.length + 1;
     if (this.dataBytes > this.maxEventBytes) throw new SseLimitError(`an event of the stream is larger than ${this.maxEventBytes} bytes`);
     this.data.push(value);

@@ -2,7 +2,7 @@
 // Invalid values fall back to the default and are reported with a message naming the setting.
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
-import { checkEngineConfig, type EngineConfig } from '../../backends/openai/config';
+import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/openai/config';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
 import type { Localize } from './format';
 
@@ -32,7 +32,7 @@ export interface ExtensionSettings {
 }
 
 /** One entry of taskRuntime.engines. */
-export type EngineSetting = Pick<EngineConfig, 'name' | 'urls' | 'models' | 'concurrency' | 'resume'>;
+export type EngineSetting = Pick<EngineConfig, 'name' | 'urls' | 'models' | 'concurrency' | 'kind' | 'resume'>;
 
 export const SETTING_KEYS = {
   port: 'server.port',
@@ -220,14 +220,23 @@ function readEngines(raw: unknown, p: string[], t: Localize): EngineSetting[] {
         throw new Error('concurrency must be a number or a list of numbers');
       }
       if (e.resume !== undefined && typeof e.resume !== 'boolean') throw new Error('resume must be true or false');
+      const kind = e.kind === undefined ? undefined : checkEngineKind(String(e.kind));
       if (out.some((x) => x.name === name)) throw new Error('the name is used twice');
-      const checked = checkEngineConfig({ name, urls: urls as string[], models: models as string[] | undefined, concurrency: concurrency as number[] | undefined });
+      const checked = checkEngineConfig({
+        name,
+        urls: urls as string[],
+        models: models as string[] | undefined,
+        concurrency: concurrency as number[] | undefined,
+        kind,
+        resume: e.resume as boolean | undefined,
+      });
       out.push({
         name: checked.name,
         urls: checked.urls,
         ...(checked.models ? { models: checked.models } : {}),
         ...(checked.concurrency ? { concurrency: checked.concurrency } : {}),
-        ...(e.resume === true ? { resume: true } : {}),
+        ...(kind ? { kind } : {}),
+        ...(typeof e.resume === 'boolean' ? { resume: e.resume } : {}),
       });
     } catch (err) {
       p.push(t('Setting taskRuntime.engines: engine "{0}" is skipped: {1}', name.slice(0, 64), (err as Error).message));

@@ -102,7 +102,7 @@ export function responseText(response: Record<string, unknown> | null): string {
 }
 
 /** Runtime failure codes that mean the tools/call request itself was unacceptable: a JSON-RPC error, not a tool error. */
-const REQUEST_ERROR_CODES = new Set(['invalid_request', 'model_not_found', 'unsupported_capability']);
+const REQUEST_ERROR_CODES = new Set(['invalid_request', 'context_length_exceeded', 'model_not_found', 'unsupported_capability']);
 
 export type ToolOutcome = { result: CallToolResult } | { error: { code: number; message: string; data?: unknown } };
 

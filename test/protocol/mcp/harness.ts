@@ -16,6 +16,7 @@ import { createMcpDoor, type McpDoorOptions } from '../../../src/protocols/mcp/m
 import type { RuntimeLimits } from '../../../src/runtime/api';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import { writeTestModel } from '../../../src/backends/llama/testModel';
+import { parseSse, sseJson } from '../../fixtures/sse';
 
 export const ROOT = path.resolve(__dirname, '../../../..');
 
@@ -217,10 +218,7 @@ export class RawSession {
     const type = res.headers.get('content-type') ?? '';
     let messages: any[] = [];
     if (type.includes('text/event-stream')) {
-      messages = text
-        .split('\n')
-        .filter((l) => l.startsWith('data: ') && l.length > 6)
-        .map((l) => JSON.parse(l.slice(6)));
+      messages = sseJson(parseSse(text).filter((e) => e.data !== ''));
     } else if (text) {
       const parsed = JSON.parse(text);
       messages = Array.isArray(parsed) ? parsed : [parsed];

@@ -60,6 +60,15 @@ describe('SSE parser', () => {
     assert.equal(p.partial, true);
   });
 
+  it('keeps event names and ids for readers that want them (the last id carries over, as WHATWG says)', () => {
+    const p = new SseParser(1024);
+    assert.deepEqual(p.events('id: 1\nevent: response.created\ndata: {}\n\ndata: x\n\nid: 2\nevent: a\n\nevent: b\r\ndata: y\r\n\r\n'), [
+      { data: '{}', event: 'response.created', id: '1' },
+      { data: 'x', event: 'message', id: '1' },
+      { data: 'y', event: 'b', id: '2' },
+    ]);
+  });
+
   it('refuses an event larger than its cap, also when it never ends a line', () => {
     assert.throws(() => new SseParser(100).feed(`data: ${'x'.repeat(200)}\n\n`), SseLimitError);
     assert.throws(() => new SseParser(100).feed('data: ' + 'x'.repeat(200)), SseLimitError);
@@ -408,8 +417,17 @@ describe('faults and bad input end as failed tasks with clear errors', () => {
         res.writeHead(400, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ error: { message: 'the request exceeds the available context size' } }));
       },
+      code: 'context_length_exceeded',
+      detail: /the prompt does not fit the model's context \(HTTP 400: the request exceeds the available context size\)/,
+    },
+    {
+      name: 'HTTP 400 (another bad request)',
+      handler: (_q, res) => {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'temperature must be at most 2' } }));
+      },
       code: 'invalid_request',
-      detail: /refused the request \(HTTP 400: the request exceeds the available context size\)/,
+      detail: /refused the request \(HTTP 400: temperature must be at most 2\)/,
     },
     {
       name: 'HTTP 404',

@@ -28,6 +28,22 @@ test('taskRuntime.engines is read, checked and normalized; bad entries are skipp
   assert.match(readSettings((k) => (k === 'engines' ? 'x' : undefined), plainLocalize).problems[0], /must be a list of engines/);
 });
 
+test('an engine kind is kept; "resume" where the kind cannot continue a final message is refused', () => {
+  const engines = [
+    { name: 'v', urls: ['http://v/v1'], kind: 'vllm', resume: false },
+    { name: 'l', urls: ['http://l/v1'], kind: 'llama.cpp' },
+    { name: 'o', urls: ['http://o/v1'], kind: 'ollama', resume: true },
+    { name: 'k', urls: ['http://k/v1'], kind: 'tgi' },
+  ];
+  const { settings, problems } = readSettings((k) => (k === 'engines' ? engines : undefined), plainLocalize);
+  assert.deepEqual(settings.engines, [
+    { name: 'v', urls: ['http://v/v1'], kind: 'vllm', resume: false },
+    { name: 'l', urls: ['http://l/v1'], kind: 'llama.cpp' },
+  ]);
+  assert.match(problems[0], /engine "o" is skipped: .*resume" cannot be offered: Ollama/);
+  assert.match(problems[1], /engine "k" is skipped: engine kind "tgi" must be one of/);
+});
+
 test('a change of the engines restarts the runtime; the same engines do not', () => {
   const a = { ...DEFAULT_SETTINGS, engines: [{ name: 'gpu', urls: ['http://h/v1'] }] };
   assert.equal(restartNeeded(a, { ...a, engines: [{ name: 'gpu', urls: ['http://h/v1'] }] }), false);

@@ -1,0 +1,166 @@
+// What OpenAI-compatible engines actually send, kept as data: engine kinds (what each one can do), the shapes of
+// their error bodies, how each says "the prompt is longer than the context", and their finish reasons. The stream
+// reader (chatStream.ts), the pool (engine.ts) and the backend (remoteBackend.ts) read these tables; nothing else
+// branches on an engine's name. Each row names the engine and version it comes from; each is covered by the
+// scripted engine's flavours (test/fixtures/fakeEngine.ts, test/unit/backends/engineKinds.test.ts).
+
+/** Kinds of engine a configuration may name; `openai` is any other OpenAI-compatible server (the default). */
+export const ENGINE_KINDS = ['llama.cpp', 'vllm', 'ollama', 'lmstudio', 'openai'] as const;
+export type EngineKind = (typeof ENGINE_KINDS)[number];
+
+export interface EngineProfile {
+  label: string;
+  /**
+   * Path beside /v1 that reports the number of parallel slots (`total_slots`): llama.cpp server's GET /props. Absent:
+   * not asked (Ollama and vLLM answer 404, LM Studio answers 200 with an error object for unknown routes).
+   */
+  slotsPath?: '/props';
+  /**
+   * Whether the engine continues a final assistant message, which on_restart "resume" needs:
+   * `true` — it does (resume offered unless the configuration turns it off); `false` — it does not, and a
+   * configuration asking for it is refused; `undefined` — unknown, offered only when the configuration says so.
+   */
+  continuesFinalMessage: boolean | undefined;
+  /** Why not, for the configuration error (when continuesFinalMessage is false). */
+  noResumeReason?: string;
+  /** `owned_by` values of its GET /v1/models entries, to suggest a kind in the log when none is configured. */
+  ownedBy: string[];
+}
+
+/** The request fields that make an engine continue the final assistant message instead of starting a new turn. */
+export const CONTINUE_FINAL_MESSAGE = { continue_final_message: true, add_generation_prompt: false } as const;
+
+export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
+  // llama.cpp server: assistant prefill is on by default (--no-prefill-assistant turns it off) and it parses
+  // continue_final_message / add_generation_prompt; GET /props has total_slots; /v1/models entries carry
+  // meta.n_ctx_train and owned_by "llamacpp".
+  'llama.cpp': { label: 'llama.cpp server', slotsPath: '/props', continuesFinalMessage: true, ownedBy: ['llamacpp'] },
+  // vLLM: continue_final_message: true with add_generation_prompt: false (it refuses both true); /v1/models entries
+  // carry max_model_len and owned_by "vllm"; no slot count (it batches; set concurrency).
+  vllm: { label: 'vLLM', continuesFinalMessage: true, ownedBy: ['vllm'] },
+  // Ollama's /v1: no continue_final_message parameter; whether a trailing assistant message is continued or answered
+  // depends on each model's template, so a "resumed" text could silently start a new turn. /v1/models entries have
+  // only id/object/created/owned_by (the model's namespace, "library" for official models); no /props.
+  ollama: {
+    label: 'Ollama',
+    continuesFinalMessage: false,
+    noResumeReason: 'Ollama has no continue_final_message; whether it continues a final assistant message depends on the model\'s template',
+    ownedBy: ['library'],
+  },
+  // LM Studio: no documented way to continue a final assistant message; /v1/models entries have only id/object/
+  // owned_by "organization_owner"; unknown routes answer 200 with {"error": "Unexpected endpoint or method. (…)"}.
+  lmstudio: {
+    label: 'LM Studio',
+    continuesFinalMessage: false,
+    noResumeReason: 'LM Studio does not document continuing a final assistant message',
+    ownedBy: ['organization_owner'],
+  },
+  openai: { label: 'OpenAI-compatible server', slotsPath: '/props', continuesFinalMessage: undefined, ownedBy: [] },
+};
+
+export function isEngineKind(v: unknown): v is EngineKind {
+  return typeof v === 'string' && (ENGINE_KINDS as readonly string[]).includes(v);
+}
+
+/** Whether on_restart "resume" is offered for an engine: its kind decides, the configuration may turn it off (or on, for unknown kinds). */
+export function resumeOffered(kind: EngineKind | undefined, configured: boolean | undefined): boolean {
+  const can = ENGINE_PROFILES[kind ?? 'openai'].continuesFinalMessage;
+  return can === true ? configured !== false : can === undefined ? configured === true : false;
+}
+
+/** The kind whose `owned_by` a model list shows, if any (a hint for the log, never a decision). */
+export function kindFromModelList(json: unknown): EngineKind | undefined {
+  const data = isObject(json) && Array.isArray(json.data) ? json.data : [];
+  const owners = new Set(data.filter(isObject).map((m) => m.owned_by));
+  return ENGINE_KINDS.find((k) => ENGINE_PROFILES[k].ownedBy.some((o) => owners.has(o)));
+}
+
+/** What an engine said went wrong. */
+export interface EngineErrorInfo {
+  message: string;
+  type?: string;
+  code?: string;
+}
+
+/**
+ * The error in an engine's JSON body or stream event, whatever its shape:
+ *   {"error": {"message", "type", "code"}}  OpenAI, llama.cpp server, vLLM ≥ 0.10, Ollama's /v1, LM Studio
+ *   {"error": "text"}                       LM Studio (400s, and 200 for unknown routes), Ollama's native API
+ *   {"object": "error", "message", …}       vLLM before 0.10 (HTTP bodies)
+ *   {"detail": "text" | [{loc, msg}]}       FastAPI request validation (vLLM 422)
+ * Undefined when the body holds none of these.
+ */
+export function engineErrorOf(json: unknown): EngineErrorInfo | undefined {
+  if (!isObject(json)) return undefined;
+  const e = json.error;
+  if (typeof e === 'string') return { message: e };
+  if (isObject(e)) return { message: textOf(e.message) ?? JSON.stringify(e), type: textOf(e.type), code: textOf(e.code) };
+  if (e !== undefined && e !== null) return { message: JSON.stringify(e) };
+  if (json.object === 'error') return { message: textOf(json.message) ?? 'error', type: textOf(json.type), code: textOf(json.code) };
+  const d = json.detail;
+  if (typeof d === 'string') return { message: d };
+  if (Array.isArray(d)) {
+    const parts = d.filter(isObject).map((x) => {
+      const loc = Array.isArray(x.loc) ? x.loc.map(String).join('.') : '';
+      return `${loc ? `${loc}: ` : ''}${textOf(x.msg) ?? JSON.stringify(x)}`;
+    });
+    return { message: parts.join('; ') || JSON.stringify(d) };
+  }
+  return undefined;
+}
+
+/**
+ * "The prompt (plus max_tokens) does not fit the context", as each engine says it. Such a request fails with
+ * `context_length_exceeded` (LMSP), not a generic `invalid_request`. Ollama is absent: it truncates the prompt to
+ * the model's num_ctx silently and answers.
+ */
+export const CONTEXT_OVERFLOW: ReadonlyArray<{ engine: string; test: (e: EngineErrorInfo) => boolean }> = [
+  { engine: 'OpenAI', test: (e) => e.code === 'context_length_exceeded' },
+  // {"error":{"code":400,"message":"request (30052 tokens) exceeds the available context size (2048 tokens), …","type":"exceed_context_size_error"}}
+  { engine: 'llama.cpp server', test: (e) => e.type === 'exceed_context_size_error' || /exceeds the available context size/i.test(e.message) },
+  // "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (…)" (and the newer
+  // "'max_tokens' … is too large: … This model's maximum context length is …"); V1: "The decoder prompt (length 5000)
+  // is longer than the maximum model length of 4096."
+  { engine: 'vLLM', test: (e) => /maximum context length is \d+|longer than the maximum model length/i.test(e.message) },
+  // "The number of tokens to keep from the initial prompt is greater than the context length (n_keep: 13055>= n_ctx:
+  // 4096)…"; older: "Trying to keep the first N tokens when context the overflows. However, the model is loaded with
+  // context length of only M tokens…"; MLX: "Context size has been exceeded".
+  {
+    engine: 'LM Studio',
+    test: (e) => /greater than the context length|context length of only \d+|context size has been exceeded|reached context length of \d+/i.test(e.message),
+  },
+];
+
+export function isContextOverflow(e: EngineErrorInfo): boolean {
+  return CONTEXT_OVERFLOW.some((r) => r.test(e));
+}
+
+/** Answers that mean "this URL is not the engine's OpenAI-style base" although the status may be 200 (LM Studio). */
+export const WRONG_ROUTE: ReadonlyArray<{ engine: string; test: (e: EngineErrorInfo) => boolean }> = [
+  { engine: 'LM Studio', test: (e) => /^Unexpected endpoint or method/i.test(e.message) },
+];
+
+export function isWrongRoute(e: EngineErrorInfo): boolean {
+  return WRONG_ROUTE.some((r) => r.test(e));
+}
+
+/**
+ * finish_reason values and what they mean for the task: `stop` → completed, `max_output_tokens` → incomplete,
+ * `interrupted` → the engine gave up on the request (vLLM "abort": preempted or shut down) and the on_restart policy
+ * decides, `error` → the engine failed it (vLLM "error"). Anything else ("tool_calls", "content_filter", "eos", …) →
+ * completed.
+ */
+export const FINISH_REASONS: Readonly<Record<string, 'stop' | 'max_output_tokens' | 'interrupted' | 'error'>> = {
+  stop: 'stop',
+  length: 'max_output_tokens',
+  abort: 'interrupted',
+  error: 'error',
+};
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function textOf(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
+}

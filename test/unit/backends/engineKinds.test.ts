@@ -1,0 +1,295 @@
+// Engines we cannot run here (vLLM, Ollama, LM Studio) and llama.cpp server, as the scripted engine's flavours
+// (fixtures/fakeEngine.ts FLAVORS): their model lists and context lengths, slot probing only where it exists, usage
+// with include_usage, their error bodies (context overflow → context_length_exceeded, model not found), their odd
+// answers (LM Studio's 200 for unknown routes and errors, vLLM's old error objects and "abort" finish, Ollama's null
+// model list and its silent mid-stream failures), and on_restart "resume" offered or refused per kind.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { streamChat } from '../../../src/backends/openai/chatStream';
+import { DEFAULT_TIMEOUTS } from '../../../src/backends/openai/engine';
+import { engineErrorOf, isContextOverflow, kindFromModelList, resumeOffered } from '../../../src/backends/openai/quirks';
+import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
+import { BackendError } from '../../../src/runtime/backend';
+import { isRuntimeError } from '../../../src/runtime/errors';
+import { TaskRuntime } from '../../../src/runtime/runtime';
+import type { TaskRecord } from '../../../src/runtime/task';
+import { answer, FLAVORS, flavorStream, sseHead, startFakeEngine, type ChatHandler, type EngineFlavor, type FakeEngine } from '../../fixtures/fakeEngine';
+import { tempDir } from '../runtime/helpers';
+
+const root = tempDir('tr-kinds-');
+let dirs = 0;
+const engines: FakeEngine[] = [];
+const runtimes: TaskRuntime[] = [];
+after(async () => {
+  for (const r of runtimes) await r.close();
+  for (const e of engines) await e.close();
+});
+
+async function engine(flavor: EngineFlavor, chat: ChatHandler = flavorStream(flavor, ['Hello', ', ', 'world']), models = ['m1']): Promise<FakeEngine> {
+  const e = await startFakeEngine(chat, models, flavor);
+  engines.push(e);
+  return e;
+}
+
+async function open(backend: RemoteBackend): Promise<TaskRuntime> {
+  const r = await TaskRuntime.open({ dataDir: `${root}/${++dirs}`, backend, backendRetry: { attempts: 2, baseMs: 10, maxMs: 50 } });
+  runtimes.push(r);
+  return r;
+}
+
+function create(r: TaskRuntime, over: Partial<Parameters<TaskRuntime['createTask']>[0]> = {}): TaskRecord {
+  return r.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'e/m1', input: 'Hi', max_output_tokens: 16 }, ...over }).task;
+}
+
+const text = (t: TaskRecord) => (t.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0]?.content[0]?.text;
+
+const expected: Record<EngineFlavor['name'], { context: number | null; concurrency: number; propsAsked: boolean; resume: boolean }> = {
+  'llama.cpp': { context: 8192, concurrency: 2, propsAsked: true, resume: true },
+  vllm: { context: 32768, concurrency: 4, propsAsked: false, resume: true },
+  ollama: { context: null, concurrency: 4, propsAsked: false, resume: false },
+  lmstudio: { context: null, concurrency: 4, propsAsked: false, resume: false },
+};
+
+for (const flavor of Object.values(FLAVORS)) {
+  const want = expected[flavor.name];
+  describe(`an engine of kind "${flavor.name}"`, () => {
+    it(`lists its models with ${want.context ?? 'no'} context, ${want.propsAsked ? 'reads its slots' : 'asks no /props'}, streams with usage; resume ${want.resume ? 'offered' : 'refused'}`, async () => {
+      const e = await engine(flavor);
+      const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: flavor.name }]);
+      await b.refresh();
+      const ep = b.engines[0].endpoints[0];
+      assert.equal(ep.state, 'up', ep.lastError);
+      assert.equal(ep.looksLike, flavor.name, 'its owned_by names it');
+      assert.deepEqual(b.listModels().map((m) => [m.id, m.maxContextLength]), [['e/m1', want.context]]);
+      assert.equal(ep.concurrency, want.concurrency);
+      assert.equal(e.requests.some((q) => q.path === '/props'), want.propsAsked);
+      const r = await open(b);
+      const done = await r.waitForTerminal(create(r).id);
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+      assert.equal(text(done), 'Hello, world');
+      assert.deepEqual(done.usage, { input_tokens: 7, output_tokens: 3, total_tokens: 10 }, 'usage from the include_usage chunk');
+      const sent = e.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
+      assert.deepEqual(sent.stream_options, { include_usage: true });
+      assert.equal(b.supportsResume('e/m1'), want.resume);
+      if (want.resume) assert.equal(create(r, { onRestart: 'resume' }).onRestart, 'resume');
+      else assert.throws(() => create(r, { onRestart: 'resume' }), (err) => isRuntimeError(err, 'unsupported_capability'));
+    });
+
+    if (flavor.contextOverflow) {
+      const overflow = flavor.contextOverflow;
+      it('a prompt longer than the context fails the task with context_length_exceeded and the engine\'s words', async () => {
+        const e = await engine(flavor, (_q, res) => answer(res, overflow));
+        const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: flavor.name }]);
+        await b.refresh();
+        const r = await open(b);
+        const done = await r.waitForTerminal(create(r).id);
+        assert.equal(done.status, 'failed');
+        assert.equal(done.error?.code, 'context_length_exceeded', done.error?.detail);
+        assert.equal(done.error?.status, 400);
+        assert.match(done.error!.detail, /does not fit the model's context \(HTTP 400: .*(context|n_ctx)/);
+      });
+    }
+
+    if (flavor.modelNotFound) {
+      const notFound = flavor.modelNotFound;
+      it('a model the engine does not have fails with model_not_found and its message', async () => {
+        const e = await engine(flavor, (_q, res) => answer(res, notFound));
+        const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: flavor.name }]);
+        await b.refresh();
+        const r = await open(b);
+        const done = await r.waitForTerminal(create(r).id);
+        assert.equal(done.error?.code, 'model_not_found');
+        assert.match(done.error!.detail, /HTTP 404: .*(not found|does not exist)/);
+      });
+    }
+  });
+}
+
+describe('engine quirks', () => {
+  it('Ollama with no model pulled answers "data": null: the engine is up with no models, not down', async () => {
+    const e = await engine(FLAVORS.ollama, flavorStream(FLAVORS.ollama, ['x']), []);
+    const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: 'ollama' }]);
+    await b.refresh();
+    assert.equal(b.engines[0].endpoints[0].state, 'up', b.engines[0].endpoints[0].lastError);
+    assert.deepEqual(b.listModels(), []);
+  });
+
+  it('Ollama failing mid-stream (an empty chunk, then the stream ends without a finish): the task is interrupted', async () => {
+    // streamResponse writes {"error": …} through the OpenAI writer, which turns it into an empty chunk; no [DONE].
+    const e = await engine(FLAVORS.ollama, (_q, res) => {
+      sseHead(res);
+      const chunk = (content: string) => `data: ${JSON.stringify({ ...FLAVORS.ollama.chunkFields, choices: [{ index: 0, delta: { role: 'assistant', content }, finish_reason: null }] })}\n\n`;
+      res.write(chunk('partial'));
+      res.end(chunk(''));
+    });
+    const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: 'ollama' }]);
+    await b.refresh();
+    const r = await open(b);
+    const done = await r.waitForTerminal(create(r, { onRestart: 'fail' }).id);
+    assert.equal(done.error?.code, 'backend_interrupted');
+    assert.equal(text(done), 'partial');
+  });
+
+  it('vLLM before 0.10: an {"object": "error"} body is read (context overflow), and mid-stream it fails the task instead of passing as a chunk', async () => {
+    const message = "This model's maximum context length is 2048 tokens. However, you requested 3000 tokens (2984 in the messages, 16 in the completion).";
+    const old = await engine(FLAVORS.vllm, (_q, res) => answer(res, { status: 400, type: 'application/json', body: { object: 'error', message, type: 'BadRequestError', param: null, code: 400 } }));
+    const mid = await engine(FLAVORS.vllm, (_q, res) => {
+      sseHead(res);
+      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] })}\n\n`);
+      res.write(`data: ${JSON.stringify({ object: 'error', message: 'CUDA out of memory', type: 'InternalServerError', param: null, code: 500 })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    });
+    for (const [e, code, detail] of [
+      [old, 'context_length_exceeded', /maximum context length is 2048/],
+      [mid, 'backend_error', /reported an error mid-stream: CUDA out of memory/],
+    ] as const) {
+      const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: 'vllm' }]);
+      await b.refresh();
+      const r = await open(b);
+      const done = await r.waitForTerminal(create(r).id);
+      assert.equal(done.status, 'failed');
+      assert.equal(done.error?.code, code);
+      assert.match(done.error!.detail, detail);
+    }
+  });
+
+  it('vLLM request validation (FastAPI 422 with a "detail" list) fails with invalid_request naming the field', async () => {
+    const e = await engine(FLAVORS.vllm, (_q, res) =>
+      answer(res, { status: 422, type: 'application/json', body: { detail: [{ type: 'missing', loc: ['body', 'messages'], msg: 'Field required', input: {} }] } }),
+    );
+    const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: 'vllm' }]);
+    await b.refresh();
+    const r = await open(b);
+    const done = await r.waitForTerminal(create(r).id);
+    assert.equal(done.error?.code, 'invalid_request');
+    assert.match(done.error!.detail, /HTTP 422: body\.messages: Field required/);
+  });
+
+  it('vLLM finish_reason "abort" is an interruption (the on_restart policy decides), "error" a failure', async () => {
+    const ending = (fr: string): ChatHandler => (_q, res) => {
+      sseHead(res);
+      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'par' }, finish_reason: null }] })}\n\n`);
+      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: '' }, finish_reason: fr }] })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    };
+    const aborting = await engine(FLAVORS.vllm, ending('abort'));
+    const healthy = await engine(FLAVORS.vllm, flavorStream(FLAVORS.vllm, ['whole']));
+    const b = new RemoteBackend([{ name: 'e', urls: [aborting.base, healthy.base], kind: 'vllm', concurrency: [1] }]);
+    await b.refresh();
+    b.engines[0].endpoints[1].served = 1; // the aborting endpoint is picked first
+    const r = await open(b);
+    const retried = await r.waitForTerminal(create(r, { onRestart: 'retry' }).id);
+    assert.equal(retried.status, 'succeeded', JSON.stringify(retried.error));
+    assert.equal(retried.attempt, 2);
+    assert.equal(text(retried), 'whole');
+
+    const erroring = await engine(FLAVORS.vllm, ending('error'));
+    const b2 = new RemoteBackend([{ name: 'e', urls: [erroring.base], kind: 'vllm' }]);
+    await b2.refresh();
+    const r2 = await open(b2);
+    const failed = await r2.waitForTerminal(create(r2, { onRestart: 'retry' }).id);
+    assert.equal(failed.error?.code, 'backend_error');
+    assert.match(failed.error!.detail, /finish_reason "error"/);
+  });
+
+  it('vLLM resume: the continuation request has the final assistant message, continue_final_message and add_generation_prompt: false', async () => {
+    const dying = await engine(FLAVORS.vllm, (_q, res) => {
+      sseHead(res);
+      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'Once upon' }, finish_reason: null }] })}\n\n`);
+      setTimeout(() => res.socket?.destroy(), 10);
+    });
+    const healthy = await engine(FLAVORS.vllm, flavorStream(FLAVORS.vllm, [' a time.']));
+    const b = new RemoteBackend([{ name: 'e', urls: [dying.base, healthy.base], kind: 'vllm', concurrency: [1] }]);
+    await b.refresh();
+    b.engines[0].endpoints[1].served = 1;
+    const r = await open(b);
+    const done = await r.waitForTerminal(create(r, { onRestart: 'resume', input: { model: 'e/m1', input: 'Tell a story', max_output_tokens: 10 } }).id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    assert.equal(done.attempt, 1);
+    assert.equal(text(done), 'Once upon a time.');
+    const sent = healthy.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
+    assert.deepEqual((sent.messages as unknown[]).at(-1), { role: 'assistant', content: 'Once upon' });
+    assert.equal(sent.continue_final_message, true);
+    assert.equal(sent.add_generation_prompt, false);
+  });
+
+  it('LM Studio at a URL that is not its /v1 base: the 200 {"error": "Unexpected endpoint or method"} answers say so', async () => {
+    const e = await engine(FLAVORS.lmstudio);
+    const b = new RemoteBackend([{ name: 'e', urls: [e.url], kind: 'lmstudio' }]);
+    await b.refresh();
+    const ep = b.engines[0].endpoints[0];
+    assert.equal(ep.state, 'down');
+    assert.match(ep.lastError!, /not a model list \(Unexpected endpoint or method\. \(GET \/models\)\); is the URL the OpenAI-style base/);
+    await assert.rejects(
+      streamChat({
+        baseUrl: e.url,
+        label: 'engine "e"',
+        body: { model: 'm1', messages: [], stream: true },
+        signal: new AbortController().signal,
+        timeouts: DEFAULT_TIMEOUTS,
+        maxEventBytes: 1 << 20,
+        onDelta: () => {},
+      }),
+      (err: Error) =>
+        err instanceof BackendError &&
+        err.code === 'backend_error' &&
+        /answered with an error: Unexpected endpoint or method\. \(POST \/chat\/completions\); the URL is probably not its OpenAI-style base/.test(err.message),
+    );
+  });
+
+  it('LM Studio answering a context overflow with 200 and a JSON error (lmstudio-bug-tracker#2322): context_length_exceeded', async () => {
+    const e = await engine(FLAVORS.lmstudio, (_q, res) =>
+      answer(res, { status: 200, type: 'application/json; charset=utf-8', body: { error: 'Trying to keep the first 6547 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough.' } }),
+    );
+    const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: 'lmstudio' }]);
+    await b.refresh();
+    const r = await open(b);
+    const done = await r.waitForTerminal(create(r).id);
+    assert.equal(done.error?.code, 'context_length_exceeded');
+    assert.match(done.error!.detail, /context length of only 4096 tokens/);
+  });
+
+  it('an unknown OpenAI-compatible server (kind openai) still has /props asked; LM Studio\'s 200 error for it leaves the default concurrency', async () => {
+    const e = await engine(FLAVORS.lmstudio);
+    const b = new RemoteBackend([{ name: 'e', urls: [e.base] }]);
+    await b.refresh();
+    assert.equal(b.engines[0].endpoints[0].state, 'up');
+    assert.ok(e.requests.some((q) => q.path === '/props'));
+    assert.equal(b.engines[0].endpoints[0].concurrency, 4);
+    assert.equal(b.supportsResume('e/m1'), false, 'an unknown kind offers resume only when configured');
+  });
+});
+
+describe('engine kinds as data', () => {
+  it('resume: on by default for llama.cpp and vLLM (the configuration may turn it off), opt-in for openai, never for Ollama and LM Studio', () => {
+    assert.deepEqual(
+      (['llama.cpp', 'vllm', 'openai', 'ollama', 'lmstudio'] as const).map((k) => [k, resumeOffered(k, undefined), resumeOffered(k, true), resumeOffered(k, false)]),
+      [
+        ['llama.cpp', true, true, false],
+        ['vllm', true, true, false],
+        ['openai', false, true, false],
+        ['ollama', false, false, false],
+        ['lmstudio', false, false, false],
+      ],
+    );
+    assert.equal(resumeOffered(undefined, true), true);
+    assert.throws(() => new RemoteBackend([{ name: 'o', urls: ['http://127.0.0.1:1/v1'], kind: 'ollama', resume: true }]), /cannot be offered: Ollama has no continue_final_message/);
+    assert.throws(() => new RemoteBackend([{ name: 'o', urls: ['http://127.0.0.1:1/v1'], kind: 'tgi' as never }]), /must be one of/);
+  });
+
+  it('error bodies of every shape are read; overflow messages of every engine are recognised, others are not', () => {
+    assert.deepEqual(engineErrorOf({ error: { message: 'm', type: 't', code: 'c' } }), { message: 'm', type: 't', code: 'c' });
+    assert.deepEqual(engineErrorOf({ error: 'plain' }), { message: 'plain' });
+    assert.deepEqual(engineErrorOf({ object: 'error', message: 'old vllm', type: 'BadRequestError', code: 400 }), { message: 'old vllm', type: 'BadRequestError', code: '400' });
+    assert.deepEqual(engineErrorOf({ detail: 'Not Found' }), { message: 'Not Found' });
+    assert.equal(engineErrorOf({ choices: [], error: null }), undefined);
+    assert.equal(engineErrorOf({ object: 'chat.completion.chunk' }), undefined);
+    for (const f of Object.values(FLAVORS)) {
+      if (f.contextOverflow) assert.ok(isContextOverflow(engineErrorOf(f.contextOverflow.body)!), f.name);
+      if (f.modelNotFound) assert.ok(!isContextOverflow(engineErrorOf(f.modelNotFound.body)!), f.name);
+    }
+    assert.ok(isContextOverflow({ message: 'x', code: 'context_length_exceeded' }));
+    assert.ok(!isContextOverflow({ message: "'messages' field is required" }));
+    assert.equal(kindFromModelList({ data: [{ id: 'a', owned_by: 'someone' }] }), undefined);
+  });
+});
