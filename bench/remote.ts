@@ -2,8 +2,9 @@
 // alternating samples: llama.cpp's llama-server streaming its own POST /v1/chat/completions to a Node client, versus
 // a task created through our LMSP door (POST /tasks) with the remote backend streaming from that same llama-server
 // and the client following /tasks/{id}/events. Reported: tokens/s each way and their ratio (goal ≥ 0.9), first-token
-// time each way and the difference (goal ≤ 5 ms). Needs llama-server built (node scripts/remote-engine/prepare.mjs);
-// without it the section says so instead of building (a bench never downloads or builds).
+// time each way and the difference (goal ≤ 5 ms); the same for POST /responses with `stream: true`. Needs
+// llama-server built (node scripts/remote-engine/prepare.mjs); without it the section says so instead of building
+// (a bench never downloads or builds).
 // Run directly: node out/bench/remote.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -13,7 +14,7 @@ import { writeTestModel } from '../src/backends/llama/testModel';
 import { startEndpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
 import { llamaServerBinary, startLlamaServer } from '../test/fixtures/llamaServer';
-import { streamOnce, TOKEN } from './lmsp';
+import { responsesStreamOnce, streamOnce, TOKEN } from './lmsp';
 
 const INSTRUCTIONS = 'You are a benchmark.';
 const PROMPT = 'Write a long story about a durable task runtime.';
@@ -69,7 +70,7 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
     return { skipped: (e as Error).message };
   }
   const tokens = opts.tokens ?? 400;
-  const samples = opts.samples ?? 5;
+  const samples = opts.samples ?? 9;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'remote-bench-'));
   let modelPath = opts.modelPath;
   if (!modelPath) {
@@ -85,16 +86,20 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
     // Warm both paths once (first request pays llama-server's slot setup).
     await directOnce(engine.base, 16);
     await streamOnce(ep, 16, 0, 'local/tiny');
+    await responsesStreamOnce(ep, 16, 0, 'local/tiny');
     const direct: Array<Awaited<ReturnType<typeof directOnce>>> = [];
     const ours: Array<Awaited<ReturnType<typeof streamOnce>>> = [];
+    const oursStream: Array<Awaited<ReturnType<typeof responsesStreamOnce>>> = [];
     for (let i = 0; i < samples; i++) {
       direct.push(await directOnce(engine.base, tokens));
       ours.push(await streamOnce(ep, tokens, 0, 'local/tiny'));
+      oursStream.push(await responsesStreamOnce(ep, tokens, 0, 'local/tiny'));
     }
     const dTps = median(direct.map((r) => r.tokensPerSecond));
     const oTps = median(ours.map((r) => r.tokensPerSecond));
     const dTtft = median(direct.map((r) => r.ttftMs));
     const oTtft = median(ours.map((r) => r.ttftMs));
+    const sTtft = median(oursStream.map((r) => r.ttftMs));
     return {
       tokens,
       samples,
@@ -105,6 +110,11 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
       llama_server_first_token_ms: round(dTtft, 2),
       ours_first_token_ms: round(oTtft, 2),
       added_first_token_ms: round(oTtft - dTtft, 2),
+      // The same through POST /responses with stream: true (one request; the answer is the stream).
+      ours_responses_stream_tokens_per_second: Math.round(median(oursStream.map((r) => r.tokensPerSecond))),
+      responses_stream_tokens_per_second_ratio: round(median(oursStream.map((r) => r.tokensPerSecond)) / dTps, 2),
+      ours_responses_stream_first_token_ms: round(sTtft, 2),
+      added_first_token_responses_stream_ms: round(sTtft - dTtft, 2),
     };
   } finally {
     await ep.close();
