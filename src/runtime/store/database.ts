@@ -43,7 +43,7 @@
 // yet synced (synced ones are applied again), zeroes their frames and refuses writes until a probe. Measured on a
 // quiet 16-core machine (25 paired samples, same process): POST /responses (stream) → first delta 7.09 → 5.83 ms
 // against 2.67 ms for the raw first token; a remote llama-server's first token through POST /tasks 8.51 → 7.35 ms
-// against 4.32 ms direct. A background sync's callback comes ~0.6–0.8 ms after it starts there (a sync on the loop
+// against 4.32 ms direct. A background sync's callback came 0.8–1.2 ms after it started there (a sync on the loop
 // takes 0.2–0.3 ms), so the gain is the overlap with the model, not a shorter sync (docs/runtime.md).
 //
 // A failed append or fdatasync makes the store refuse writes (`store_unwritable`, 503 at the doors) until a probe —
