@@ -1,6 +1,7 @@
 // LMSP door costs, measured in one run on the same tiny model:
 //  (a) streaming overhead: tokens/s an SSE client sees on /tasks/{id}/events versus raw node-llama-cpp, and the
-//      time from POST /tasks to the first delta event minus raw time to first token;
+//      time from POST /tasks to the first delta event minus raw time to first token; the same for POST /responses
+//      with `stream: true` (one request: headers, response.created and the first delta timed from the POST);
 //  (b) load: 200 concurrent pollers of GET /tasks/{id} plus 20 SSE followers of the same task: poll latency
 //      percentiles, requests/s, and events missed by any follower (must be 0).
 // Run directly: node out/bench/lmsp.js
@@ -63,6 +64,53 @@ async function postTask(ep: Endpoint, tokens: number, temperature: number, model
   });
   if (res.status !== 202) throw new Error(`POST /tasks: ${res.status} ${await res.text()}`);
   return { id: ((await res.json()) as { id: string }).id, postedAt };
+}
+
+/**
+ * POST /responses with `stream: true`: one request, the answer is the event stream. Times from the POST: response
+ * headers, `response.created`, the first text delta; tokens/s to the last delta.
+ */
+export async function responsesStreamOnce(ep: Endpoint, tokens: number, temperature: number, model = 'tiny') {
+  const postedAt = performance.now();
+  const res = await fetch(`${ep.lmspUrl}/responses`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model, instructions: INSTRUCTIONS, input: PROMPT, max_output_tokens: tokens, temperature, stream: true }),
+  });
+  if (res.status !== 200) throw new Error(`POST /responses: ${res.status} ${await res.text()}`);
+  const headersMs = performance.now() - postedAt;
+  let createdMs = 0;
+  let firstDelta = 0;
+  let lastDelta = 0;
+  let outputTokens = 0;
+  const decoder = new TextDecoder();
+  let buf = '';
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    const at = performance.now();
+    buf += decoder.decode(chunk, { stream: true });
+    let end: number;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      const type = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (type === 'response.created' && !createdMs) createdMs = at - postedAt;
+      if (type === 'response.output_text.delta') {
+        if (!firstDelta) firstDelta = at;
+        lastDelta = at;
+      }
+      if ((type === 'response.completed' || type === 'response.incomplete') && data) {
+        outputTokens = (JSON.parse(data) as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens;
+      }
+    }
+  }
+  return {
+    headersMs,
+    createdMs,
+    ttftMs: firstDelta - postedAt,
+    tokensPerSecond: (outputTokens / (lastDelta - postedAt)) * 1000,
+    outputTokens,
+  };
 }
 
 /** One task followed by one SSE client from the moment it is created. */
@@ -158,7 +206,7 @@ async function ackAttribution(ep: Endpoint, runtime: TaskRuntime) {
 
 export async function lmspBench(opts: LmspBenchOptions = {}): Promise<Record<string, unknown>> {
   const tokens = opts.tokens ?? 400;
-  const samples = opts.samples ?? 5;
+  const samples = opts.samples ?? 9;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lmsp-bench-'));
   let modelPath = opts.modelPath;
   if (!modelPath) {
@@ -174,18 +222,29 @@ export async function lmspBench(opts: LmspBenchOptions = {}): Promise<Record<str
     await streamOnce(ep, 8, 0.8); // loads the model
     // The tiny model's vocabulary has end-of-generation tokens besides eos/eot, so a sampled run can stop early;
     // only full-length runs are compared with the raw figure.
+    // POST /tasks + GET events and POST /responses (stream) alternate, so both see the same machine.
     const runs = [];
+    const streamed = [];
     let attempts = 0;
-    while (runs.length < samples && attempts < samples * 10) {
+    const stats0 = runtime.storeStats;
+    while ((runs.length < samples || streamed.length < samples) && attempts < samples * 20) {
       attempts++;
-      const r = await streamOnce(ep, tokens, 0.8);
-      if (r.outputTokens === tokens) runs.push(r);
+      if (runs.length < samples) {
+        const r = await streamOnce(ep, tokens, 0.8);
+        if (r.outputTokens === tokens) runs.push(r);
+      }
+      if (streamed.length < samples) {
+        const r = await responsesStreamOnce(ep, tokens, 0.8);
+        if (r.outputTokens === tokens) streamed.push(r);
+      }
     }
-    if (runs.length === 0) throw new Error(`no run reached ${tokens} tokens in ${attempts} attempts`);
+    const stats = runtime.storeStats;
+    if (runs.length === 0 || streamed.length === 0) throw new Error(`no run reached ${tokens} tokens in ${attempts} attempts`);
     const rawTps = median(raw.map((r) => r.tokensPerSecond));
     const rawTtft = median(raw.map((r) => r.timeToFirstTokenMs));
     const sseTps = median(runs.map((r) => r.tokensPerSecond));
     const sseTtft = median(runs.map((r) => r.ttftMs));
+    const streamTtft = median(streamed.map((r) => r.ttftMs));
     const ack = await ackAttribution(ep, runtime);
     const load = await loadTest(ep, runtime, opts.pollers ?? 200, opts.followers ?? 20, Math.max(tokens, 1500));
     return {
@@ -199,6 +258,15 @@ export async function lmspBench(opts: LmspBenchOptions = {}): Promise<Record<str
       post_to_first_delta_ms: round(sseTtft, 2),
       first_delta_overhead_ms: round(sseTtft - rawTtft, 2),
       first_delta_overhead_goal: '<= 5 ms',
+      responses_stream_runs: streamed.length,
+      responses_stream_headers_ms: round(median(streamed.map((r) => r.headersMs)), 2),
+      responses_stream_created_ms: round(median(streamed.map((r) => r.createdMs)), 2),
+      responses_stream_first_delta_ms: round(streamTtft, 2),
+      responses_stream_first_delta_overhead_ms: round(streamTtft - rawTtft, 2),
+      responses_stream_tokens_per_second: round(median(streamed.map((r) => r.tokensPerSecond))),
+      // Group commit: durable write batches and the fdatasyncs that carried them, over those runs.
+      store_batches: stats.batches - stats0.batches,
+      store_syncs: stats.syncs - stats0.syncs,
       ...ack,
       ...load,
       load_missed_events_goal: 0,

@@ -2,7 +2,7 @@
 // alternating samples: llama.cpp's llama-server streaming its own POST /v1/chat/completions to a Node client, versus
 // a task created through our LMSP door (POST /tasks) with the remote backend streaming from that same llama-server
 // and the client following /tasks/{id}/events. Reported: tokens/s each way and their ratio (goal ≥ 0.9), first-token
-// time each way and the difference (goal ≤ 5 ms).
+// time each way and the difference (goal ≤ 5 ms); the same for POST /responses with `stream: true`.
 // Also, for the choice of engine API (issue #13: "/v1/responses where an engine advertises it if that measurably
 // helps"): llama-server's POST /v1/responses stream beside its chat/completions stream, in the same alternation —
 // first token, tokens/s, bytes per token, the client's CPU per token, and our parse cost per token (the backend's SSE
@@ -21,7 +21,7 @@ import { startEndpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
 import { llamaServerBinary, startLlamaServer } from '../test/fixtures/llamaServer';
 import { sseFrames } from '../test/fixtures/sse';
-import { streamOnce, TOKEN } from './lmsp';
+import { responsesStreamOnce, streamOnce, TOKEN } from './lmsp';
 
 const INSTRUCTIONS = 'You are a benchmark.';
 const PROMPT = 'Write a long story about a durable task runtime.';
@@ -153,7 +153,7 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
     return { skipped: (e as Error).message };
   }
   const tokens = opts.tokens ?? 400;
-  const samples = opts.samples ?? 5;
+  const samples = opts.samples ?? 9;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'remote-bench-'));
   let modelPath = opts.modelPath;
   if (!modelPath) {
@@ -170,15 +170,18 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
     await directOnce(engine.base, 16);
     await directOnce(engine.base, 16, 'responses');
     await streamOnce(ep, 16, 0, 'local/tiny');
+    await responsesStreamOnce(ep, 16, 0, 'local/tiny');
     const direct: Array<Awaited<ReturnType<typeof directOnce>>> = [];
     const responses: Array<Awaited<ReturnType<typeof directOnce>>> = [];
     const ours: Array<Awaited<ReturnType<typeof streamOnce>>> = [];
+    const oursStream: Array<Awaited<ReturnType<typeof responsesStreamOnce>>> = [];
     for (let i = 0; i < samples; i++) {
       // Alternate the order so neither API always follows the other.
       if (i % 2) responses.push(await directOnce(engine.base, tokens, 'responses'));
       direct.push(await directOnce(engine.base, tokens));
       if (!(i % 2)) responses.push(await directOnce(engine.base, tokens, 'responses'));
       ours.push(await streamOnce(ep, tokens, 0, 'local/tiny'));
+      oursStream.push(await responsesStreamOnce(ep, tokens, 0, 'local/tiny'));
     }
     const dTps = median(direct.map((r) => r.tokensPerSecond));
     const oTps = median(ours.map((r) => r.tokensPerSecond));
@@ -186,6 +189,7 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
     const oTtft = median(ours.map((r) => r.ttftMs));
     const rTps = median(responses.map((r) => r.tokensPerSecond));
     const perToken = (runs: typeof direct, f: (r: (typeof direct)[number]) => number) => round(median(runs.map(f)), 1);
+    const sTtft = median(oursStream.map((r) => r.ttftMs));
     return {
       tokens,
       samples,
@@ -210,6 +214,11 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
       api_responses_parse_us_per_token: round(parseUsPerToken('responses', responses[0].chunks), 2),
       api_chat_end_at_token_limit: direct[0].end,
       api_responses_end_at_token_limit: responses[0].end,
+      // The same through POST /responses with stream: true (one request; the answer is the stream).
+      ours_responses_stream_tokens_per_second: Math.round(median(oursStream.map((r) => r.tokensPerSecond))),
+      responses_stream_tokens_per_second_ratio: round(median(oursStream.map((r) => r.tokensPerSecond)) / dTps, 2),
+      ours_responses_stream_first_token_ms: round(sTtft, 2),
+      added_first_token_responses_stream_ms: round(sTtft - dTtft, 2),
     };
   } finally {
     await ep.close();

@@ -67,6 +67,12 @@ export interface TaskRuntimeApi {
   readonly limits: RuntimeLimits;
   /** Persists the task and its first event (`response.created`) before returning. */
   createTask(params: CreateTaskParams): CreateTaskResult;
+  /**
+   * The same create, resolved once it is durable; meanwhile the task may already start on the backend (its create
+   * and start batches share one background sync). Nothing about it is visible before the promise resolves. Doors
+   * use this: the answer waits for durability, the model does not.
+   */
+  createTaskAsync(params: CreateTaskParams): Promise<CreateTaskResult>;
   /** undefined when unknown, expired, or owned by another principal. */
   getTask(id: string, principal?: string): TaskRecord | undefined;
   getTaskByResponseId(responseId: string, principal?: string): TaskRecord | undefined;

@@ -156,10 +156,19 @@ export class GenerationRun {
         resumed ? [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }] : startEvents(t, this.messageId),
     };
 
+    // The start is written with a background sync: the backend starts while it is synced (together with the create,
+    // when that is still being synced), and its first text is written after it, so nothing is shown out of order. If
+    // the sync fails the start is rolled back and this run stops with the store error.
+    const deferred = {
+      onFailed: (e: Error) => {
+        this.storeError ??= e;
+        this.abort.abort();
+      },
+    };
     const queued = this.store.getTask(id);
     if (queued && this.backend.isLoaded(queued.model)) {
       // Nothing to load: both transitions in one durable write, which is what a client waits for before text.
-      return this.transitions.transitionSteps(id, [toLoading, toRunning], ['queued']);
+      return this.transitions.transitionSteps(id, [toLoading, toRunning], ['queued'], deferred);
     }
     const loading = this.transitions.transition(id, 'loading', toLoading.patch, toLoading.events, ['queued']);
     if (!loading) return undefined;
@@ -190,7 +199,7 @@ export class GenerationRun {
       return void this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
     }
     if (this.stopReason) return void this.finishStopped(loading, '', 0, undefined);
-    const running = this.transitions.transition(id, 'running', toRunning.patch, toRunning.events, ['loading']);
+    const running = this.transitions.transition(id, 'running', toRunning.patch, toRunning.events, ['loading'], deferred);
     if (!running) {
       const now = this.store.getTask(id);
       if (now) this.finishStopped(now, '', 0, this.messageId);

@@ -20,7 +20,7 @@ import { outputText, recoverTasks, type RecoveryOutcome } from './recovery';
 import { responseObject, taskStatusSnapshot, titleOf } from './responses';
 import { sweep } from './retention';
 import { Scheduler, type BackendRetryPolicy } from './scheduler';
-import { DurableDatabase, type DatabaseOptions } from './store/database';
+import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/database';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
 import { TASK_STATUSES, isTerminal, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
@@ -151,10 +151,67 @@ export class TaskRuntime implements TaskRuntimeApi {
     return this.store.database.report;
   }
 
+  /** Write batches and journal syncs since open (benchmark, tests: group commit shows as fewer syncs than batches). */
+  get storeStats(): { batches: number; syncs: number; deferred: number } {
+    return { ...this.store.database.stats };
+  }
+
   // ---------------- creation ----------------
 
   createTask(p: CreateTaskParams): CreateTaskResult {
+    const planned = this.planCreate(p);
+    if (!('ops' in planned)) return planned;
+    this.store.database.write(planned.ops);
+    this.created(planned.task, planned.events);
+    this.scheduler.enqueue(planned.task);
+    return { task: planned.task, replayed: false };
+  }
+
+  /**
+   * Like createTask, but the task is queued (and may start on the backend) while its create batch is still being
+   * synced; resolves once it is durable. Nothing about the task is visible before then: its events and the change
+   * are published when the batch is durable, and reads settle pending batches first. Rejects with store_unwritable
+   * if the sync fails (the task was rolled back and any run it began is stopped).
+   */
+  createTaskAsync(p: CreateTaskParams): Promise<CreateTaskResult> {
+    return new Promise((resolve, reject) => {
+      const planned = this.planCreate(p);
+      if (!('ops' in planned)) return resolve(planned);
+      const { task, events } = planned;
+      this.transitions.holdEvents(task.id, 0);
+      this.store.database.write(planned.ops, {
+        defer: {
+          onDurable: () => {
+            this.transitions.releaseEvents(task.id);
+            this.created(task, events);
+            resolve({ task, replayed: false });
+          },
+          onFailed: (e) => {
+            this.transitions.releaseEvents(task.id);
+            this.scheduler.remove(task.id);
+            this.scheduler.stop(task.id, 'shutdown');
+            reject(e);
+          },
+        },
+      });
+      this.scheduler.enqueue(task);
+    });
+  }
+
+  /** Tells listeners about a durable create. */
+  private created(task: TaskRecord, events: Array<{ type: string; data: Record<string, unknown> }>): void {
+    const now = task.createdAt;
+    this.log.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: now })));
+    this.log.publishChange(task);
+  }
+
+  /** Checks a create and builds its batch; an idempotent replay returns the earlier task instead. */
+  private planCreate(
+    p: CreateTaskParams,
+  ): CreateTaskResult | { task: TaskRecord; ops: WriteOp[]; events: Array<{ type: string; data: Record<string, unknown> }> } {
     this.assertOpen();
+    // A replay must answer with a durable task.
+    this.store.database.settle();
     const onRestart = p.onRestart ?? 'fail';
     if (!this.limits.onRestart.includes(onRestart)) {
       throw new RuntimeError('unsupported_capability', `on_restart "${onRestart}" is not supported by this server.`, 'on_restart');
@@ -215,14 +272,18 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (p.idempotency) {
       ops.push(...this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now));
     }
-    this.store.database.write(ops);
-    this.log.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: now })));
-    this.log.publishChange(task);
-    this.scheduler.enqueue(task);
-    return { task, replayed: false };
+    return { task, ops, events };
   }
 
   // ---------------- reads ----------------
+
+  /**
+   * Every read answered to anyone goes through here first: batches still waiting for their sync (a create or a start
+   * written with a background sync) are synced now, so nothing read was not durable. Free when nothing waits.
+   */
+  private settle(): void {
+    this.store.database.settle();
+  }
 
   private visible(task: TaskRecord | undefined, principal?: string): TaskRecord | undefined {
     if (!task) return undefined;
@@ -236,11 +297,13 @@ export class TaskRuntime implements TaskRuntimeApi {
 
   getTask(id: string, principal?: string): TaskRecord | undefined {
     if (typeof id !== 'string' || id.length > 200) return undefined;
+    this.settle();
     return this.visible(this.store.getTask(id), principal);
   }
 
   getTaskByResponseId(responseId: string, principal?: string): TaskRecord | undefined {
     if (typeof responseId !== 'string' || responseId.length > 200) return undefined;
+    this.settle();
     return this.visible(this.store.getTaskByResponseId(responseId), principal);
   }
 
@@ -253,6 +316,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   listTasks(q: ListTasksQuery): ListTasksPage {
     const limit = Math.min(Math.max(Math.floor(q.limit ?? 50), 1), 1000);
     const before = q.cursor !== undefined ? decodeCursor(q.cursor) : undefined;
+    this.settle();
     const now = this.now();
     const rows = this.store.listTasks({ principal: q.principal, statuses: q.statuses, origin: q.origin, before, limit: limit + 1 });
     const more = rows.length > limit;
@@ -266,6 +330,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   countTasks(principal?: string): TaskCounts {
     const byStatus = Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
     let total = 0;
+    this.settle();
     for (const { status, n } of this.store.countByStatus(principal)) {
       byStatus[status] = n;
       total += n;
@@ -274,6 +339,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   queuePosition(id: string): number | null {
+    this.settle();
     return this.scheduler.position(id);
   }
 
@@ -300,10 +366,20 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   subscribe(id: string, afterSeq: number | undefined, onEvent: (e: TaskEvent) => void, principal?: string): Subscription {
-    const task = this.mustGet(id, principal);
+    // No settle here (a stream opened right after a create would wait for the start's sync): the replay stops before
+    // events whose batch is still being synced, and the live listener gets them once they are durable. Only a task
+    // whose create itself is not yet durable is settled first (it does not exist for anyone before that).
+    let unsynced = this.transitions.unsyncedFrom(id);
+    if (unsynced === 0) {
+      this.settle();
+      unsynced = this.transitions.unsyncedFrom(id);
+    }
+    const task = this.visible(this.store.getTask(id), principal);
+    if (!task) throw new RuntimeError('task_not_found', `No task with id "${String(id).slice(0, 80)}".`);
     let last = this.checkAfter(task, afterSeq);
     // Replay and registration happen in one synchronous step: no event can be committed in between.
     for (const ev of this.store.readEvents(id, last)) {
+      if (unsynced !== undefined && ev.seq >= unsynced) break;
       onEvent(ev);
       last = ev.seq;
     }
@@ -320,6 +396,7 @@ export class TaskRuntime implements TaskRuntimeApi {
 
   waitForTerminal(id: string, signal?: AbortSignal): Promise<TaskRecord> {
     return new Promise((resolve, reject) => {
+      this.settle();
       const first = this.store.getTask(id);
       if (!first) return reject(new RuntimeError('task_not_found', `No task with id "${id}".`));
       if (isTerminal(first.status)) return resolve(first);

@@ -1,13 +1,27 @@
 // The single place where a task changes: checks the transition table against the stored status, writes the
 // change and its events in one durable batch, then tells listeners. Everything here is synchronous, so the
-// first committed transition wins and a racing one sees the new status.
+// first committed transition wins and a racing one sees the new status. A deferred transition (`defer`) is applied
+// at once but synced in the background (group commit, store/database.ts); its listeners hear of it once it is
+// durable, and `defer.onFailed` runs instead if it never becomes durable (rolled back; the store refuses writes).
+import type { RuntimeError } from './errors';
 import type { EventLog } from './eventLog';
 import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
 import { pendingRequests } from './input';
 import { canTransition, isTerminal, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import type { WriteOp } from './store/database';
 
+/** For a transition written with a background sync: what to do if it is rolled back instead. */
+export interface DeferredTransition {
+  onFailed(err: RuntimeError): void;
+}
+
 export class TaskTransitions {
+  /**
+   * Tasks with events in batches not yet durable: the first event sequence of each such batch, oldest first (batches
+   * become durable, or fail, in the order they were written).
+   */
+  private readonly unsynced = new Map<string, number[]>();
+
   constructor(
     private readonly store: TaskStore,
     private readonly log: EventLog,
@@ -24,13 +38,14 @@ export class TaskTransitions {
     patch: Omit<TaskPatch, 'status'> | ((current: TaskRecord) => Omit<TaskPatch, 'status'>) = {},
     events: (task: TaskRecord) => NewEvent[] = () => [],
     from?: readonly TaskStatus[],
+    defer?: DeferredTransition,
   ): TaskRecord | undefined {
     const current = this.store.getTask(id);
     if (!current) return undefined;
     if (from && !from.includes(current.status)) return undefined;
     if (!canTransition(current.status, to)) return undefined;
     const fields = typeof patch === 'function' ? patch(current) : patch;
-    return this.apply(current, { ...fields, status: to }, events);
+    return this.commit([this.plan(current, { ...fields, status: to }, events)], true, defer);
   }
 
   /** Restart recovery only: moves a non-terminal task back to queued for another run. */
@@ -55,7 +70,12 @@ export class TaskTransitions {
    * Several transitions in a row (e.g. queued → loading → running when the model is already loaded) in one durable
    * batch. Each step is checked against the status the previous one left; nothing is written unless all pass.
    */
-  transitionSteps(id: string, steps: Array<{ to: TaskStatus; patch?: Omit<TaskPatch, 'status'>; events?: (task: TaskRecord) => NewEvent[] }>, from: readonly TaskStatus[]): TaskRecord | undefined {
+  transitionSteps(
+    id: string,
+    steps: Array<{ to: TaskStatus; patch?: Omit<TaskPatch, 'status'>; events?: (task: TaskRecord) => NewEvent[] }>,
+    from: readonly TaskStatus[],
+    defer?: DeferredTransition,
+  ): TaskRecord | undefined {
     let current = this.store.getTask(id);
     if (!current || !from.includes(current.status)) return undefined;
     const planned: Planned[] = [];
@@ -65,7 +85,7 @@ export class TaskTransitions {
       planned.push(p);
       current = p.next;
     }
-    return this.commit(planned);
+    return this.commit(planned, true, defer);
   }
 
   private apply(
@@ -107,12 +127,55 @@ export class TaskTransitions {
     return { next, ops, stored };
   }
 
+  /**
+   * Events of `id` from `from` on sit in a batch that is not yet durable (until `release`): replays stop before them
+   * (they reach live listeners when the batch is durable). Used by deferred transitions and the deferred create.
+   */
+  holdEvents(id: string, from: number): void {
+    const u = this.unsynced.get(id);
+    if (u) u.push(from);
+    else this.unsynced.set(id, [from]);
+  }
+
+  /** The oldest held batch of `id` is durable (or failed). */
+  releaseEvents(id: string): void {
+    const u = this.unsynced.get(id);
+    u?.shift();
+    if (u?.length === 0) this.unsynced.delete(id);
+  }
+
+  /** The first event sequence of `id` not yet durable, or undefined when every event of it is. */
+  unsyncedFrom(id: string): number | undefined {
+    return this.unsynced.get(id)?.[0];
+  }
+
   /** One durable write for all planned steps, then listeners hear of each, in order. */
-  private commit(planned: Planned[], notifyChange = true): TaskRecord {
-    this.store.database.write(planned.flatMap((p) => p.ops));
-    for (const p of planned) {
-      this.log.publish(p.stored);
-      if (notifyChange) this.log.publishChange(p.next);
+  private commit(planned: Planned[], notifyChange = true, defer?: DeferredTransition): TaskRecord {
+    const tell = () => {
+      for (const p of planned) {
+        this.log.publish(p.stored);
+        if (notifyChange) this.log.publishChange(p.next);
+      }
+    };
+    const ops = planned.flatMap((p) => p.ops);
+    if (defer) {
+      const id = planned[0].next.id;
+      this.holdEvents(id, planned[0].next.nextSeq - planned[0].stored.length);
+      this.store.database.write(ops, {
+        defer: {
+          onDurable: () => {
+            this.releaseEvents(id);
+            tell();
+          },
+          onFailed: (e) => {
+            this.releaseEvents(id);
+            defer.onFailed(e);
+          },
+        },
+      });
+    } else {
+      this.store.database.write(ops);
+      tell();
     }
     return planned[planned.length - 1].next;
   }

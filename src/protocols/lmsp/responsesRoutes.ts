@@ -7,7 +7,7 @@ import type { LmspDeps } from './deps';
 import { toResponseObject, wireResponse } from './format';
 import { idempotencyOf } from './idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, VENDOR_PREFIX } from './lmspConstants';
-import { lmspProblem, translate, translateAsync } from './problems';
+import { lmspProblem, translateAsync } from './problems';
 import { parseBody, rejectUnsupported, responseCreateSchema, toRuntimeRequest } from './schemas';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
@@ -19,8 +19,9 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
   const parsed = parseBody(responseCreateSchema, body);
   const stream = parsed.stream === true;
   const input = toRuntimeRequest(parsed);
-  const result = translate(() =>
-    deps.runtime.createTask({ origin: 'lmsp', principal: ctx.principal, input, onRestart: 'fail', idempotency, meta: { lmsp_route: 'responses' } }),
+  // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.
+  const result = await translateAsync(() =>
+    deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input, onRestart: 'fail', idempotency, meta: { lmsp_route: 'responses' } }),
   );
   const task = result.task;
   if (result.replayed) {
@@ -29,8 +30,10 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
     }
     res.setHeader(HEADERS.idempotentReplayed, 'true');
   } else {
-    // A synchronous response belongs to its connection: a client that leaves no longer wants it.
-    ctx.signal.addEventListener('abort', () => cancelQuietly(deps, task.id, ctx.principal), { once: true });
+    // A synchronous response belongs to its connection: a client that leaves no longer wants it (also one that left
+    // while the create was being synced).
+    if (ctx.signal.aborted) cancelQuietly(deps, task.id, ctx.principal);
+    else ctx.signal.addEventListener('abort', () => cancelQuietly(deps, task.id, ctx.principal), { once: true });
   }
   if (stream) {
     await streamTaskEvents(deps, res, {

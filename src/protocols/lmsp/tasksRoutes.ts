@@ -6,7 +6,7 @@ import type { LmspDeps } from './deps';
 import { runtimeStatuses, toTaskObject } from './format';
 import { idempotencyOf } from './idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, LMSP_PREFIX, OBJECTS, PATHS, QUERY, VENDOR_MEMBER } from './lmspConstants';
-import { lmspProblem, translate } from './problems';
+import { lmspProblem, translate, translateAsync } from './problems';
 import { parseBody, parseLastEventId, parseListQuery, rejectUnsupported, taskCreateSchema, toRuntimeRequest } from './schemas';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
@@ -29,8 +29,9 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
   const origin = claimed ?? 'lmsp';
   // ch.7: the `stream` field of the wrapped request is ignored.
   const input = toRuntimeRequest(parsed.input);
-  const result = translate(() =>
-    deps.runtime.createTask({ origin, principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),
+  // Answered once the create is durable; the task may already be starting on the backend meanwhile.
+  const result = await translateAsync(() =>
+    deps.runtime.createTaskAsync({ origin, principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),
   );
   const headers: Record<string, string> = { Location: `${LMSP_PREFIX}${PATHS.tasks}/${result.task.id}` };
   if (result.replayed) headers[HEADERS.idempotentReplayed] = 'true';
