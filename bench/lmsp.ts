@@ -83,25 +83,14 @@ export async function responsesStreamOnce(ep: Endpoint, tokens: number, temperat
   let firstDelta = 0;
   let lastDelta = 0;
   let outputTokens = 0;
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    const at = performance.now();
-    buf += decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      const type = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (type === 'response.created' && !createdMs) createdMs = at - postedAt;
-      if (type === 'response.output_text.delta') {
-        if (!firstDelta) firstDelta = at;
-        lastDelta = at;
-      }
-      if ((type === 'response.completed' || type === 'response.incomplete') && data) {
-        outputTokens = (JSON.parse(data) as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens;
-      }
+  for await (const f of sseFrames(res.body)) {
+    if (f.event === 'response.created' && !createdMs) createdMs = f.at - postedAt;
+    if (f.event === 'response.output_text.delta') {
+      if (!firstDelta) firstDelta = f.at;
+      lastDelta = f.at;
+    }
+    if (f.event === 'response.completed' || f.event === 'response.incomplete') {
+      outputTokens = (JSON.parse(f.data) as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens;
     }
   }
   return {
