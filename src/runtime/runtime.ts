@@ -263,10 +263,11 @@ export class TaskRuntime implements TaskRuntimeApi {
       oldestSeq: 0,
       inputRequests: null,
     };
-    const queued = responseObject(task, { status: 'queued' });
+    // Both first events carry the same data object, so the batch serialises it once (createTaskOps).
+    const data = { response: responseObject(task, { status: 'queued' }) };
     const events = [
-      { type: 'response.created', data: { response: queued } },
-      { type: 'response.queued', data: { response: queued } },
+      { type: 'response.created', data },
+      { type: 'response.queued', data },
     ];
     const ops = this.store.createTaskOps(task, ++this.queueOrder, events, now);
     if (p.idempotency) {

@@ -67,16 +67,67 @@ export interface NewEvent {
   data: Record<string, unknown>;
 }
 
+/** Bounds of the finished-task cache: entries, and characters of their stored JSON (input, response, meta…). */
+export const FINISHED_CACHE_LIMITS = { entries: 2048, chars: 16 * 1024 * 1024 };
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
 export class TaskStore {
+  /**
+   * Finished tasks by id, as frozen records. A succeeded, failed or cancelled task never changes again except by the
+   * four write builders below that name it (delete, history purge, and — never for a finished task today — update
+   * and event append), and each of them drops it here before its batch is written. So a poll of a finished task
+   * (the hot path of every MCP and LMSP poller) is a Map lookup instead of a sql.js statement and three JSON.parse
+   * calls. Insertion-ordered; the oldest entries go first past FINISHED_CACHE_LIMITS.
+   */
+  private readonly finished = new Map<string, { task: TaskRecord; chars: number }>();
+  private finishedChars = 0;
+
   constructor(private readonly db: DurableDatabase) {}
 
   get database(): DurableDatabase {
     return this.db;
   }
 
+  /** The task, or undefined. A finished task's record is shared and frozen: callers copy, never change it. */
   getTask(id: string): TaskRecord | undefined {
+    const hit = this.finished.get(id);
+    if (hit) return hit.task;
     const r = this.db.get(`SELECT ${TASK_COLUMNS} FROM tasks WHERE id = ?`, [id]);
-    return r ? toTask(r) : undefined;
+    if (!r) return undefined;
+    const task = toTask(r);
+    if (isTerminal(task.status)) this.rememberFinished(task, r);
+    return task;
+  }
+
+  private rememberFinished(task: TaskRecord, r: Row): void {
+    let chars = 512;
+    for (const col of ['input_json', 'response_json', 'error_json', 'usage_json', 'meta_json', 'title', 'status_message']) {
+      const v = r[col];
+      if (typeof v === 'string') chars += v.length;
+    }
+    if (chars > FINISHED_CACHE_LIMITS.chars / 8) return;
+    this.finished.set(task.id, { task: deepFreeze(task), chars });
+    this.finishedChars += chars;
+    for (const [id, e] of this.finished) {
+      if (this.finished.size <= FINISHED_CACHE_LIMITS.entries && this.finishedChars <= FINISHED_CACHE_LIMITS.chars) break;
+      this.finished.delete(id);
+      this.finishedChars -= e.chars;
+    }
+  }
+
+  /** Called by every write builder that changes a task's row, before the batch is written. */
+  private forget(id: string): void {
+    const e = this.finished.get(id);
+    if (!e) return;
+    this.finished.delete(id);
+    this.finishedChars -= e.chars;
   }
 
   getTaskByResponseId(responseId: string): TaskRecord | undefined {
@@ -183,6 +234,7 @@ export class TaskStore {
   // ---- write-batch builders: callers combine them and hand them to DurableDatabase.write in one batch ----
 
   insertTaskOps(t: TaskRecord, queueOrder: number): WriteOp[] {
+    this.forget(t.id);
     return [
       [
         // One line: the statement text travels in every journal record.
@@ -218,6 +270,7 @@ export class TaskStore {
   }
 
   updateTaskOps(id: string, patch: TaskPatch, updatedAt: number): WriteOp[] {
+    this.forget(id);
     const sets: string[] = ['updated_at = ?'];
     const params: SqlParam[] = [updatedAt];
     const add = (col: string, v: SqlParam) => {
@@ -243,14 +296,21 @@ export class TaskStore {
    * the batch has no UPDATE of the row it just inserted (one statement fewer per create in sql.js).
    */
   createTaskOps(t: TaskRecord, queueOrder: number, events: NewEvent[], createdAt: number): WriteOp[] {
-    return [
-      ...this.insertTaskOps({ ...t, nextSeq: events.length }, queueOrder),
-      ...events.map((e, i): WriteOp => [EVENT_INSERT, [t.id, i, e.type, JSON.stringify(e.data), createdAt]]),
-    ];
+    const ops = this.insertTaskOps({ ...t, nextSeq: events.length }, queueOrder);
+    // createTask's two first events carry one data object: serialised once.
+    let data: unknown;
+    let json = '';
+    for (let i = 0; i < events.length; i++) {
+      const e = events[i];
+      if (i === 0 || e.data !== data) json = JSON.stringify((data = e.data));
+      ops.push([EVENT_INSERT, [t.id, i, e.type, json, createdAt]]);
+    }
+    return ops;
   }
 
   /** Appends events at seqs firstSeq, firstSeq+1, … and advances next_seq. */
   appendEventOps(taskId: string, firstSeq: number, events: NewEvent[], createdAt: number): WriteOp[] {
+    this.forget(taskId);
     const ops: WriteOp[] = events.map((e, i) => [
       EVENT_INSERT,
       [taskId, firstSeq + i, e.type, JSON.stringify(e.data), createdAt],
@@ -269,6 +329,7 @@ export class TaskStore {
   }
 
   deleteTaskOps(id: string): WriteOp[] {
+    this.forget(id);
     return [
       ['DELETE FROM events WHERE task_id = ?', [id]],
       ['DELETE FROM tasks WHERE id = ?', [id]],
@@ -276,6 +337,7 @@ export class TaskStore {
   }
 
   purgeEventsOps(id: string, nextSeq: number): WriteOp[] {
+    this.forget(id);
     return [
       ['DELETE FROM events WHERE task_id = ?', [id]],
       ['UPDATE tasks SET oldest_seq = ? WHERE id = ?', [nextSeq, id]],

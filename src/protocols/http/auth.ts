@@ -1,4 +1,5 @@
 // Bearer-token authentication with a constant-time comparison against every known token.
+import * as crypto from 'node:crypto';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
@@ -27,8 +28,11 @@ export class TokenTable {
   }
 }
 
+// One-shot crypto.hash (Node ≥ 20.12) costs about half of createHash().update().digest(), on every request.
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
+
 function digest(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
+  return oneShot ? oneShot('sha256', s, 'buffer') : createHash('sha256').update(s, 'utf8').digest();
 }
 
 export type AuthResult = { ok: true; principal: string } | { ok: false; presented: boolean };

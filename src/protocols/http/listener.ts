@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { authenticate, TokenTable, WWW_AUTHENTICATE } from './auth';
 import { isAllowedHost, isAllowedOrigin, normalizeOrigin } from './hostOrigin';
 import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
-import type { DoorHandler } from './types';
+import type { DoorHandler, RequestContext } from './types';
 
 /** Why a request's signal aborts: its response closed (finished, or the client went away). */
 const RESPONSE_CLOSED = Object.assign(new Error('The response was closed.'), { name: 'AbortError' });
@@ -116,16 +116,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       writeProblem(res, new HttpProblem(401, 'unauthorized', detail, { headers: { 'WWW-Authenticate': challenge } }), style, instance);
       return;
     }
-    const requestAbort = new AbortController();
-    inFlight.add(requestAbort);
-    res.on('close', () => {
-      inFlight.delete(requestAbort);
-      // A shared reason: abort() without one builds a DOMException with a stack for every finished response
-      // (~8 % of busy CPU in a profile of 100 MCP pollers).
-      requestAbort.abort(RESPONSE_CLOSED);
-    });
     try {
-      await door.handler(req, res, { principal: auth.principal, url, signal: requestAbort.signal });
+      await door.handler(req, res, new Scope(auth.principal, url, res));
     } catch (e) {
       if (e instanceof HttpProblem) {
         writeProblem(res, e, style, instance);
@@ -133,6 +125,40 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         log(`listener: ${req.method} ${url.pathname} failed: ${e instanceof Error ? e.message : String(e)}`);
         writeProblem(res, new HttpProblem(500, 'internal_error', 'The server could not complete the request.'), style, instance);
       }
+    }
+  }
+
+  /**
+   * A request's context. Its abort signal is made on first use: a poll answered at once (MCP tasks/get, an LMSP GET)
+   * never asks for one, and an AbortController with a 'close' listener and an abort per request were about 5–8 % of
+   * the server's busy CPU under 100 pollers (issue #14 profile).
+   */
+  class Scope implements RequestContext {
+    private controller: AbortController | undefined;
+
+    constructor(
+      readonly principal: string,
+      readonly url: URL,
+      private readonly res: ServerResponse,
+    ) {}
+
+    get signal(): AbortSignal {
+      if (this.controller) return this.controller.signal;
+      const c = new AbortController();
+      this.controller = c;
+      // Asked for after the response closed or the listener began to shut down: aborted already.
+      if (this.res.closed || closing) {
+        c.abort(RESPONSE_CLOSED);
+        return c.signal;
+      }
+      inFlight.add(c);
+      this.res.once('close', () => {
+        inFlight.delete(c);
+        // A shared reason: abort() without one builds a DOMException with a stack for every finished response
+        // (~8 % of busy CPU in a profile of 100 MCP pollers).
+        c.abort(RESPONSE_CLOSED);
+      });
+      return c.signal;
     }
   }
 

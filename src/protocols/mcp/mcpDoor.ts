@@ -4,18 +4,16 @@
 // 2026-07-28 `_meta` envelope goes to the stateless modern layer (modern/). Tasks are bound to the authenticated
 // principal in both eras, so one runtime task is the same task to either.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import type { DoorHandler, RequestContext } from '../http/types';
-import type { CallerContext, McpContext } from './context';
-import { toMcpError } from './errors';
+import type { McpContext } from './context';
 import { MAX_BODY_BYTES, readJsonBody } from '../http/body';
 import { HttpProblem } from '../http/problem';
-import { sendJson, sendJsonRpcError } from './httpBody';
+import { sendJsonRpcError } from './httpBody';
 import { CreationGuard, DEFAULT_CREATION_LIMITS, type CreationLimits } from './limits';
 import { TaskNotifier } from './notifier';
 import { McpSessions, type SessionLimits } from './sessions';
-import { getTask } from './taskMethods';
+import { acceptsFastTaskGet, answerFastTaskGet } from './taskGetFastPath';
 import { classify } from './modern/era';
 import { createModernHandler } from './modern/modernDoor';
 
@@ -31,6 +29,8 @@ export interface McpDoorOptions {
   sessions?: Partial<SessionLimits>;
   /** TEST ONLY (`serve --conformance-fixtures`): the MCP conformance suite's fixture tools. */
   conformanceFixtures?: boolean;
+  /** TEST ONLY: false sends every tasks/get through the SDK transport (the fast path's byte-equality test). */
+  taskGetFastPath?: boolean;
 }
 
 export interface McpDoor {
@@ -55,6 +55,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
   const modern = createModernHandler(ctx, { conformanceFixtures: options.conformanceFixtures });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
   const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  const taskGetFastPath = options.taskGetFastPath ?? true;
   let closed = false;
 
   async function handle(req: IncomingMessage, res: ServerResponse, rc: RequestContext): Promise<void> {
@@ -88,9 +89,10 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
         }
         const session = sessions.get(sessionId, rc.principal);
         if (!session) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-        if (answerTaskGet(req, res, value, sessionId, { principal: rc.principal, signal: rc.signal })) {
+        const fastId = taskGetFastPath ? acceptsFastTaskGet(req, value) : undefined;
+        if (fastId !== undefined) {
           session.lastSeen = Date.now();
-          return;
+          return answerFastTaskGet(ctx, res, fastId, (value as { params?: unknown }).params, rc.principal, sessionId);
         }
         return await session.dispatch(req, res, rc.signal, value);
       }
@@ -107,27 +109,6 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
       if (!res.headersSent) sendJsonRpcError(res, 500, -32603, 'Internal error');
       else res.end();
     }
-  }
-
-  /**
-   * tasks/get answered as plain JSON without the SDK transport: the spec says servers SHOULD NOT upgrade it to
-   * SSE, and it is the hot path of every polling client. Anything unusual falls through to the transport.
-   */
-  function answerTaskGet(req: IncomingMessage, res: ServerResponse, msg: unknown, sessionId: string, caller: CallerContext): boolean {
-    const m = msg as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown } | null;
-    if (!m || typeof m !== 'object' || Array.isArray(m) || m.jsonrpc !== '2.0' || m.method !== 'tasks/get') return false;
-    if (typeof m.id !== 'string' && typeof m.id !== 'number') return false;
-    const version = header(req, 'mcp-protocol-version');
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return false;
-    let reply: unknown;
-    try {
-      reply = { jsonrpc: '2.0', id: m.id, result: getTask(ctx, caller, m.params) };
-    } catch (e) {
-      const err = toMcpError(e);
-      reply = { jsonrpc: '2.0', id: m.id, error: { code: err.code, message: err.message, ...(err.data !== undefined && { data: err.data }) } };
-    }
-    sendJson(res, 200, reply, { 'mcp-session-id': sessionId });
-    return true;
   }
 
   return {

@@ -2,7 +2,7 @@
 import { RELATED_TASK_META_KEY, McpError, type Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isRuntimeError } from '../../runtime/errors';
-import type { TaskRecord } from '../../runtime/task';
+import { isTerminal, type TaskRecord } from '../../runtime/task';
 import type { CallerContext, McpContext } from './context';
 import { invalidParams, taskNotFound, toMcpError } from './errors';
 import { describeIssues } from './tools';
@@ -12,13 +12,16 @@ const TASK_ID_PARAMS = z.object({ taskId: z.string().min(1).max(200) }).passthro
 const LIST_PARAMS = z.object({ cursor: z.string().max(1000).optional() }).passthrough().optional();
 
 function parseTaskId(params: unknown): string {
+  // The common case without zod (a poller's hot path); anything else gets zod's exact message.
+  const taskId = (params as { taskId?: unknown } | null | undefined)?.taskId;
+  if (typeof taskId === 'string' && taskId.length >= 1 && taskId.length <= 200 && typeof params === 'object' && !Array.isArray(params)) return taskId;
   const parsed = TASK_ID_PARAMS.safeParse(params);
   if (!parsed.success) throw invalidParams(`Invalid params: ${describeIssues(parsed.error)}`);
   return parsed.data.taskId;
 }
 
 /** Only tasks created through this door (they carry a tool call) are MCP tasks; others are read via get_task_text. */
-export function visibleTask(ctx: McpContext, caller: CallerContext, taskId: string): TaskRecord {
+export function visibleTask(ctx: McpContext, caller: Pick<CallerContext, 'principal'>, taskId: string): TaskRecord {
   const task = ctx.runtime.getTask(taskId, caller.principal);
   if (!task || task.origin !== 'mcp' || typeof task.meta['tool'] !== 'string') throw taskNotFound(taskId);
   return task;
@@ -28,8 +31,26 @@ export function taskView(ctx: McpContext, task: TaskRecord): McpTask {
   return toMcpTask(task, task.status === 'queued' ? ctx.runtime.queuePosition(task.id) : null, ctx.view);
 }
 
-export function getTask(ctx: McpContext, caller: CallerContext, params: unknown): McpTask {
+export function getTask(ctx: McpContext, caller: Pick<CallerContext, 'principal'>, params: unknown): McpTask {
   return taskView(ctx, visibleTask(ctx, caller, parseTaskId(params)));
+}
+
+/**
+ * A finished task's MCP view is a function of its record alone (no queue position, no pollInterval), and the runtime
+ * hands out one frozen record per finished task (TaskStore's cache): so its JSON text is kept per record.
+ */
+const finishedViews = new WeakMap<TaskRecord, string>();
+
+/** tasks/get's result as JSON text: exactly JSON.stringify(getTask(...)), without rebuilding a finished task's view. */
+export function getTaskJson(ctx: McpContext, caller: Pick<CallerContext, 'principal'>, params: unknown): string {
+  const task = visibleTask(ctx, caller, parseTaskId(params));
+  if (!isTerminal(task.status)) return JSON.stringify(taskView(ctx, task));
+  let json = finishedViews.get(task);
+  if (json === undefined) {
+    json = JSON.stringify(taskView(ctx, task));
+    finishedViews.set(task, json);
+  }
+  return json;
 }
 
 /** Blocks until the runtime task is terminal, woken by the runtime (not polling); gives up when the caller leaves. */

@@ -222,6 +222,38 @@ test('retention on the runtime clock purges old event history (→ event_history
   await rt.close();
 });
 
+test('finished tasks are read from a cache of frozen records that history purges and deletes drop', async () => {
+  const clock = new ManualClock();
+  const rt = await openRuntime(tempDir(), { now: clock.now, limits: { eventHistorySeconds: 0.2, taskRetentionSeconds: 0.6 } });
+  const { task } = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('cache me', 4) });
+  await rt.waitForTerminal(task.id);
+  const first = rt.getTask(task.id)!;
+  assert.equal(first.status, 'succeeded');
+  assert.equal(rt.getTask(task.id), first, 'a second read is the same record, not another sql.js row');
+  assert.ok(Object.isFrozen(first) && Object.isFrozen(first.response) && Object.isFrozen(first.meta), 'shared, so frozen');
+  assert.throws(() => {
+    (first as { status: string }).status = 'failed';
+  }, TypeError);
+  assert.equal(first.oldestSeq, 0);
+  clock.advance(201);
+  assert.equal(rt.sweepNow().historyPurged, 1);
+  const purged = rt.getTask(task.id)!;
+  assert.notEqual(purged, first, 'the purge dropped the cached record');
+  assert.equal(purged.oldestSeq, purged.nextSeq, 'the purge is visible at once');
+  assert.throws(() => rt.readEvents(task.id), (e) => isRuntimeError(e, 'event_history_expired'));
+  assert.equal(rt.getTask(task.id), purged);
+  rt.deleteTask(task.id, 'p');
+  assert.equal(rt.getTask(task.id), undefined, 'deleted → gone, not served from the cache');
+  // Retention's delete drops it too.
+  const { task: second } = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('cache me too', 4) });
+  await rt.waitForTerminal(second.id);
+  assert.equal(rt.getTask(second.id)?.status, 'succeeded');
+  clock.advance(601);
+  assert.equal(rt.sweepNow().deleted, 1);
+  assert.equal(rt.getTask(second.id), undefined);
+  await rt.close();
+});
+
 test('a deadline fails a task that runs too long with deadline_exceeded', async () => {
   const rt = await openRuntime();
   const { task } = rt.createTask({ origin: 'lmsp', principal: 'p', input: longPrompt('slow'), deadlineMs: 300 });
