@@ -8,6 +8,8 @@ import { scaleBench } from './scaleBench';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
+const DEVICE_SECTIONS = ['hardware_gpu', 'doors_16core'];
+
 function optional(file: string, name: string): BenchFn | undefined {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -55,14 +57,15 @@ async function main() {
   }
   const out = path.join(__dirname, '../../bench/results.json');
   // A run of some sections (`npm run bench -- hardware`) replaces those sections and keeps the others' last figures.
-  // `hardware_gpu` comes from scripts/gpu-check.sh on a GPU machine (docs/hardware.md) and is kept by every run here.
+  // Sections measured on the lent 16-core GPU machine (scripts/gpu-check.sh: `hardware_gpu`, docs/hardware.md; the lmsp
+  // and remote sections run there on the CPU: `doors_16core`, docs/runtime.md) are kept by every run here.
   let previous: Record<string, unknown> = {};
   try {
     previous = JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, unknown>;
   } catch {
     previous = {};
   }
-  if (!only.length) previous = 'hardware_gpu' in previous ? { hardware_gpu: previous.hardware_gpu } : {};
+  if (!only.length) previous = Object.fromEntries(Object.entries(previous).filter(([k]) => DEVICE_SECTIONS.includes(k)));
   fs.writeFileSync(out, `${JSON.stringify({ ...previous, ...results }, null, 2)}\n`);
   console.log(`\nwritten ${path.relative(process.cwd(), out)}`);
   fs.rmSync(dir, { recursive: true, force: true });
