@@ -5,7 +5,7 @@
 // 50–750 ms after READY the child had created too few tasks (12 in 12 kills) for the workload check.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { isTerminal } from '../../../src/runtime/task';
@@ -23,6 +23,31 @@ interface Acks {
   cancelling: Set<string>;
 }
 
+/**
+ * The child writes a line every few ms while it works; this long without one it is stuck, not slow. Seen 3 times in
+ * ~80 runs under heavy load: the child's main thread asleep in a futex (no CPU) right after its first create. The
+ * watchdog turns that into a failure that says where each thread waits (and their stacks where gdb is installed)
+ * instead of a bare 300 s test timeout.
+ */
+const STALL_MS = 60_000;
+
+function stallReport(pid: number): Promise<string> {
+  let threads = '';
+  try {
+    for (const t of fs.readdirSync(`/proc/${pid}/task`)) {
+      const read = (f: string) => fs.readFileSync(`/proc/${pid}/task/${t}/${f}`, 'utf8').trim();
+      threads += `  ${t} ${read('comm')}: ${read('wchan')} (state ${read('stat').split(' ')[2]})\n`;
+    }
+  } catch (e) {
+    threads += `  (cannot read /proc: ${(e as Error).message})\n`;
+  }
+  return new Promise((resolve) => {
+    execFile('gdb', ['-p', String(pid), '-batch', '-ex', 'thread apply all bt 30'], { timeout: 30_000 }, (err, out) =>
+      resolve(`threads:\n${threads}${err ? `(no gdb stacks: ${err.message.split('\n')[0]})` : out}`),
+    );
+  });
+}
+
 /** Runs the child and SIGKILLs it once it has acknowledged `killAfterAcks` changes, two tasks among them. */
 function runChild(dataDir: string, seed: number, killAfterAcks: number, checkpoints: 'worker' | 'inline'): Promise<Acks> {
   return new Promise((resolve, reject) => {
@@ -31,7 +56,18 @@ function runChild(dataDir: string, seed: number, killAfterAcks: number, checkpoi
     let buf = '';
     let stderr = '';
     let seen = 0;
+    let stalled: string | undefined;
+    const arm = () =>
+      setTimeout(() => {
+        void stallReport(child.pid!).then((report) => {
+          stalled = `child printed nothing for ${STALL_MS / 1000} s after ${seen} acks:\n${report}`;
+          child.kill('SIGKILL');
+        });
+      }, STALL_MS);
+    let watchdog = arm();
     child.stdout.on('data', (chunk: Buffer) => {
+      clearTimeout(watchdog);
+      watchdog = arm();
       buf += chunk.toString('utf8');
       let nl: number;
       while ((nl = buf.indexOf('\n')) >= 0) {
@@ -49,7 +85,9 @@ function runChild(dataDir: string, seed: number, killAfterAcks: number, checkpoi
     });
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('exit', (code, signal) => {
-      if (signal === 'SIGKILL') resolve(acks);
+      clearTimeout(watchdog);
+      if (stalled) reject(new Error(stalled));
+      else if (signal === 'SIGKILL') resolve(acks);
       else reject(new Error(`child exited with ${code}: ${stderr.slice(0, 2000)}`));
     });
   });
