@@ -25,15 +25,18 @@ describe('tasks view', () => {
     const prompt = `tree row ${Date.now()}`;
     const id = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt, maxOutputTokens: 8 });
     await waitForStatus(source, id, ['succeeded']);
-    const tree = await waitFor('the row under Succeeded', async () => {
+    // Tasks of earlier tests may still be finishing: the tree and the store's counts are read together until they
+    // agree (a count read after the snapshot can be one ahead).
+    const { tree, counts } = await waitFor('the row under Succeeded, the group count equal to the store\'s', async () => {
       const t = await api.getTreeSnapshot();
-      return row(t, id)?.group === 'succeeded' ? t : undefined;
+      if (row(t, id)?.group !== 'succeeded') return undefined;
+      const c = await source.counts();
+      return group(t, 'succeeded')?.description === String(c.succeeded) ? { tree: t, counts: c } : undefined;
     });
     // Groups in a fixed order, only those with tasks, each showing its count.
     const order = ['queued', 'running', 'needsInput', 'succeeded', 'failed', 'cancelled'].map((g) => `group:${g}`);
     const shown = tree.map((g) => String(g.id));
     assert.deepEqual(shown, order.filter((g) => shown.includes(g)));
-    const counts = await source.counts();
     const succeeded = group(tree, 'succeeded')!;
     assert.equal(succeeded.description, String(counts.succeeded), 'the group shows its count');
     assert.equal(group(tree, 'failed') !== undefined, counts.failed > 0, 'an empty group is not shown');
