@@ -89,6 +89,11 @@ const MAX_IDLE_CONTEXTS = 2;
  */
 const ONE_SEQUENCE_BATCHING = { dispatchSchedule: (dispatch: () => void) => queueMicrotask(dispatch) };
 
+/** Every context this backend makes: one sequence, decodes dispatched at once (above). */
+function oneSequenceContext(model: LlamaModel, contextSize: number, threads: number): Promise<LlamaContext> {
+  return model.createContext({ contextSize, threads, sequences: 1, batching: ONE_SEQUENCE_BATCHING });
+}
+
 let nodeLlamaCppPromise: Promise<NodeLlamaCpp> | undefined;
 /** node-llama-cpp is ESM-only and heavy: import it only when the first model loads. */
 function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
@@ -315,7 +320,7 @@ export class LlamaBackend implements ModelBackend {
         let onGpu: LlamaModel | undefined;
         try {
           onGpu = await loadWith(wantedLayers);
-          firstContext = await onGpu.createContext({ contextSize: contextSizeFor(onGpu), threads: 1, sequences: 1, batching: ONE_SEQUENCE_BATCHING });
+          firstContext = await oneSequenceContext(onGpu, contextSizeFor(onGpu), 1);
           model = onGpu;
           if (model.gpuLayers === 0) fallbackReason = 'the model does not fit in free GPU memory; running on the CPU';
         } catch (err) {
@@ -450,7 +455,7 @@ export class LlamaBackend implements ModelBackend {
   }
 
   private createContext(loaded: LoadedModel): Promise<LlamaContext> {
-    return loaded.model.createContext({ contextSize: loaded.contextSize, threads: loaded.threads, sequences: 1, batching: ONE_SEQUENCE_BATCHING });
+    return oneSequenceContext(loaded.model, loaded.contextSize, loaded.threads);
   }
 
   private async acquireContext(loaded: LoadedModel): Promise<LlamaContext> {
@@ -676,7 +681,7 @@ async function noGpuReason(nlc: NodeLlamaCpp): Promise<string> {
  * (sampling included) until 300 ms and at least 4 tokens, or 32 tokens.
  */
 async function measureDecode(model: LlamaModel, prompt: Token[], threads: number): Promise<number> {
-  const context = await model.createContext({ contextSize: Math.min(512, model.trainContextSize), threads, sequences: 1, batching: ONE_SEQUENCE_BATCHING });
+  const context = await oneSequenceContext(model, Math.min(512, model.trainContextSize), threads);
   try {
     const sequence = context.getSequence();
     let n = 0;
