@@ -59,11 +59,34 @@ export class Workbench {
     return group;
   }
 
-  async runCommand(title: string): Promise<void> {
-    await this.page.keyboard.press('Control+Shift+P');
-    const input = this.page.locator('.quick-input-widget input');
-    await input.waitFor({ timeout: 30_000 });
-    await input.fill(`>${title}`);
+  /**
+   * The input of the quick input that is open now. A closing quick input stays in the DOM for its close animation,
+   * marked `inert`; a locator without `:not([inert])` can resolve to it, and then waits for it until it disappears
+   * (seen in CI: the palette's input resolved while the previous quick pick was still closing).
+   */
+  quickInput(): Locator {
+    return this.page.locator('.quick-input-widget:not([inert]) input:visible');
+  }
+
+  /**
+   * Runs a command from the palette. The palette's key can be lost (keyboard focus in a webview frame, a quick pick
+   * still closing), so each try waits a bounded time for an open, editable palette, and a try that gets none
+   * presses Escape and opens it again.
+   */
+  async runCommand(title: string, tries = 4): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      await this.page.locator('.quick-input-widget[inert]').waitFor({ state: 'detached', timeout: 5_000 }).catch(() => {});
+      await this.page.keyboard.press('Control+Shift+P');
+      const input = this.quickInput();
+      try {
+        await input.waitFor({ timeout: 10_000 });
+        await input.fill(`>${title}`, { timeout: 10_000 });
+        break;
+      } catch (e) {
+        if (attempt >= tries) throw e;
+        await this.page.keyboard.press('Escape');
+      }
+    }
     const row = this.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: title }).first();
     await row.waitFor({ timeout: 30_000 });
     await row.click();
@@ -71,7 +94,7 @@ export class Workbench {
 
   /** Types into an open input box (showInputBox) and accepts it. */
   async answerInput(text: string): Promise<void> {
-    const input = this.page.locator('.quick-input-widget:visible input');
+    const input = this.quickInput();
     await input.waitFor({ timeout: 30_000 });
     await input.fill(text);
     await input.press('Enter');
