@@ -9,11 +9,16 @@
 // parser + chunk validation, replayed over the very chunks received), plus what the responses stream reports at the
 // token limit. Needs llama-server built (node scripts/remote-engine/prepare.mjs); without it the section says so
 // instead of building (a bench never downloads or builds).
+// Like for like (issue #14: "first delta ≤ 3 ms later than llama.cpp's server on the same model"): our embedded
+// runtime (node-llama-cpp in process, the same GGUF file and thread count as llama-server) answering POST /responses
+// with `stream: true`, beside llama-server's own POST /v1/responses stream, in the same alternation: first delta each
+// way and the difference (`embedded_added_first_delta_ms`), tokens/s each way.
 // Run directly: node out/bench/remote.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { applyChatEvent, type ChatStreamState } from '../src/backends/openai/chatStream';
+import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { RemoteBackend } from '../src/backends/openai/remoteBackend';
 import { SseParser } from '../src/backends/openai/sse';
 import { writeTestModel } from '../src/backends/llama/testModel';
@@ -160,17 +165,25 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
     modelPath = path.join(dir, 'tiny.gguf');
     writeTestModel(modelPath, { seed: 1 });
   }
-  const engine = await startLlamaServer({ model: modelPath, ctx: 2048 });
+  const threads = 1;
+  const engine = await startLlamaServer({ model: modelPath, ctx: 2048, threads });
   const backend = new RemoteBackend([{ name: 'local', urls: [engine.base] }]);
   await backend.refresh();
   const runtime = await TaskRuntime.open({ dataDir: path.join(dir, 'data'), backend });
   const ep = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'bench']]) });
+  // The same model in process, with llama-server's context size and thread count, on the CPU as the llama-server
+  // built here (scripts/remote-engine/prepare.mjs builds it without a GPU backend).
+  const embeddedBackend = new LlamaBackend({ models: [{ id: 'tiny', source: modelPath }], contextSize: 2048, threads, gpu: 'off' });
+  const embedded = await TaskRuntime.open({ dataDir: path.join(dir, 'embedded'), backend: embeddedBackend });
+  const embeddedEp = await startEndpoint(embedded, { port: 0, tokens: new Map([[TOKEN, 'bench']]) });
   try {
     // Warm every path once (first request pays llama-server's slot setup).
     await directOnce(engine.base, 16);
     await directOnce(engine.base, 16, 'responses');
     await streamOnce(ep, 16, 0, 'local/tiny');
     await responsesStreamOnce(ep, 16, 0, 'local/tiny');
+    await responsesStreamOnce(embeddedEp, 16, 0, 'tiny');
+    const inProcess: Array<Awaited<ReturnType<typeof responsesStreamOnce>>> = [];
     const direct: Array<Awaited<ReturnType<typeof directOnce>>> = [];
     const responses: Array<Awaited<ReturnType<typeof directOnce>>> = [];
     const ours: Array<Awaited<ReturnType<typeof streamOnce>>> = [];
@@ -182,6 +195,7 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
       if (!(i % 2)) responses.push(await directOnce(engine.base, tokens, 'responses'));
       ours.push(await streamOnce(ep, tokens, 0, 'local/tiny'));
       oursStream.push(await responsesStreamOnce(ep, tokens, 0, 'local/tiny'));
+      inProcess.push(await responsesStreamOnce(embeddedEp, tokens, 0, 'tiny'));
     }
     const dTps = median(direct.map((r) => r.tokensPerSecond));
     const oTps = median(ours.map((r) => r.tokensPerSecond));
@@ -190,6 +204,11 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
     const rTps = median(responses.map((r) => r.tokensPerSecond));
     const perToken = (runs: typeof direct, f: (r: (typeof direct)[number]) => number) => round(median(runs.map(f)), 1);
     const sTtft = median(oursStream.map((r) => r.ttftMs));
+    const rTtft = median(responses.map((r) => r.ttftMs));
+    const eTtft = median(inProcess.map((r) => r.ttftMs));
+    const eTps = median(inProcess.map((r) => r.tokensPerSecond));
+    // Paired: each sample's embedded first delta minus the llama-server /v1/responses one taken next to it.
+    const pairedAdded = median(inProcess.map((r, i) => r.ttftMs - responses[i].ttftMs));
     return {
       tokens,
       samples,
@@ -219,10 +238,23 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
       responses_stream_tokens_per_second_ratio: round(median(oursStream.map((r) => r.tokensPerSecond)) / dTps, 2),
       ours_responses_stream_first_token_ms: round(sTtft, 2),
       added_first_token_responses_stream_ms: round(sTtft - dTtft, 2),
+      // Like for like: our embedded runtime on the same model file and threads versus llama-server, both POST
+      // /responses streams.
+      embedded_threads: threads,
+      embedded_first_delta_ms: round(eTtft, 2),
+      llama_server_responses_first_delta_ms: round(rTtft, 2),
+      embedded_added_first_delta_ms: round(eTtft - rTtft, 2),
+      embedded_added_first_delta_paired_ms: round(pairedAdded, 2),
+      embedded_added_first_delta_goal: '<= 3 ms',
+      embedded_tokens_per_second: Math.round(eTps),
+      embedded_vs_llama_server_tokens_per_second: round(eTps / rTps, 2),
     };
   } finally {
     await ep.close();
     await runtime.close();
+    await embeddedEp.close();
+    await embedded.close();
+    await embeddedBackend.dispose();
     await engine.kill();
     fs.rmSync(dir, { recursive: true, force: true });
   }
