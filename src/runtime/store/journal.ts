@@ -1,11 +1,11 @@
 // Append-only journal of committed write batches. A record is [u32 length][u32 crc32][JSON payload]; it is
 // synced before the write it carries is acknowledged. The payload is JSON.stringify({ s, o }) byte for byte, built
 // with each statement's text escaped once per writer, in a frame buffer the writer keeps (encodeRecord; a create's
-// record: 12–17 → 8–9 µs, three runs on the loaded 2-core machine). Appending and syncing are separate steps (`write`, then `sync`
-// on this thread or `syncAsync` on libuv's pool), so that one sync can cover several records (group commit,
-// database.ts). The async sync uses a second descriptor of the same file: Linux reports a writeback error to every
-// open file description once (errseq), so a sync on this thread that runs beside one on the pool still sees an error
-// the other one saw, and neither can take the other's error away.
+// record: 12–17 → 8–9 µs, three runs on the loaded 2-core machine). Appending and syncing are separate steps
+// (`write`, then `sync` on this thread or `syncAsync` on libuv's pool), so that one sync can cover several records
+// (group commit, database.ts). The async sync uses a second descriptor of the same file: Linux reports a writeback
+// error to every open file description once (errseq), so a sync on this thread that runs beside one on the pool
+// still sees an error the other one saw, and neither can take the other's error away.
 //
 // Reading tells two kinds of bad bytes apart:
 //   - a torn tail: bad bytes with no valid frame anywhere after them. A crash during an append leaves this, and such
@@ -50,7 +50,7 @@ const SQL_JSON_ENTRIES = 512;
 
 /**
  * The payload of a record: exactly JSON.stringify({ s: seq, o: ops }), built with each statement's text escaped once
- * per writer instead of once per record (the statement is most of a create's record: 0.5 of its 2 KB).
+ * per writer instead of once per record (statement texts are a third of a create's 2 KB record).
  */
 export function encodeRecord(record: JournalRecord, sqlJson: Map<string, string>): string {
   let out = `{"s":${JSON.stringify(record.seq)},"o":[`;
@@ -131,7 +131,9 @@ export class JournalWriter {
     if (this.dirtyTo > 0) throw new Error('the journal needs a probe after a failed write');
     const payload = encodeRecord(record, this.sqlJson);
     const n = HEADER + Buffer.byteLength(payload, 'utf8');
-    if (n > this.scratch.length && n <= SCRATCH_KEEP) this.scratch = Buffer.allocUnsafe(Math.max(n, 2 * this.scratch.length));
+    if (n > this.scratch.length && n <= SCRATCH_KEEP) {
+      this.scratch = Buffer.allocUnsafe(Math.min(SCRATCH_KEEP, Math.max(n, 2 * this.scratch.length)));
+    }
     const frame = n <= this.scratch.length ? this.scratch : Buffer.allocUnsafe(n);
     frame.write(payload, HEADER, 'utf8');
     frame.writeUInt32LE(n - HEADER, 0);
