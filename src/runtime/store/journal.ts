@@ -1,9 +1,11 @@
 // Append-only journal of committed write batches. A record is [u32 length][u32 crc32][JSON payload]; it is
-// synced before the write it carries is acknowledged. Appending and syncing are separate steps (`write`, then `sync`
-// on this thread or `syncAsync` on libuv's pool), so that one sync can cover several records (group commit,
-// database.ts). The async sync uses a second descriptor of the same file: Linux reports a writeback error to every
-// open file description once (errseq), so a sync on this thread that runs beside one on the pool still sees an error
-// the other one saw, and neither can take the other's error away.
+// synced before the write it carries is acknowledged. The payload is JSON.stringify({ s, o }) byte for byte, built
+// with each statement's text escaped once per writer, in a frame buffer the writer keeps (encodeRecord; a create's
+// record: 12–17 → 8–9 µs, three runs on the loaded 2-core machine). Appending and syncing are separate steps
+// (`write`, then `sync` on this thread or `syncAsync` on libuv's pool), so that one sync can cover several records
+// (group commit, database.ts). The async sync uses a second descriptor of the same file: Linux reports a writeback
+// error to every open file description once (errseq), so a sync on this thread that runs beside one on the pool
+// still sees an error the other one saw, and neither can take the other's error away.
 //
 // Reading tells two kinds of bad bytes apart:
 //   - a torn tail: bad bytes with no valid frame anywhere after them. A crash during an append leaves this, and such
@@ -41,6 +43,36 @@ const OPEN_BRACE = 0x7b;
 // (measured here: p50 0.11 ms vs 0.26 ms for growing appends; p99 0.3 ms vs 2–9 ms).
 const PREALLOCATE = 4 * 1024 * 1024;
 
+/** Frames up to this size are built in the writer's scratch buffer; larger ones (bulk batches) get their own. */
+const SCRATCH_KEEP = 1024 * 1024;
+/** Statement texts whose JSON is remembered (the store writes a few dozen distinct ones). */
+const SQL_JSON_ENTRIES = 512;
+
+/**
+ * The payload of a record: exactly JSON.stringify({ s: seq, o: ops }), built with each statement's text escaped once
+ * per writer instead of once per record (statement texts are a third of a create's 2 KB record).
+ */
+export function encodeRecord(record: JournalRecord, sqlJson: Map<string, string>): string {
+  let out = `{"s":${JSON.stringify(record.seq)},"o":[`;
+  const ops = record.ops;
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i];
+    if (i > 0) out += ',';
+    if (op.length !== 2 || typeof op[0] !== 'string' || !Array.isArray(op[1])) {
+      out += JSON.stringify(op);
+      continue;
+    }
+    const sql = op[0];
+    let text = sqlJson.get(sql);
+    if (text === undefined) {
+      text = JSON.stringify(sql);
+      if (sqlJson.size < SQL_JSON_ENTRIES) sqlJson.set(sql, text);
+    }
+    out += `[${text},${JSON.stringify(op[1])}]`;
+  }
+  return `${out}]}`;
+}
+
 /** The file operations the writer syncs with: a seam for tests (count syncs, fail one, hold one back). */
 export interface JournalFileOps {
   fdatasyncSync(fd: number): void;
@@ -62,6 +94,10 @@ export class JournalWriter {
   private allocated: number;
   /** End of the bytes a failed append may have left after `size` (0: nothing to repair). */
   private dirtyTo = 0;
+  /** Frames are built here (one buffer for every append up to SCRATCH_KEEP bytes), then written. */
+  private scratch = Buffer.allocUnsafe(16 * 1024);
+  /** Statement text as JSON, by statement (see encodeRecord). */
+  private readonly sqlJson = new Map<string, string>();
 
   constructor(
     readonly path: string,
@@ -93,21 +129,25 @@ export class JournalWriter {
    */
   write(record: JournalRecord): number {
     if (this.dirtyTo > 0) throw new Error('the journal needs a probe after a failed write');
-    const payload = Buffer.from(JSON.stringify({ s: record.seq, o: record.ops }), 'utf8');
-    const frame = Buffer.allocUnsafe(HEADER + payload.length);
-    frame.writeUInt32LE(payload.length, 0);
-    frame.writeUInt32LE(crc32(payload), 4);
-    payload.copy(frame, HEADER);
+    const payload = encodeRecord(record, this.sqlJson);
+    const n = HEADER + Buffer.byteLength(payload, 'utf8');
+    if (n > this.scratch.length && n <= SCRATCH_KEEP) {
+      this.scratch = Buffer.allocUnsafe(Math.min(SCRATCH_KEEP, Math.max(n, 2 * this.scratch.length)));
+    }
+    const frame = n <= this.scratch.length ? this.scratch : Buffer.allocUnsafe(n);
+    frame.write(payload, HEADER, 'utf8');
+    frame.writeUInt32LE(n - HEADER, 0);
+    frame.writeUInt32LE(crc32(frame.subarray(HEADER, n)), 4);
     const before = this.size;
     try {
-      this.reserve(before + frame.length);
+      this.reserve(before + n);
       let off = 0;
-      while (off < frame.length) off += fs.writeSync(this.fd, frame, off, frame.length - off, before + off);
+      while (off < n) off += fs.writeSync(this.fd, frame, off, n - off, before + off);
     } catch (e) {
-      this.forget(before, before + frame.length);
+      this.forget(before, before + n);
       throw e;
     }
-    this.size = before + frame.length;
+    this.size = before + n;
     return this.size;
   }
 
