@@ -224,7 +224,7 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
       api_responses_tokens_per_second: Math.round(rTps),
       api_responses_vs_chat_tokens_per_second: round(rTps / dTps, 2),
       api_chat_first_token_ms: round(dTtft, 2),
-      api_responses_first_token_ms: round(median(responses.map((r) => r.ttftMs)), 2),
+      api_responses_first_token_ms: round(rTtft, 2),
       api_chat_bytes_per_token: perToken(direct, (r) => r.bytes / r.outputTokens),
       api_responses_bytes_per_token: perToken(responses, (r) => r.bytes / r.outputTokens),
       api_chat_client_cpu_us_per_token: perToken(direct, (r) => r.cpuUsPerToken),

@@ -689,19 +689,10 @@ export class DurableDatabase {
    * same state, so they apply again) in a new one; with nothing to keep no transaction stays open.
    */
   private rollbackKeeping(keep: Uncommitted[]): void {
-    if (this.uncommitted.length === 0) {
-      // The failed batch opened the transaction; SQLite may have ended it already (a full disk, out of memory).
-      try {
-        this.statement('ROLLBACK').run();
-      } catch {
-        // no transaction was open
-      }
-      return;
-    }
     try {
       this.statement('ROLLBACK').run();
     } catch {
-      // SQLite rolled it back itself
+      // SQLite ended the transaction itself (a full disk, out of memory)
     }
     this.uncommitted = [];
     this.uncommittedOps = 0;
