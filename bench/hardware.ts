@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
-import { writeTestModel } from '../src/backends/llama/testModel';
+import { writeTestModel } from '../src/backends/llama/demoModel';
 import { startEndpoint } from '../src/protocols/endpoint';
 import type { ModelHardware } from '../src/runtime/backend';
 import { TaskRuntime } from '../src/runtime/runtime';

@@ -2,7 +2,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { writeTestModel } from '../src/backends/llama/testModel';
+import { writeTestModel } from '../src/backends/llama/demoModel';
 import { createAckBench, recoveryBench, tokenPipelineBench } from './runtimeBench';
 import { scaleBench } from './scaleBench';
 

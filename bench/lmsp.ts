@@ -10,7 +10,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
-import { writeTestModel } from '../src/backends/llama/testModel';
+import { writeTestModel } from '../src/backends/llama/demoModel';
 import { startEndpoint, type Endpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
 import { sseFrames } from '../test/fixtures/sse';

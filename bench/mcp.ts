@@ -22,7 +22,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
-import { writeTestModel } from '../src/backends/llama/testModel';
+import { writeTestModel } from '../src/backends/llama/demoModel';
 import { startEndpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
 

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { plainTextPrompt } from '../src/backends/llama/prompt';
-import { writeTestModel } from '../src/backends/llama/testModel';
+import { writeTestModel } from '../src/backends/llama/demoModel';
 import type { ChatMessage } from '../src/runtime/backend';
 
 export interface GenerationBenchOptions {

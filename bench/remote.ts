@@ -21,7 +21,7 @@ import { applyChatEvent, type ChatStreamState } from '../src/backends/openai/cha
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { RemoteBackend } from '../src/backends/openai/remoteBackend';
 import { SseParser } from '../src/backends/openai/sse';
-import { writeTestModel } from '../src/backends/llama/testModel';
+import { writeTestModel } from '../src/backends/llama/demoModel';
 import { startEndpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
 import { llamaServerBinary, startLlamaServer } from '../test/fixtures/llamaServer';

@@ -2,7 +2,6 @@
 // remote engines. Each model id belongs to the first backend that resolves it (remote ids are `NAME/model-id`, local
 // ids never contain "/"), and every call for it goes there; the default model is the first backend's default.
 import {
-  canResume,
   type GenerateOptions,
   type GenerateRequest,
   type GenerateResult,
@@ -13,11 +12,9 @@ import {
 
 export class CompositeBackend implements ModelBackend {
   readonly name: string;
-  readonly supportsSnapshots: boolean;
 
   constructor(private readonly backends: ModelBackend[]) {
     this.name = backends.map((b) => b.name).join('+');
-    this.supportsSnapshots = backends.some((b) => b.supportsSnapshots);
   }
 
   private owner(modelId: string): ModelBackend | undefined {
@@ -42,9 +39,9 @@ export class CompositeBackend implements ModelBackend {
     return undefined;
   }
 
-  supportsResume(modelId: string): boolean {
-    const b = this.owner(modelId);
-    return !!b && canResume(b, modelId);
+  supportsResume(modelId?: string): boolean {
+    if (modelId === undefined) return this.backends.some((b) => b.supportsResume());
+    return this.owner(modelId)?.supportsResume(modelId) ?? false;
   }
 
   concurrency(modelId: string): { group: string; limit: number } | undefined {

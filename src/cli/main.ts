@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Entry point of the `task-runtime` command (bundled to dist/cli.js).
 import * as path from 'node:path';
-import { writeTestModel } from '../backends/llama/testModel';
+import { writeTestModel } from '../backends/llama/demoModel';
 import { parseArgs, USAGE, UsageError } from './args';
 import { serve } from './serve';
 

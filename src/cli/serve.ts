@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { ConformanceFixtureBackend } from '../backends/fixture/conformanceBackend';
 import { LlamaBackend } from '../backends/llama/llamaBackend';
-import { ensureDemoModel } from '../backends/llama/testModel';
+import { ensureDemoModel } from '../backends/llama/demoModel';
+import { isModelUri } from '../backends/modelSource';
 import { CompositeBackend } from '../backends/composite';
 import { parseKey } from '../backends/openai/config';
 import { ENGINE_PROFILES, resumeOffered } from '../backends/openai/quirks';
@@ -87,7 +88,7 @@ export async function serve(args: ServeArgs): Promise<void> {
   const tokens = loadOrCreateTokens(tokenFile, log);
 
   const models = args.models.map((source) => {
-    const local = !/^[a-z][a-z0-9+.-]*:/i.test(source) || /^[a-z]:[\\/]/i.test(source);
+    const local = !isModelUri(source);
     if (local && !fs.existsSync(source)) throw new UsageError(`--model ${source}: no such file.`);
     return { source: local ? path.resolve(source) : source };
   });

@@ -85,7 +85,7 @@ export interface GenerateOptions {
   /** Called for every decoded piece of text, in order. `tokens` is the number of tokens the piece covers. */
   onText(text: string, tokens: number): void;
   /**
-   * Continue an output that clients already received part of (only when `supportsSnapshots`): the backend brings
+   * Continue an output that clients already received part of (only when `supportsResume`): the backend brings
    * the model to "prompt + delivered text" — from the snapshot plus the text after it when the snapshot is usable,
    * else by evaluating prompt + text again — and generates further without emitting the delivered text again.
    */
@@ -187,17 +187,13 @@ export function isRequestError(e: unknown): e is RequestError {
   return e instanceof RequestError;
 }
 
-/** Whether on_restart "resume" can be honoured for `modelId` on `backend`. */
-export function canResume(backend: ModelBackend, modelId: string): boolean {
-  return backend.supportsResume ? backend.supportsResume(modelId) : backend.supportsSnapshots;
-}
-
 export interface ModelBackend {
   readonly name: string;
-  /** True when generate() honours resumeFrom/snapshots (LMSP on_restart "resume"). */
-  readonly supportsSnapshots: boolean;
-  /** Whether on_restart "resume" can be honoured for this model; absent → `supportsSnapshots`. */
-  supportsResume?(modelId: string): boolean;
+  /**
+   * Whether on_restart "resume" can be honoured for this model (generate() honours `resumeFrom` and, where the
+   * backend takes them, snapshots); without a model id, whether it can for some model this backend serves.
+   */
+  supportsResume(modelId?: string): boolean;
   /**
    * How many tasks may generate at once on the capacity this model uses, and which models share it (a remote
    * engine's endpoints serve all its models); absent or undefined → the runtime's per-model limit.

@@ -4,7 +4,6 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import {
-  canResume,
   isBackendError,
   isRequestError,
   type BackendError,
@@ -233,7 +232,7 @@ export class GenerationRun {
         this.abort.abort();
       },
     });
-    const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsSnapshots && canResume(this.backend, running.model);
+    const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsResume(running.model);
     const snapDir = join(this.settings.snapshotDir, id);
     this.flushText = () => batcher.flush();
     try {
@@ -420,7 +419,7 @@ export class GenerationRun {
       const detail = `${e.message} The task's on_restart policy is "fail", so it was not run again.`;
       return this.fail(current, problem('backend_interrupted', detail), text, messageId, tokens);
     }
-    const resume = current.onRestart === 'resume' && text.length > 0 && canResume(this.backend, current.model);
+    const resume = current.onRestart === 'resume' && text.length > 0 && this.backend.supportsResume(current.model);
     this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: !resume, resume, text, messageId, tokens };
   }
 

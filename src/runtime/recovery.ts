@@ -8,7 +8,7 @@
 // task runs again as a new attempt whose backend gets every answered round replayed (backend.ts requestInput), so it
 // continues where the answers left it. (`resume` does the same as `retry` here: a snapshot cannot restore a backend
 // that is waiting inside a call.)
-import { canResume, type ModelBackend } from './backend';
+import type { ModelBackend } from './backend';
 import type { ResumePoint } from './generation';
 import { failTask, finishCancelled } from './generation';
 import { problem } from './problems';
@@ -74,7 +74,7 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
       out.requeued++; // never started: it simply waits its turn again
       continue;
     }
-    if (task.onRestart === 'resume' && canResume(backend, task.model)) {
+    if (task.onRestart === 'resume' && backend.supportsResume(task.model)) {
       const snapshot = store.snapshotOf(task.id);
       const { text, messageId } = outputText(store, task);
       // Everything clients received is in the event log: the attempt continues in the same output item, from the

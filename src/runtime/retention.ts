@@ -1,6 +1,6 @@
 // Retention: tasks past their ttl, terminal tasks past the retention window, event history past its window,
 // and old idempotency keys are removed in bounded batches.
-import type { EventLog } from './eventLog';
+import type { TaskEventBus } from './eventBus';
 import type { TaskStore } from './taskStore';
 import type { WriteOp } from './store/database';
 
@@ -23,7 +23,7 @@ export interface SweepResult {
  */
 export function sweep(
   store: TaskStore,
-  log: EventLog,
+  log: TaskEventBus,
   policy: RetentionPolicy,
   now: number,
   stopActive: (id: string) => void,

@@ -10,9 +10,9 @@ import type {
   TaskCounts,
   TaskRuntimeApi,
 } from './api';
-import { canResume, type ModelBackend, type ModelInfo } from './backend';
+import type { ModelBackend, ModelInfo } from './backend';
 import { RuntimeError } from './errors';
-import { EventLog } from './eventLog';
+import { TaskEventBus } from './eventBus';
 import { finishCancelled } from './generation';
 import { newResponseId, newTaskId } from './ids';
 import { checkInputResponse, unansweredKeys, waitingMessage } from './input';
@@ -77,7 +77,7 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
 
 export class TaskRuntime implements TaskRuntimeApi {
   readonly limits: RuntimeLimits;
-  private readonly log = new EventLog();
+  private readonly log = new TaskEventBus();
   private readonly transitions: TaskTransitions;
   private readonly scheduler: Scheduler;
   private readonly sweepTimer: NodeJS.Timeout;
@@ -92,7 +92,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     readonly recovery: RecoveryOutcome,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
-    if (options.backend.supportsSnapshots && !this.limits.onRestart.includes('resume')) {
+    if (options.backend.supportsResume() && !this.limits.onRestart.includes('resume')) {
       this.limits.onRestart = [...this.limits.onRestart, 'resume'];
     }
     this.now = options.now ?? Date.now;
@@ -127,7 +127,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       throw e;
     }
     const store = new TaskStore(db);
-    const recovery = recoverTasks(store, new TaskTransitions(store, new EventLog(), options.now ?? Date.now), options.backend);
+    const recovery = recoverTasks(store, new TaskTransitions(store, new TaskEventBus(), options.now ?? Date.now), options.backend);
     const runtime = new TaskRuntime(options, store, lock, recovery);
     // After recovery every unfinished task is queued, or waits for its client's input (recovery.ts).
     for (const t of store.activeTasks()) {
@@ -139,7 +139,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   get supportsResume(): boolean {
-    return this.options.backend.supportsSnapshots;
+    return this.options.backend.supportsResume();
   }
 
   /** Records who owns the store (e.g. the endpoint url) in the data-directory lock, for other processes. */
@@ -229,7 +229,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     }
     const model = this.options.backend.resolveModel(p.input.model);
     if (!model) throw new RuntimeError('model_not_found', `The model "${p.input.model}" is not available.`, 'model');
-    if (onRestart === 'resume' && !canResume(this.options.backend, model)) {
+    if (onRestart === 'resume' && !this.options.backend.supportsResume(model)) {
       throw new RuntimeError('unsupported_capability', `on_restart "resume" is not supported for the model "${model}".`, 'on_restart');
     }
     if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {

@@ -4,7 +4,7 @@
 // at once but synced in the background (group commit, store/database.ts); its listeners hear of it once it is
 // durable, and `defer.onFailed` runs instead if it never becomes durable (rolled back; the store refuses writes).
 import type { RuntimeError } from './errors';
-import type { EventLog } from './eventLog';
+import type { TaskEventBus } from './eventBus';
 import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
 import { pendingRequests } from './input';
 import { canTransition, isTerminal, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
@@ -24,7 +24,7 @@ export class TaskTransitions {
 
   constructor(
     private readonly store: TaskStore,
-    private readonly log: EventLog,
+    private readonly log: TaskEventBus,
     private readonly now: () => number,
   ) {}
 

@@ -41,6 +41,7 @@ import {
 import { errorText } from '../../runtime/problems';
 import { chatHistory, plainTextPrompt } from './prompt';
 import { TokenTextStream } from './tokenTextStream';
+import { isModelUri } from '../modelSource';
 
 type NodeLlamaCpp = typeof import('node-llama-cpp', { with: { 'resolution-mode': 'import' } });
 
@@ -132,11 +133,6 @@ interface ModelEntry {
   maxContextLength: number | null;
 }
 
-function isModelUri(source: string): boolean {
-  // "C:\\…" is a Windows path, not a URI scheme.
-  return /^[a-z][a-z0-9+.-]+:/i.test(source) && !/^[a-z]:[\\/]/i.test(source);
-}
-
 function defaultId(source: string): string {
   if (isModelUri(source)) return source.replace(/^[a-z0-9+.-]+:/i, '').replace(/[^A-Za-z0-9._-]+/g, '-');
   return path.basename(source).replace(/\.gguf$/i, '');
@@ -163,7 +159,6 @@ function fileFingerprint(filePath: string): string {
 
 export class LlamaBackend implements ModelBackend {
   readonly name = 'llama';
-  readonly supportsSnapshots = true;
 
   private readonly entries: ModelEntry[];
   private llamaPromise?: Promise<LlamaSelection>;
@@ -181,6 +176,11 @@ export class LlamaBackend implements ModelBackend {
       return { id, source: m.source, demo: !!m.demo, state: 'unloaded', maxContextLength: null };
     });
     if (options.cacheDir) this.calibrationCache = new ThreadCalibrationCache(path.join(options.cacheDir, 'thread-calibration.json'));
+  }
+
+  /** Every local model resumes: from a snapshot, or by evaluating prompt + delivered text again. */
+  supportsResume(): boolean {
+    return true;
   }
 
   listModels(): ModelInfo[] {

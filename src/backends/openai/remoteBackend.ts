@@ -23,8 +23,6 @@ import { CONTINUE_FINAL_MESSAGE, resumeOffered } from './quirks';
 
 export class RemoteBackend implements ModelBackend {
   readonly name = 'remote';
-  /** True when some engine continues a final assistant message (generate() honours resumeFrom; no snapshots). */
-  readonly supportsSnapshots: boolean;
   readonly engines: RemoteEngine[];
   private readonly listeners = new Set<() => void>();
 
@@ -36,7 +34,6 @@ export class RemoteBackend implements ModelBackend {
       names.add(checked.name);
       return new RemoteEngine(checked, { ...options, onCapacityChange: () => this.listeners.forEach((l) => l()) });
     });
-    this.supportsSnapshots = this.engines.some((e) => resumeOffered(e.config.kind, e.config.resume));
   }
 
   /** Probes every engine (model lists, slots); never throws. Bounded by each engine's probe timeout. */
@@ -61,7 +58,9 @@ export class RemoteBackend implements ModelBackend {
     return r && r.engine.accepts(r.model) ? model : undefined;
   }
 
-  supportsResume(modelId: string): boolean {
+  /** Engines that continue a final assistant message resume (generate() honours resumeFrom; no snapshots). */
+  supportsResume(modelId?: string): boolean {
+    if (modelId === undefined) return this.engines.some((e) => resumeOffered(e.config.kind, e.config.resume));
     const engine = this.route(modelId)?.engine;
     return !!engine && resumeOffered(engine.config.kind, engine.config.resume);
   }

@@ -6,7 +6,7 @@ import { CompositeBackend } from '../../backends/composite';
 import { LlamaBackend } from '../../backends/llama/llamaBackend';
 import { RemoteBackend } from '../../backends/openai/remoteBackend';
 import type { ModelBackend } from '../../runtime/backend';
-import { ensureDemoModel } from '../../backends/llama/testModel';
+import { ensureDemoModel } from '../../backends/llama/demoModel';
 import { startEndpoint, type Endpoint } from '../../protocols/endpoint';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
 import { TaskRuntime } from '../../runtime/runtime';

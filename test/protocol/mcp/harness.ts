@@ -15,7 +15,7 @@ import { LMSP_PREFIX } from '../../../src/protocols/lmsp/lmspConstants';
 import { createMcpDoor, type McpDoorOptions } from '../../../src/protocols/mcp/mcpDoor';
 import type { RuntimeLimits } from '../../../src/runtime/api';
 import { TaskRuntime } from '../../../src/runtime/runtime';
-import { writeTestModel } from '../../../src/backends/llama/testModel';
+import { writeTestModel } from '../../../src/backends/llama/demoModel';
 import { parseSse, sseJson } from '../../fixtures/sse';
 
 export const ROOT = path.resolve(__dirname, '../../../..');

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chooseThreads, parseAutoOrInt, threadCandidates, ThreadCalibrationCache } from '../../../src/backends/llama/hardware';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { writeTestModel } from '../../../src/backends/llama/testModel';
+import { writeTestModel } from '../../../src/backends/llama/demoModel';
 import { parseArgs, UsageError } from '../../../src/cli/args';
 import { readSettings } from '../../../src/extension/model/settings';
 import type { ModelHardware } from '../../../src/runtime/backend';

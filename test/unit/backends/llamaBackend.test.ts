@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { buildTestModel, ensureDemoModel, writeTestModel, DEMO_MODEL_FILE } from '../../../src/backends/llama/testModel';
+import { buildTestModel, ensureDemoModel, writeTestModel, DEMO_MODEL_FILE } from '../../../src/backends/llama/demoModel';
 import { TokenTextStream } from '../../../src/backends/llama/tokenTextStream';
 import type { GenerateRequest, GenerationSnapshot, ResumeFrom } from '../../../src/runtime/backend';
 import { errorText } from '../../../src/runtime/problems';

@@ -12,7 +12,9 @@ type Script = (request: GenerateRequest, options: GenerateOptions) => Promise<Ge
 
 class ScriptedBackend implements ModelBackend {
   readonly name = 'scripted';
-  readonly supportsSnapshots = false;
+  supportsResume(): boolean {
+    return false;
+  }
   loaded = false;
   constructor(
     private readonly script: Script,

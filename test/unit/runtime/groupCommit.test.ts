@@ -203,7 +203,9 @@ test('a background sync started before a rollback does not count for batches wri
 /** A loaded model whose generation waits for the test; it records that it started and whether it was stopped. */
 class GatedBackend implements ModelBackend {
   readonly name = 'gated';
-  readonly supportsSnapshots = false;
+  supportsResume(): boolean {
+    return false;
+  }
   started: GenerateOptions | undefined;
   private onStart: (() => void) | undefined;
   private open: (() => void) | undefined;

@@ -15,7 +15,9 @@ type Script = (request: GenerateRequest, options: GenerateOptions) => Promise<Ge
 
 class ScriptedBackend implements ModelBackend {
   readonly name = 'scripted';
-  readonly supportsSnapshots = false;
+  supportsResume(): boolean {
+    return false;
+  }
   runs = 0;
   constructor(private readonly script: Script) {}
   listModels(): ModelInfo[] {

@@ -5,7 +5,7 @@ import type { TaskEvent, TaskRecord } from './task';
 export type EventListener = (event: TaskEvent) => void;
 export type TaskChangeListener = (task: TaskRecord, deleted: boolean) => void;
 
-export class EventLog {
+export class TaskEventBus {
   private readonly byTask = new Map<string, Set<EventListener>>();
   private readonly changeListeners = new Set<TaskChangeListener>();
 
