@@ -14,10 +14,10 @@ import {
 } from './backend';
 import { DeltaBatcher } from './deltaBatcher';
 import { newMessageId } from './ids';
-import { answersByName, checkInputRequests, newRound, sameRound, unansweredKeys, waitingMessage } from './input';
-import { responseObject, taskStatusSnapshot, toChatMessages } from './responses';
-import type { TaskStore, NewEvent } from './taskStore';
-import type { TaskTransitions } from './transitions';
+import { answersByName, checkInputRequests, newRound, sameRound, unansweredKeys } from './input';
+import { toChatMessages } from './responses';
+import type { TaskStore } from './taskStore';
+import type { Delivered, TaskTransitions } from './transitions';
 import type { InputRequest, InputResponse, Problem, RequestErrorObject, TaskRecord } from './task';
 import { errorText, problem } from './problems';
 
@@ -56,10 +56,8 @@ export interface RequeueRequest {
   newAttempt: boolean;
   /** Continue in the same output item from `text` (on_restart "resume" on a backend that can) instead of a new attempt. */
   resume?: boolean;
-  /** What clients received in this attempt (for the failure when retries run out). */
-  text: string;
-  messageId?: string;
-  tokens: number;
+  /** What clients received in this attempt (to resume from, or for the failure when retries run out). */
+  delivered: Delivered & { tokens: number };
 }
 
 /** How the backend's stream ended: the text and tokens delivered, and its result or what it threw. */
@@ -142,23 +140,13 @@ export class GenerationRun {
    */
   private async start(): Promise<TaskRecord | undefined> {
     const id = this.taskId;
-    const resumed = this.resume;
-    const toLoading = {
-      to: 'loading' as const,
-      patch: { statusMessage: 'loading model' },
-      events: (t: TaskRecord): NewEvent[] => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }],
-    };
-    const toRunning = {
-      to: 'running' as const,
-      patch: { statusMessage: resumed ? `resuming after ${resumed.outputTokens} tokens` : 'generating' },
-      events: (t: TaskRecord): NewEvent[] =>
-        resumed ? [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }] : startEvents(t, this.messageId),
-    };
+    const { transitions } = this;
+    const running = { messageId: this.messageId, resumedTokens: this.resume?.outputTokens };
 
     // The start is written with a background sync: the backend starts while it is synced (together with the create,
     // when that is still being synced), and its first text is written after it, so nothing is shown out of order. If
     // the sync fails the start is rolled back and this run stops with the store error.
-    const deferred = {
+    const defer = {
       onFailed: (e: Error) => {
         this.storeError ??= e;
         this.abort.abort();
@@ -167,9 +155,9 @@ export class GenerationRun {
     const queued = this.store.getTask(id);
     if (queued && this.backend.isLoaded(queued.model)) {
       // Nothing to load: both transitions in one durable write, which is what a client waits for before text.
-      return this.transitions.transitionSteps(id, [toLoading, toRunning], ['queued'], deferred);
+      return transitions.startRunning(id, { ...running, fromQueued: true, defer });
     }
-    const loading = this.transitions.transition(id, 'loading', toLoading.patch, toLoading.events, ['queued']);
+    const loading = transitions.startLoading(id);
     if (!loading) return undefined;
     const model = loading.model;
     try {
@@ -181,29 +169,24 @@ export class GenerationRun {
           const pct = Math.floor(p * 10);
           if (pct === lastReported) return;
           lastReported = pct;
-          this.transitions.append(id, { statusMessage: `loading model ${Math.round(p * 100)}%` }, [
-            { type: 'task_runtime:model.loading', data: { model, progress: Math.min(1, Math.max(0, p)) } },
-          ]);
+          transitions.loadProgress(id, model, p);
         },
       });
     } catch (e) {
-      if (this.stopReason) return void this.finishStopped(loading, '', 0, undefined);
+      if (this.stopReason) return void this.finishStopped({ text: '', tokens: 0 });
       if (isBackendError(e) && e.kind !== 'failed') {
-        this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: false, text: '', tokens: 0 };
+        this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: false, delivered: { text: '', tokens: 0 } };
         return undefined;
       }
-      if (isBackendError(e)) return void this.fail(loading, problem(e.code, e.message), '', undefined, 0);
+      if (isBackendError(e)) return void this.fail(problem(e.code, e.message), { text: '', tokens: 0 });
       const msg = errorText(e);
       this.settings.log?.(`task ${id}: model load failed: ${msg}`);
-      return void this.fail(loading, problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), '', undefined, 0);
+      return void this.fail(problem('model_load_failed', `The model "${model}" could not be loaded: ${msg}`), { text: '', tokens: 0 });
     }
-    if (this.stopReason) return void this.finishStopped(loading, '', 0, undefined);
-    const running = this.transitions.transition(id, 'running', toRunning.patch, toRunning.events, ['loading'], deferred);
-    if (!running) {
-      const now = this.store.getTask(id);
-      if (now) this.finishStopped(now, '', 0, this.messageId);
-    }
-    return running;
+    if (this.stopReason) return void this.finishStopped({ text: '', tokens: 0 });
+    const started = transitions.startRunning(id, { ...running, defer });
+    if (!started) this.finishStopped({ text: '', tokens: 0, messageId: this.messageId });
+    return started;
   }
 
   /** Runs the backend's generation, persisting its text in batches. Never throws: the outcome is returned. */
@@ -216,16 +199,8 @@ export class GenerationRun {
       minWindowMs: this.settings.deltaFlushMs,
       now: () => performance.now(),
       write: (delta, snapshot) =>
-        this.transitions.append(
-          id,
-          {
-            outputTokens: tokens,
-            // A task waiting for input keeps saying so.
-            ...(this.waiting ? {} : { statusMessage: `generating: ${tokens} tokens` }),
-            ...(snapshot ? { snapshot } : {}),
-          },
-          delta ? [deltaEvent(this.messageId, delta)] : [],
-        ),
+        // A task waiting for input keeps saying so.
+        this.transitions.progress(id, { messageId: this.messageId, tokens, delta, snapshot, waiting: this.waiting !== undefined }),
       // Writes run from timers and backend callbacks: a failed one must stop the generation, not escape there.
       onError: (e) => {
         this.storeError = e;
@@ -302,13 +277,7 @@ export class GenerationRun {
     const round = newRound(rounds, requests, message);
     let parked: TaskRecord | undefined;
     try {
-      parked = this.transitions.transition(
-        id,
-        'input_required',
-        { inputRounds: [...rounds, round], statusMessage: waitingMessage(round) },
-        (t) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }],
-        ['running'],
-      );
+      parked = this.transitions.awaitInput(id, rounds, round);
     } catch (e) {
       // The store could not be written: the run stops and the scheduler settles the task once writes work again.
       this.storeError = e instanceof Error ? e : new Error(String(e));
@@ -339,64 +308,20 @@ export class GenerationRun {
   /** The terminal transition for how the stream ended; rejects with the store error when a write failed. */
   private finish(streamed: Streamed): void {
     const id = this.taskId;
-    const { text, tokens } = streamed;
+    const delivered = { text: streamed.text, tokens: streamed.tokens, messageId: this.messageId };
     if (this.storeError) throw this.storeError;
     if (!streamed.ok) {
-      if (this.stopReason) return this.finishStopped(this.store.getTask(id), text, tokens, this.messageId);
-      if (isRequestError(streamed.error)) return this.requestFailed(streamed.error, text, tokens);
-      if (isBackendError(streamed.error)) return this.backendFailed(streamed.error, text, tokens, this.messageId);
+      if (this.stopReason) return this.finishStopped(delivered);
+      if (isRequestError(streamed.error)) return this.requestFailed(streamed.error, delivered);
+      if (isBackendError(streamed.error)) return this.backendFailed(streamed.error, delivered);
       const msg = errorText(streamed.error);
       this.settings.log?.(`task ${id}: generation failed: ${msg}`);
-      const current = this.store.getTask(id);
-      if (current) this.fail(current, problem('model_error', `Generation failed: ${msg}`), text, this.messageId, tokens);
-      return;
+      return this.fail(problem('model_error', `Generation failed: ${msg}`), delivered);
     }
     const current = this.store.getTask(id);
     if (!current) return;
-    if (this.stopReason || current.status === 'cancelling') return this.finishStopped(current, text, tokens, this.messageId);
-    this.succeed(current, streamed.result, text, tokens);
-  }
-
-  private succeed(current: TaskRecord, result: GenerateResult, text: string, tokens: number): void {
-    const messageId = this.messageId;
-    const incomplete = result.finishReason === 'max_output_tokens';
-    const usage = {
-      input_tokens: result.inputTokens,
-      output_tokens: result.outputTokens,
-      total_tokens: result.inputTokens + result.outputTokens,
-    };
-    const part = { type: 'output_text', text, annotations: [], logprobs: [] };
-    this.transitions.transition(
-      this.taskId,
-      'succeeded',
-      {
-        statusMessage: incomplete ? `finished at the token limit (${tokens} tokens)` : `completed: ${tokens} tokens`,
-        outputTokens: result.outputTokens,
-        usage,
-        snapshot: null,
-        response: responseObject(current, {
-          status: incomplete ? 'incomplete' : 'completed',
-          text,
-          messageId,
-          itemStatus: incomplete ? 'incomplete' : 'completed',
-          usage,
-          incompleteReason: incomplete ? 'max_output_tokens' : null,
-          completedAt: this.settings.now(),
-        }),
-      },
-      (t) => [
-        { type: 'response.output_text.done', data: { item_id: messageId, output_index: 0, content_index: 0, text, logprobs: [] } },
-        { type: 'response.content_part.done', data: { item_id: messageId, output_index: 0, content_index: 0, part } },
-        {
-          type: 'response.output_item.done',
-          data: {
-            output_index: 0,
-            item: { id: messageId, type: 'message', status: incomplete ? 'incomplete' : 'completed', role: 'assistant', content: [part] },
-          },
-        },
-        { type: incomplete ? 'response.incomplete' : 'response.completed', data: { response: t.response } },
-      ],
-    );
+    if (this.stopReason || current.status === 'cancelling') return this.finishStopped(delivered);
+    this.transitions.succeed(id, streamed.result, delivered);
     this.dropSnapshots();
   }
 
@@ -406,46 +331,38 @@ export class GenerationRun {
    * runs it again, `resume` continues the same output item where the backend can — a remote engine that continues
    * a final assistant message — else runs it again); an engine error → failed.
    */
-  private backendFailed(e: BackendError, text: string, tokens: number, messageId: string): void {
+  private backendFailed(e: BackendError, delivered: Delivered & { messageId: string; tokens: number }): void {
     const current = this.store.getTask(this.taskId);
-    if (!current || current.status !== 'running') {
-      if (current) this.finishStopped(current, text, tokens, messageId);
-      return;
-    }
+    if (!current || current.status !== 'running') return this.finishStopped(delivered);
     this.settings.log?.(`task ${this.taskId}: backend ${e.kind}: ${e.message}`);
-    if (e.kind === 'failed') return this.fail(current, problem(e.code, e.message), text, messageId, tokens);
+    if (e.kind === 'failed') return this.fail(problem(e.code, e.message), delivered);
+    const { text } = delivered;
     const cutOff = e.kind === 'interrupted' || text.length > 0;
     if (cutOff && current.onRestart === 'fail') {
       const detail = `${e.message} The task's on_restart policy is "fail", so it was not run again.`;
-      return this.fail(current, problem('backend_interrupted', detail), text, messageId, tokens);
+      return this.fail(problem('backend_interrupted', detail), delivered);
     }
     const resume = current.onRestart === 'resume' && text.length > 0 && this.backend.supportsResume(current.model);
-    this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: !resume, resume, text, messageId, tokens };
+    this.requeue = { reason: e.message, retryAfterMs: e.retryAfterMs, newAttempt: !resume, resume, delivered };
   }
 
   /** The backend ended the request with a protocol-level error (RequestError): failed, the error kept as given. */
-  private requestFailed(e: RequestError, text: string, tokens: number): void {
-    const current = this.store.getTask(this.taskId);
-    if (!current) return;
+  private requestFailed(e: RequestError, delivered: Delivered): void {
     const requestError = requestErrorObject(e);
     this.settings.log?.(`task ${this.taskId}: request error ${requestError.code}: ${requestError.message}`);
-    this.fail(current, { ...problem('request_error', requestError.message), requestError }, text, this.messageId, tokens);
+    this.fail({ ...problem('request_error', requestError.message), requestError }, delivered);
   }
 
   /** Ends a run that was stopped from outside: cancel → cancelled, deadline → failed; shutdown leaves it for recovery. */
-  private finishStopped(task: TaskRecord | undefined, text: string, tokens: number, messageId: string | undefined): void {
-    if (!task) return;
+  private finishStopped(delivered: Delivered): void {
     if (this.stopReason === 'shutdown' || this.stopReason === 'expired') return;
-    if (this.stopReason === 'deadline') {
-      this.fail(task, problem('deadline_exceeded', 'The task did not finish before its deadline.'), text, messageId, tokens);
-      return;
-    }
-    finishCancelled(this.transitions, task.id, text, messageId, tokens);
+    if (this.stopReason === 'deadline') return this.fail(problem('deadline_exceeded', 'The task did not finish before its deadline.'), delivered);
+    this.transitions.cancelled(this.taskId, delivered);
     this.dropSnapshots();
   }
 
-  private fail(task: TaskRecord, err: Problem, text: string, messageId: string | undefined, tokens: number): void {
-    failTask(this.transitions, task.id, err, text, messageId, tokens);
+  private fail(err: Problem, delivered: Delivered): void {
+    this.transitions.fail(this.taskId, err, delivered);
     this.dropSnapshots();
   }
 
@@ -473,77 +390,4 @@ function requestErrorObject(e: RequestError): RequestErrorObject {
     /* not JSON: dropped */
   }
   return { code, message, ...(data !== undefined ? { data } : {}) };
-}
-
-function deltaEvent(messageId: string, delta: string): NewEvent {
-  return {
-    type: 'response.output_text.delta',
-    data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] },
-  };
-}
-
-/** The events that open a response's output: in_progress, the message item, its text part. */
-function startEvents(t: TaskRecord, messageId: string): NewEvent[] {
-  return [
-    { type: 'response.in_progress', data: { response: responseObject(t, { status: 'in_progress' }) } },
-    {
-      type: 'response.output_item.added',
-      data: { output_index: 0, item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] } },
-    },
-    {
-      type: 'response.content_part.added',
-      data: { item_id: messageId, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } },
-    },
-  ];
-}
-
-export function failTask(
-  transitions: TaskTransitions,
-  id: string,
-  err: Problem,
-  text = '',
-  messageId?: string,
-  tokens?: number,
-): TaskRecord | undefined {
-  return transitions.transition(
-    id,
-    'failed',
-    (cur) => ({
-      statusMessage: `failed: ${err.detail}`,
-      error: err,
-      snapshot: null,
-      ...(tokens !== undefined ? { outputTokens: tokens } : {}),
-      response: responseObject(cur, {
-        status: 'failed',
-        text,
-        messageId,
-        itemStatus: 'incomplete',
-        error: { code: err.code, message: err.detail },
-      }),
-    }),
-    (t) => [
-      { type: 'error', data: { code: err.code, message: err.detail, param: null } },
-      { type: 'response.failed', data: { response: t.response } },
-    ],
-  );
-}
-
-export function finishCancelled(
-  transitions: TaskTransitions,
-  id: string,
-  text = '',
-  messageId?: string,
-  tokens?: number,
-): TaskRecord | undefined {
-  return transitions.transition(
-    id,
-    'cancelled',
-    (cur) => ({
-      statusMessage: 'cancelled',
-      snapshot: null,
-      ...(tokens !== undefined ? { outputTokens: tokens } : {}),
-      response: responseObject(cur, { status: 'cancelled', text, messageId, itemStatus: 'incomplete' }),
-    }),
-    (t) => [{ type: 'response.cancelled', data: { response: t.response } }],
-  );
 }

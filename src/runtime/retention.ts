@@ -23,7 +23,7 @@ export interface SweepResult {
  */
 export function sweep(
   store: TaskStore,
-  log: TaskEventBus,
+  bus: TaskEventBus,
   policy: RetentionPolicy,
   now: number,
   stopActive: (id: string) => void,
@@ -34,7 +34,7 @@ export function sweep(
     for (const t of removed) stopActive(t.id);
     const ops: WriteOp[] = removed.flatMap((t) => store.deleteTaskOps(t.id));
     if (ops.length) store.database.write(ops);
-    for (const t of removed) log.publishChange(t, true);
+    for (const t of removed) bus.publishChange(t, true);
     return removed.length;
   };
   for (let ids = store.expiredTaskIds(now, BATCH); ids.length; ids = store.expiredTaskIds(now, BATCH)) {

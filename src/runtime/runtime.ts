@@ -13,14 +13,15 @@ import type {
 import type { ModelBackend, ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { TaskEventBus } from './eventBus';
-import { finishCancelled } from './generation';
 import { newResponseId, newTaskId } from './ids';
-import { checkInputResponse, unansweredKeys, waitingMessage } from './input';
-import { outputText, recoverTasks, type RecoveryOutcome } from './recovery';
-import { responseObject, taskStatusSnapshot, titleOf } from './responses';
+import { checkInputResponse, unansweredKeys } from './input';
+import { recoverTasks, type RecoveryOutcome } from './recovery';
+import { queuedEvents } from './responseEvents';
+import { titleOf } from './responses';
 import { sweep } from './retention';
 import { Scheduler, type BackendRetryPolicy } from './scheduler';
 import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/database';
+import type { NewEvent } from './taskStore';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
 import { TASK_STATUSES, isTerminal, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
@@ -77,7 +78,7 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
 
 export class TaskRuntime implements TaskRuntimeApi {
   readonly limits: RuntimeLimits;
-  private readonly log = new TaskEventBus();
+  private readonly bus = new TaskEventBus();
   private readonly transitions: TaskTransitions;
   private readonly scheduler: Scheduler;
   private readonly sweepTimer: NodeJS.Timeout;
@@ -96,7 +97,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       this.limits.onRestart = [...this.limits.onRestart, 'resume'];
     }
     this.now = options.now ?? Date.now;
-    this.transitions = new TaskTransitions(store, this.log, this.now);
+    this.transitions = new TaskTransitions(store, this.bus, this.now);
     this.scheduler = new Scheduler({
       now: this.now,
       store,
@@ -199,16 +200,16 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   /** Tells listeners about a durable create. */
-  private created(task: TaskRecord, events: Array<{ type: string; data: Record<string, unknown> }>): void {
+  private created(task: TaskRecord, events: NewEvent[]): void {
     const now = task.createdAt;
-    this.log.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: now })));
-    this.log.publishChange(task);
+    this.bus.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: now })));
+    this.bus.publishChange(task);
   }
 
   /** Checks a create and builds its batch; an idempotent replay returns the earlier task instead. */
   private planCreate(
     p: CreateTaskParams,
-  ): CreateTaskResult | { task: TaskRecord; ops: WriteOp[]; events: Array<{ type: string; data: Record<string, unknown> }> } {
+  ): CreateTaskResult | { task: TaskRecord; ops: WriteOp[]; events: NewEvent[] } {
     this.assertOpen();
     // A replay must answer with a durable task.
     this.store.database.settle();
@@ -263,12 +264,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       oldestSeq: 0,
       inputRequests: null,
     };
-    // Both first events carry the same data object, so the batch serialises it once (createTaskOps).
-    const data = { response: responseObject(task, { status: 'queued' }) };
-    const events = [
-      { type: 'response.created', data },
-      { type: 'response.queued', data },
-    ];
+    const events = queuedEvents(task);
     const ops = this.store.createTaskOps(task, ++this.queueOrder, events, now);
     if (p.idempotency) {
       ops.push(...this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now));
@@ -384,7 +380,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       onEvent(ev);
       last = ev.seq;
     }
-    return this.log.listen(id, (ev) => {
+    return this.bus.listen(id, (ev) => {
       if (ev.seq <= last) return;
       last = ev.seq;
       onEvent(ev);
@@ -392,7 +388,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   onTaskChange(listener: (task: TaskRecord, deleted: boolean) => void): Subscription {
-    return this.log.onTaskChange(listener);
+    return this.bus.onTaskChange(listener);
   }
 
   waitForTerminal(id: string, signal?: AbortSignal): Promise<TaskRecord> {
@@ -403,7 +399,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       if (isTerminal(first.status)) return resolve(first);
       const abortError = () => Object.assign(new Error('The wait was aborted.'), { name: 'AbortError' });
       if (signal?.aborted) return reject(abortError());
-      const sub = this.log.onTaskChange((t, deleted) => {
+      const sub = this.bus.onTaskChange((t, deleted) => {
         if (t.id !== id) return;
         if (deleted) {
           done();
@@ -439,20 +435,14 @@ export class TaskRuntime implements TaskRuntimeApi {
         throw new RuntimeError('task_not_cancelable', `Task ${id} is already ${task.status}.`);
       case 'queued': {
         this.scheduler.remove(id);
-        return finishCancelled(this.transitions, id) ?? this.mustGet(id, principal);
+        return this.transitions.cancelled(id) ?? this.mustGet(id, principal);
       }
       default: {
-        const t = this.transitions.transition(
-          id,
-          'cancelling',
-          { statusMessage: reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling' },
-          (next) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(next) }],
-        );
+        const t = this.transitions.requestCancel(id, reason);
         // Nothing running it here (e.g. its run died with the store): finish the stop now. A task that waited for
         // input after a restart keeps the text its attempt had delivered.
         if (!this.scheduler.stop(id, 'cancel')) {
-          const { text, messageId } = task.status === 'input_required' && t ? outputText(this.store, t) : { text: '', messageId: undefined };
-          finishCancelled(this.transitions, id, text, messageId);
+          this.transitions.cancelled(id, task.status === 'input_required' && t ? this.transitions.delivered(t) : undefined);
         }
         return t ?? this.mustGet(id, principal);
       }
@@ -478,34 +468,18 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (Object.keys(accepted).length === 0) return task;
     const answered = { ...last, responses: { ...last.responses, ...accepted } };
     const inputRounds = [...rounds.slice(0, -1), answered];
-    const statusEvent = (t: TaskRecord) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }];
     if (unansweredKeys(answered).length > 0) {
       // Partial: the task stays input_required with the rest.
-      return this.transitions.append(id, { inputRounds, statusMessage: waitingMessage(answered) }, statusEvent) ?? this.mustGet(id, principal);
+      return this.transitions.recordAnswers(id, inputRounds) ?? this.mustGet(id, principal);
     }
     if (this.scheduler.hasInputWaiter(id)) {
       // The run that asked is waiting: back to running, then hand it the answers.
-      const resumed = this.transitions.transition(
-        id,
-        'running',
-        { inputRounds, statusMessage: `generating: ${task.outputTokens} tokens` },
-        statusEvent,
-        ['input_required'],
-      );
+      const resumed = this.transitions.inputReceived(id, inputRounds);
       if (resumed) this.scheduler.inputAnswered(id);
       return resumed ?? this.mustGet(id, principal);
     }
     // No run behind it (the server restarted while it waited; recovery.ts): a new attempt, which replays the answers.
-    const attempt = task.attempt + 1;
-    const queued = this.transitions.requeue(
-      task,
-      { inputRounds, attempt, statusMessage: `input received: running again (attempt ${attempt})`, outputTokens: 0, snapshot: null, response: null },
-      (t) => [
-        { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
-        { type: 'response.created', data: { response: responseObject(t, { status: 'queued' }) } },
-        { type: 'response.queued', data: { response: responseObject(t, { status: 'queued' }) } },
-      ],
-    );
+    const queued = this.transitions.newAttempt(task, (attempt) => `input received: running again (attempt ${attempt})`, { inputRounds });
     this.scheduler.enqueue(queued);
     return queued;
   }
@@ -515,7 +489,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     const task = this.mustGet(id, principal);
     if (!isTerminal(task.status)) throw new RuntimeError('task_not_deletable', `Task ${id} is ${task.status}; cancel it first.`);
     this.store.database.write(this.store.deleteTaskOps(id));
-    this.log.publishChange(task, true);
+    this.bus.publishChange(task, true);
   }
 
   /** Runs retention now (also runs periodically). */
@@ -524,7 +498,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     try {
       return sweep(
         this.store,
-        this.log,
+        this.bus,
         {
           taskRetentionMs: this.limits.taskRetentionSeconds * 1000,
           eventHistoryMs: this.limits.eventHistorySeconds * 1000,

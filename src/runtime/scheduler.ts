@@ -2,10 +2,8 @@
 // run died because the store could not be written.
 import { join } from 'node:path';
 import type { ModelBackend } from './backend';
-import { failTask, finishCancelled, GenerationRun, type GenerationSettings, type RequeueRequest, type ResumePoint, type StopReason } from './generation';
+import { GenerationRun, type GenerationSettings, type RequeueRequest, type ResumePoint, type StopReason } from './generation';
 import { problem } from './problems';
-import { outputText } from './recovery';
-import { responseObject, taskStatusSnapshot } from './responses';
 import type { TaskStore } from './taskStore';
 import type { TaskTransitions } from './transitions';
 import { isTerminal, type TaskRecord } from './task';
@@ -219,14 +217,14 @@ export class Scheduler {
     const current = store.getTask(id);
     if (!current || isTerminal(current.status) || this.closed) return;
     if (current.status === 'cancelling') {
-      finishCancelled(transitions, id, r.text, r.messageId, r.tokens);
+      transitions.cancelled(id, r.delivered);
       return;
     }
     const n = (this.backendRetries.get(id) ?? 0) + 1;
     const { attempts, baseMs, maxMs } = this.retryPolicy;
     if (n > attempts) {
       const detail = `${r.reason} Gave up after ${attempts} retries.`;
-      failTask(transitions, id, problem('backend_unavailable', detail), r.text, r.messageId, r.tokens);
+      transitions.fail(id, problem('backend_unavailable', detail), r.delivered);
       this.clearRetry(id);
       return;
     }
@@ -234,19 +232,11 @@ export class Scheduler {
     const waitMs = Math.min(maxMs, Math.max(baseMs * 2 ** (n - 1), r.retryAfterMs ?? 0));
     const statusMessage = `waiting for the backend: ${r.reason} (retry ${n} of ${attempts} in ${formatWait(waitMs)})`;
     if (r.newAttempt) {
-      const attempt = current.attempt + 1;
-      transitions.requeue(
-        current,
-        { attempt, statusMessage, outputTokens: 0, snapshot: null, response: null },
-        (t) => [
-          { type: 'task_runtime:task.status', data: taskStatusSnapshot(t) },
-          { type: 'response.created', data: { response: responseObject(t, { status: 'queued' }) } },
-          { type: 'response.queued', data: { response: responseObject(t, { status: 'queued' }) } },
-        ],
-      );
+      transitions.newAttempt(current, () => statusMessage);
     } else {
-      transitions.requeue(current, { statusMessage }, (t) => [{ type: 'task_runtime:task.status', data: taskStatusSnapshot(t) }]);
-      if (r.resume && r.messageId) this.resumePoints.set(id, { text: r.text, outputTokens: r.tokens, messageId: r.messageId });
+      transitions.requeue(current, statusMessage);
+      const { text, tokens, messageId } = r.delivered;
+      if (r.resume && messageId) this.resumePoints.set(id, { text, outputTokens: tokens, messageId });
     }
     const timer = setTimeout(() => {
       this.retryTimers.delete(id);
@@ -282,12 +272,10 @@ export class Scheduler {
         if (t && t.status === 'queued') {
           if (!this.queue.some((q) => q.id === id)) this.queue.unshift({ id, model: t.model });
         } else if (t && t.status === 'cancelling') {
-          const { text, messageId } = outputText(store, t);
-          finishCancelled(transitions, id, text, messageId);
+          transitions.cancelled(id, transitions.delivered(t));
         } else if (t && !isTerminal(t.status)) {
-          const { text, messageId } = outputText(store, t);
           const detail = 'The task store could not be written while the task ran (disk full or not writable); the run was stopped.';
-          failTask(transitions, id, problem('store_unwritable', detail), text, messageId);
+          transitions.fail(id, problem('store_unwritable', detail), transitions.delivered(t));
         }
         this.orphaned.delete(id);
         const settled = store.getTask(id);
@@ -311,13 +299,13 @@ export class Scheduler {
       if (!t || isTerminal(t.status)) return;
       if (t.deadlineAt !== null && t.deadlineAt > this.o.now()) return this.armDeadline(t);
       if (this.stop(task.id, 'deadline')) return;
+      const { transitions } = this.o;
       if (t.status === 'queued') {
         this.remove(t.id);
-        failTask(this.o.transitions, t.id, problem('deadline_exceeded', 'The task did not start before its deadline.'));
+        transitions.fail(t.id, problem('deadline_exceeded', 'The task did not start before its deadline.'));
       } else if (t.status === 'input_required') {
         // Waiting for input with no run behind it (after a restart).
-        const { text, messageId } = outputText(this.o.store, t);
-        failTask(this.o.transitions, t.id, problem('deadline_exceeded', 'The task did not finish before its deadline.'), text, messageId);
+        transitions.fail(t.id, problem('deadline_exceeded', 'The task did not finish before its deadline.'), transitions.delivered(t));
       }
     };
     const timer = setTimeout(fire, Math.min(Math.max(task.deadlineAt - this.o.now(), 0), MAX_TIMER_MS));

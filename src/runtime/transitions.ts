@@ -1,18 +1,52 @@
-// The single place where a task changes: checks the transition table against the stored status, writes the
-// change and its events in one durable batch, then tells listeners. Everything here is synchronous, so the
-// first committed transition wins and a racing one sees the new status. A deferred transition (`defer`) is applied
-// at once but synced in the background (group commit, store/database.ts); its listeners hear of it once it is
-// durable, and `defer.onFailed` runs instead if it never becomes durable (rolled back; the store refuses writes).
+// The single place where a task changes, in the lifecycle's own words: each operation (startLoading, startRunning,
+// progress, awaitInput, newAttempt, succeed, fail, cancelled, …) checks the transition table against the stored
+// status, builds its patch and its events (responseEvents.ts) and writes both in one durable batch, then tells
+// listeners. Everything here is synchronous, so the first committed transition wins and a racing one sees the new
+// status (the operation returns undefined). A deferred operation (`defer`) is applied at once but synced in the
+// background (group commit, store/database.ts); its listeners hear of it once it is durable, and `defer.onFailed`
+// runs instead if it never becomes durable (rolled back; the store refuses writes).
+import type { GenerateResult, GenerationSnapshot } from './backend';
 import type { RuntimeError } from './errors';
 import type { TaskEventBus } from './eventBus';
+import { pendingRequests, waitingMessage } from './input';
+import {
+  cancelledEvents,
+  EVENT,
+  failedEvents,
+  finishedEvents,
+  modelLoadingEvent,
+  outputOpenedEvents,
+  queuedEvents,
+  statusEvent,
+  textDeltaEvent,
+} from './responseEvents';
+import { responseObject } from './responses';
 import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
-import { pendingRequests } from './input';
-import { canTransition, isTerminal, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import { canTransition, isTerminal, type InputRound, type Problem, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import type { WriteOp } from './store/database';
 
-/** For a transition written with a background sync: what to do if it is rolled back instead. */
+/** For an operation written with a background sync: what to do if it is rolled back instead. */
 export interface DeferredTransition {
   onFailed(err: RuntimeError): void;
+}
+
+/**
+ * What the current attempt delivered to clients: the text of its output item, that item's id (absent when the
+ * attempt never opened one) and its output tokens (absent: leave the stored count as it is).
+ */
+export interface Delivered {
+  text: string;
+  messageId?: string;
+  tokens?: number;
+}
+
+export const NOTHING_DELIVERED: Delivered = { text: '' };
+
+/** One status change: where to, the fields it sets (from the current record), the events it writes (from the next). */
+interface Step {
+  to: TaskStatus;
+  patch?: Omit<TaskPatch, 'status'> | ((current: TaskRecord) => Omit<TaskPatch, 'status'>);
+  events?: (next: TaskRecord) => NewEvent[];
 }
 
 export class TaskTransitions {
@@ -24,77 +58,279 @@ export class TaskTransitions {
 
   constructor(
     private readonly store: TaskStore,
-    private readonly log: TaskEventBus,
+    private readonly bus: TaskEventBus,
     private readonly now: () => number,
   ) {}
 
-  /**
-   * Moves `id` to `to` if the table allows it from its current status (and, when given, only from one of `from`).
-   * Returns the updated task, or undefined when the transition is not allowed (someone else won).
-   */
-  transition(
-    id: string,
-    to: TaskStatus,
-    patch: Omit<TaskPatch, 'status'> | ((current: TaskRecord) => Omit<TaskPatch, 'status'>) = {},
-    events: (task: TaskRecord) => NewEvent[] = () => [],
-    from?: readonly TaskStatus[],
-    defer?: DeferredTransition,
-  ): TaskRecord | undefined {
-    const current = this.store.getTask(id);
-    if (!current) return undefined;
-    if (from && !from.includes(current.status)) return undefined;
-    if (!canTransition(current.status, to)) return undefined;
-    const fields = typeof patch === 'function' ? patch(current) : patch;
-    return this.commit([this.plan(current, { ...fields, status: to }, events)], true, defer);
+  // ---------------- one run: queued → loading → running ----------------
+
+  /** queued → loading, before the backend loads the task's model. */
+  startLoading(id: string): TaskRecord | undefined {
+    return this.move(id, { to: 'loading', patch: { statusMessage: 'loading model' }, events: (t) => [statusEvent(t)] }, ['queued']);
   }
 
-  /** Restart recovery only: moves a non-terminal task back to queued for another run. */
-  requeue(current: TaskRecord, patch: Omit<TaskPatch, 'status'>, events: (task: TaskRecord) => NewEvent[]): TaskRecord {
-    if (isTerminal(current.status)) throw new Error('terminal tasks are final');
-    return this.apply(current, { ...patch, status: 'queued' }, events);
-  }
-
-  /** Appends events (and progress fields) without a status change. Ignored once the task is terminal. */
-  append(
-    id: string,
-    patch: Omit<TaskPatch, 'status'>,
-    events: NewEvent[] | ((task: TaskRecord) => NewEvent[]),
-    notifyChange = true,
-  ): TaskRecord | undefined {
-    const current = this.store.getTask(id);
-    if (!current || isTerminal(current.status)) return undefined;
-    return this.apply(current, patch, typeof events === 'function' ? events : () => events, notifyChange);
+  /** Load progress (0..1) of a loading task, as a status message and a model-loading event. */
+  loadProgress(id: string, model: string, progress: number): void {
+    this.record(id, { statusMessage: `loading model ${Math.round(progress * 100)}%` }, () => [modelLoadingEvent(model, progress)]);
   }
 
   /**
-   * Several transitions in a row (e.g. queued → loading → running when the model is already loaded) in one durable
-   * batch. Each step is checked against the status the previous one left; nothing is written unless all pass.
+   * loading → running (or queued → loading → running in one batch when the model is already loaded: that batch is
+   * what a client waits for before the first text). A fresh attempt opens its output item `messageId`; a resumed one
+   * (`resumedTokens`: what it delivered before) continues in the item it already has.
    */
-  transitionSteps(
+  startRunning(
     id: string,
-    steps: Array<{ to: TaskStatus; patch?: Omit<TaskPatch, 'status'>; events?: (task: TaskRecord) => NewEvent[] }>,
-    from: readonly TaskStatus[],
-    defer?: DeferredTransition,
+    o: { messageId: string; resumedTokens?: number; fromQueued?: boolean; defer?: DeferredTransition },
   ): TaskRecord | undefined {
+    const resumed = o.resumedTokens !== undefined;
+    const running: Step = {
+      to: 'running',
+      patch: { statusMessage: resumed ? `resuming after ${o.resumedTokens} tokens` : 'generating' },
+      events: (t) => (resumed ? [statusEvent(t)] : outputOpenedEvents(t, o.messageId)),
+    };
+    if (!o.fromQueued) return this.move(id, running, ['loading'], o.defer);
+    const loading: Step = { to: 'loading', patch: { statusMessage: 'loading model' }, events: (t) => [statusEvent(t)] };
+    return this.moveSteps(id, [loading, running], ['queued'], o.defer);
+  }
+
+  /**
+   * Progress of a running attempt: the output tokens so far, the text that arrived since the last call (one delta
+   * event), and the resume snapshot that covers it. `waiting`: the task waits for input, and its status message
+   * keeps saying so.
+   */
+  progress(
+    id: string,
+    o: { messageId: string; tokens: number; delta?: string; snapshot?: GenerationSnapshot; waiting?: boolean },
+  ): TaskRecord | undefined {
+    return this.record(
+      id,
+      {
+        outputTokens: o.tokens,
+        ...(o.waiting ? {} : { statusMessage: `generating: ${o.tokens} tokens` }),
+        ...(o.snapshot ? { snapshot: o.snapshot } : {}),
+      },
+      () => (o.delta ? [textDeltaEvent(o.messageId, o.delta)] : []),
+    );
+  }
+
+  // ---------------- input ----------------
+
+  /** running → input_required with a new input round (appended to the stored ones). */
+  awaitInput(id: string, rounds: InputRound[], round: InputRound): TaskRecord | undefined {
+    return this.move(
+      id,
+      { to: 'input_required', patch: { inputRounds: [...rounds, round], statusMessage: waitingMessage(round) }, events: (t) => [statusEvent(t)] },
+      ['running'],
+    );
+  }
+
+  /** Some answers of the open round are in, not all: the task keeps waiting, for the rest. */
+  recordAnswers(id: string, inputRounds: InputRound[]): TaskRecord | undefined {
+    const open = inputRounds[inputRounds.length - 1];
+    return this.record(id, { inputRounds, statusMessage: open ? waitingMessage(open) : null }, (t) => [statusEvent(t)]);
+  }
+
+  /** Every answer of the open round is in and the run that asked still waits: input_required → running. */
+  inputReceived(id: string, inputRounds: InputRound[]): TaskRecord | undefined {
+    return this.move(
+      id,
+      {
+        to: 'running',
+        patch: (cur) => ({ inputRounds, statusMessage: `generating: ${cur.outputTokens} tokens` }),
+        events: (t) => [statusEvent(t)],
+      },
+      ['input_required'],
+    );
+  }
+
+  // ---------------- back to the queue ----------------
+  // The table holds the moves within one run; a task goes back to the queue from any unfinished status, for another
+  // run: restart recovery, a backend that was unavailable, the answers to a task whose run is gone.
+
+  /**
+   * Back to the queue as the same attempt (`statusMessage` says why): it never started, or it resumes its output
+   * item where it was cut off.
+   */
+  requeue(task: TaskRecord, statusMessage: string): TaskRecord {
+    return this.toQueue(task, { statusMessage }, (t) => [statusEvent(t)]);
+  }
+
+  /**
+   * Back to the queue as a new attempt: clients drop what the last one delivered (a fresh `response.created`
+   * follows), its output tokens, snapshot and response are cleared. `why` words the status message for the attempt
+   * number; `inputRounds` is written with it when the new attempt replays answered input.
+   */
+  newAttempt(task: TaskRecord, why: (attempt: number) => string, o: { inputRounds?: InputRound[] } = {}): TaskRecord {
+    const attempt = task.attempt + 1;
+    return this.toQueue(
+      task,
+      {
+        attempt,
+        statusMessage: why(attempt),
+        outputTokens: 0,
+        snapshot: null,
+        response: null,
+        ...(o.inputRounds ? { inputRounds: o.inputRounds } : {}),
+      },
+      (t) => [statusEvent(t), ...queuedEvents(t)],
+    );
+  }
+
+  private toQueue(task: TaskRecord, patch: Omit<TaskPatch, 'status'>, events: (t: TaskRecord) => NewEvent[]): TaskRecord {
+    if (isTerminal(task.status)) throw new Error('terminal tasks are final');
+    return this.commit([this.plan(task, { ...patch, status: 'queued' }, events)]);
+  }
+
+  // ---------------- endings ----------------
+
+  /** running (or input_required) → succeeded: the response completed, or incomplete at the token limit. */
+  succeed(id: string, result: GenerateResult, delivered: Delivered & { messageId: string }): TaskRecord | undefined {
+    const { text, messageId } = delivered;
+    const tokens = delivered.tokens ?? result.outputTokens;
+    const incomplete = result.finishReason === 'max_output_tokens';
+    const usage = { input_tokens: result.inputTokens, output_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens };
+    const completedAt = this.now();
+    return this.move(id, {
+      to: 'succeeded',
+      patch: (cur) => ({
+        statusMessage: incomplete ? `finished at the token limit (${tokens} tokens)` : `completed: ${tokens} tokens`,
+        outputTokens: result.outputTokens,
+        usage,
+        snapshot: null,
+        response: responseObject(cur, {
+          status: incomplete ? 'incomplete' : 'completed',
+          text,
+          messageId,
+          itemStatus: incomplete ? 'incomplete' : 'completed',
+          usage,
+          incompleteReason: incomplete ? 'max_output_tokens' : null,
+          completedAt,
+        }),
+      }),
+      events: (t) => finishedEvents(t, messageId, text, incomplete),
+    });
+  }
+
+  /** → failed with `err`, keeping what the attempt delivered in the partial response. */
+  fail(id: string, err: Problem, delivered: Delivered = NOTHING_DELIVERED): TaskRecord | undefined {
+    return this.move(id, {
+      to: 'failed',
+      patch: (cur) => ({
+        statusMessage: `failed: ${err.detail}`,
+        error: err,
+        snapshot: null,
+        ...(delivered.tokens !== undefined ? { outputTokens: delivered.tokens } : {}),
+        response: responseObject(cur, {
+          status: 'failed',
+          text: delivered.text,
+          messageId: delivered.messageId,
+          itemStatus: 'incomplete',
+          error: { code: err.code, message: err.detail },
+        }),
+      }),
+      events: (t) => failedEvents(t, err),
+    });
+  }
+
+  /** A cancel of a started task: → cancelling while its run stops (`cancelled` ends it). */
+  requestCancel(id: string, reason?: string): TaskRecord | undefined {
+    return this.move(id, {
+      to: 'cancelling',
+      patch: { statusMessage: reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling' },
+      events: (t) => [statusEvent(t)],
+    });
+  }
+
+  /** → cancelled (from queued, or cancelling), keeping what the attempt delivered in the partial response. */
+  cancelled(id: string, delivered: Delivered = NOTHING_DELIVERED): TaskRecord | undefined {
+    return this.move(id, {
+      to: 'cancelled',
+      patch: (cur) => ({
+        statusMessage: 'cancelled',
+        snapshot: null,
+        ...(delivered.tokens !== undefined ? { outputTokens: delivered.tokens } : {}),
+        response: responseObject(cur, { status: 'cancelled', text: delivered.text, messageId: delivered.messageId, itemStatus: 'incomplete' }),
+      }),
+      events: (t) => cancelledEvents(t),
+    });
+  }
+
+  /** What the task's current attempt delivered, read back from its events (after a restart, or a run that is gone). */
+  delivered(task: TaskRecord): Delivered {
+    // Text of the current attempt: deltas after its last response.created.
+    let text = '';
+    let messageId: string | undefined;
+    for (const ev of this.store.readEvents(task.id, task.oldestSeq - 1)) {
+      if (ev.type === EVENT.created) {
+        text = '';
+        messageId = undefined;
+      } else if (ev.type === EVENT.outputItemAdded) {
+        messageId = (ev.data.item as { id?: string } | undefined)?.id;
+      } else if (ev.type === EVENT.outputTextDelta) {
+        text += String(ev.data.delta ?? '');
+      }
+    }
+    return { text, messageId };
+  }
+
+  // ---------------- events not yet durable ----------------
+
+  /**
+   * Events of `id` from `from` on sit in a batch that is not yet durable (until `release`): replays stop before them
+   * (they reach live listeners when the batch is durable). Used by deferred operations and the deferred create.
+   */
+  holdEvents(id: string, from: number): void {
+    const u = this.unsynced.get(id);
+    if (u) u.push(from);
+    else this.unsynced.set(id, [from]);
+  }
+
+  /** The oldest held batch of `id` is durable (or failed). */
+  releaseEvents(id: string): void {
+    const u = this.unsynced.get(id);
+    u?.shift();
+    if (u?.length === 0) this.unsynced.delete(id);
+  }
+
+  /** The first event sequence of `id` not yet durable, or undefined when every event of it is. */
+  unsyncedFrom(id: string): number | undefined {
+    return this.unsynced.get(id)?.[0];
+  }
+
+  // ---------------- the primitives ----------------
+
+  /**
+   * `step` if the table allows it from the task's current status (and, when given, only from one of `from`).
+   * Returns the updated task, or undefined when it is not allowed (someone else won).
+   */
+  private move(id: string, step: Step, from?: readonly TaskStatus[], defer?: DeferredTransition): TaskRecord | undefined {
+    return this.moveSteps(id, [step], from, defer);
+  }
+
+  /**
+   * Several steps in a row in one durable batch (optionally only from one of `from`). Each is checked against the
+   * status the previous one left; nothing is written unless all pass.
+   */
+  private moveSteps(id: string, steps: Step[], from?: readonly TaskStatus[], defer?: DeferredTransition): TaskRecord | undefined {
     let current = this.store.getTask(id);
-    if (!current || !from.includes(current.status)) return undefined;
+    if (!current || (from && !from.includes(current.status))) return undefined;
     const planned: Planned[] = [];
     for (const step of steps) {
       if (!canTransition(current.status, step.to)) return undefined;
-      const p = this.plan(current, { ...step.patch, status: step.to }, step.events ?? (() => []));
+      const fields = typeof step.patch === 'function' ? step.patch(current) : (step.patch ?? {});
+      const p = this.plan(current, { ...fields, status: step.to }, step.events ?? (() => []));
       planned.push(p);
       current = p.next;
     }
-    return this.commit(planned, true, defer);
+    return this.commit(planned, defer);
   }
 
-  private apply(
-    current: TaskRecord,
-    patch: TaskPatch,
-    events: (task: TaskRecord) => NewEvent[],
-    notifyChange = true,
-  ): TaskRecord {
-    return this.commit([this.plan(current, patch, events)], notifyChange);
+  /** Fields and events without a status change. Ignored once the task is terminal. */
+  private record(id: string, patch: Omit<TaskPatch, 'status'>, events: (task: TaskRecord) => NewEvent[]): TaskRecord | undefined {
+    const current = this.store.getTask(id);
+    if (!current || isTerminal(current.status)) return undefined;
+    return this.commit([this.plan(current, patch, events)]);
   }
 
   private plan(current: TaskRecord, patch: TaskPatch, events: (task: TaskRecord) => NewEvent[]): Planned {
@@ -127,34 +363,12 @@ export class TaskTransitions {
     return { next, ops, stored };
   }
 
-  /**
-   * Events of `id` from `from` on sit in a batch that is not yet durable (until `release`): replays stop before them
-   * (they reach live listeners when the batch is durable). Used by deferred transitions and the deferred create.
-   */
-  holdEvents(id: string, from: number): void {
-    const u = this.unsynced.get(id);
-    if (u) u.push(from);
-    else this.unsynced.set(id, [from]);
-  }
-
-  /** The oldest held batch of `id` is durable (or failed). */
-  releaseEvents(id: string): void {
-    const u = this.unsynced.get(id);
-    u?.shift();
-    if (u?.length === 0) this.unsynced.delete(id);
-  }
-
-  /** The first event sequence of `id` not yet durable, or undefined when every event of it is. */
-  unsyncedFrom(id: string): number | undefined {
-    return this.unsynced.get(id)?.[0];
-  }
-
   /** One durable write for all planned steps, then listeners hear of each, in order. */
-  private commit(planned: Planned[], notifyChange = true, defer?: DeferredTransition): TaskRecord {
+  private commit(planned: Planned[], defer?: DeferredTransition): TaskRecord {
     const tell = () => {
       for (const p of planned) {
-        this.log.publish(p.stored);
-        if (notifyChange) this.log.publishChange(p.next);
+        this.bus.publish(p.stored);
+        this.bus.publishChange(p.next);
       }
     };
     const ops = planned.flatMap((p) => p.ops);

@@ -1,0 +1,98 @@
+// The events of a task's stream: every type the runtime writes is named here once, and built here from the task
+// (Responses events for the response, `task_runtime:` vendor events for the task around it). The lifecycle
+// operations (transitions.ts) are the only writers; doors read the types from here, never spell them.
+import { responseObject, taskStatusSnapshot } from './responses';
+import type { NewEvent } from './taskStore';
+import type { Problem, TaskRecord } from './task';
+
+export const EVENT = {
+  created: 'response.created',
+  queued: 'response.queued',
+  inProgress: 'response.in_progress',
+  outputItemAdded: 'response.output_item.added',
+  contentPartAdded: 'response.content_part.added',
+  outputTextDelta: 'response.output_text.delta',
+  outputTextDone: 'response.output_text.done',
+  contentPartDone: 'response.content_part.done',
+  outputItemDone: 'response.output_item.done',
+  completed: 'response.completed',
+  incomplete: 'response.incomplete',
+  failed: 'response.failed',
+  cancelled: 'response.cancelled',
+  /** The Responses stream's error event, written just before `response.failed`. */
+  error: 'error',
+  /** Vendor: the task's status, message or attempt changed (carries a small task snapshot). */
+  taskStatus: 'task_runtime:task.status',
+  /** Vendor: model load progress, 0..1. */
+  modelLoading: 'task_runtime:model.loading',
+} as const;
+
+/** The events that end a response: exactly one of them closes every attempt's stream that finishes. */
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([EVENT.completed, EVENT.incomplete, EVENT.failed, EVENT.cancelled]);
+
+export function statusEvent(t: TaskRecord): NewEvent {
+  return { type: EVENT.taskStatus, data: taskStatusSnapshot(t) };
+}
+
+export function modelLoadingEvent(model: string, progress: number): NewEvent {
+  return { type: EVENT.modelLoading, data: { model, progress: Math.min(1, Math.max(0, progress)) } };
+}
+
+/**
+ * A new response waiting in the queue: `response.created` then `response.queued`. Both carry the same data object,
+ * so a batch serialises it once (taskStore.createTaskOps).
+ */
+export function queuedEvents(t: TaskRecord): NewEvent[] {
+  const data = { response: responseObject(t, { status: 'queued' }) };
+  return [
+    { type: EVENT.created, data },
+    { type: EVENT.queued, data },
+  ];
+}
+
+/** The events that open a response's output: in_progress, the message item, its text part. */
+export function outputOpenedEvents(t: TaskRecord, messageId: string): NewEvent[] {
+  return [
+    { type: EVENT.inProgress, data: { response: responseObject(t, { status: 'in_progress' }) } },
+    {
+      type: EVENT.outputItemAdded,
+      data: { output_index: 0, item: { id: messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] } },
+    },
+    {
+      type: EVENT.contentPartAdded,
+      data: { item_id: messageId, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } },
+    },
+  ];
+}
+
+export function textDeltaEvent(messageId: string, delta: string): NewEvent {
+  return { type: EVENT.outputTextDelta, data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] } };
+}
+
+/** The events that close a finished output: text done, part done, item done, then completed (or incomplete). */
+export function finishedEvents(t: TaskRecord, messageId: string, text: string, incomplete: boolean): NewEvent[] {
+  const part = { type: 'output_text', text, annotations: [], logprobs: [] };
+  return [
+    { type: EVENT.outputTextDone, data: { item_id: messageId, output_index: 0, content_index: 0, text, logprobs: [] } },
+    { type: EVENT.contentPartDone, data: { item_id: messageId, output_index: 0, content_index: 0, part } },
+    {
+      type: EVENT.outputItemDone,
+      data: {
+        output_index: 0,
+        item: { id: messageId, type: 'message', status: incomplete ? 'incomplete' : 'completed', role: 'assistant', content: [part] },
+      },
+    },
+    { type: incomplete ? EVENT.incomplete : EVENT.completed, data: { response: t.response } },
+  ];
+}
+
+export function failedEvents(t: TaskRecord, err: Problem): NewEvent[] {
+  return [
+    { type: EVENT.error, data: { code: err.code, message: err.detail, param: null } },
+    { type: EVENT.failed, data: { response: t.response } },
+  ];
+}
+
+export function cancelledEvents(t: TaskRecord): NewEvent[] {
+  return [{ type: EVENT.cancelled, data: { response: t.response } }];
+}
