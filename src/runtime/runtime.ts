@@ -13,18 +13,15 @@ import type {
 import type { ModelBackend, ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { TaskEventBus } from './eventBus';
-import { newResponseId, newTaskId } from './ids';
 import { checkInputResponse, unansweredKeys } from './input';
 import { recoverTasks, type RecoveryOutcome } from './recovery';
-import { queuedEvents } from './responseEvents';
 import { titleOf } from './responses';
 import { sweep } from './retention';
 import { Scheduler, type BackendRetryPolicy } from './scheduler';
 import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/database';
-import type { NewEvent } from './taskStore';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
-import { TASK_STATUSES, isTerminal, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import { TASK_STATUSES, isTerminal, newTaskRecord, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import { TaskTransitions } from './transitions';
 
 export interface RuntimeOptions {
@@ -162,8 +159,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   createTask(p: CreateTaskParams): CreateTaskResult {
     const planned = this.planCreate(p);
     if (!('ops' in planned)) return planned;
-    this.store.database.write(planned.ops);
-    this.created(planned.task, planned.events);
+    this.transitions.create(planned.task, planned.queueOrder, { extraOps: planned.ops });
     this.scheduler.enqueue(planned.task);
     return { task: planned.task, replayed: false };
   }
@@ -178,17 +174,12 @@ export class TaskRuntime implements TaskRuntimeApi {
     return new Promise((resolve, reject) => {
       const planned = this.planCreate(p);
       if (!('ops' in planned)) return resolve(planned);
-      const { task, events } = planned;
-      this.transitions.holdEvents(task.id, 0);
-      this.store.database.write(planned.ops, {
+      const { task } = planned;
+      this.transitions.create(task, planned.queueOrder, {
+        extraOps: planned.ops,
         defer: {
-          onDurable: () => {
-            this.transitions.releaseEvents(task.id);
-            this.created(task, events);
-            resolve({ task, replayed: false });
-          },
+          onDurable: () => resolve({ task, replayed: false }),
           onFailed: (e) => {
-            this.transitions.releaseEvents(task.id);
             this.scheduler.remove(task.id);
             this.scheduler.stop(task.id, 'shutdown');
             reject(e);
@@ -199,17 +190,10 @@ export class TaskRuntime implements TaskRuntimeApi {
     });
   }
 
-  /** Tells listeners about a durable create. */
-  private created(task: TaskRecord, events: NewEvent[]): void {
-    const now = task.createdAt;
-    this.bus.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: now })));
-    this.bus.publishChange(task);
-  }
-
   /** Checks a create and builds its batch; an idempotent replay returns the earlier task instead. */
   private planCreate(
     p: CreateTaskParams,
-  ): CreateTaskResult | { task: TaskRecord; ops: WriteOp[]; events: NewEvent[] } {
+  ): CreateTaskResult | { task: TaskRecord; queueOrder: number; ops: WriteOp[] } {
     this.assertOpen();
     // A replay must answer with a durable task.
     this.store.database.settle();
@@ -238,38 +222,22 @@ export class TaskRuntime implements TaskRuntimeApi {
     }
     const ttlMs =
       p.ttlMs === undefined || p.ttlMs === null ? null : Math.min(Math.max(Math.floor(p.ttlMs), 1000), this.limits.maxTtlMs);
-    const task: TaskRecord = {
-      id: newTaskId(),
-      responseId: newResponseId(),
+    const task = newTaskRecord({
       origin: p.origin,
       principal: p.principal,
-      title: (p.title ?? titleOf(p.input)).slice(0, 200),
-      model,
+      title: p.title ?? titleOf(p.input),
       input: { ...p.input, model },
-      status: 'queued',
-      statusMessage: 'queued',
-      createdAt: now,
-      updatedAt: now,
       onRestart,
-      attempt: 1,
       ttlMs,
-      expiresAt: ttlMs === null ? null : now + ttlMs,
       deadlineAt: p.deadlineMs ? now + Math.max(1, Math.floor(p.deadlineMs)) : null,
-      response: null,
-      error: null,
-      usage: null,
-      outputTokens: 0,
       meta: p.meta ?? {},
-      nextSeq: 2,
-      oldestSeq: 0,
-      inputRequests: null,
-    };
-    const events = queuedEvents(task);
-    const ops = this.store.createTaskOps(task, ++this.queueOrder, events, now);
-    if (p.idempotency) {
-      ops.push(...this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now));
-    }
-    return { task, ops, events };
+      now,
+    });
+    // The idempotency key is written in the create's batch.
+    const ops = p.idempotency
+      ? this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now)
+      : [];
+    return { task, queueOrder: ++this.queueOrder, ops };
   }
 
   // ---------------- reads ----------------

@@ -62,6 +62,42 @@ export class TaskTransitions {
     private readonly now: () => number,
   ) {}
 
+  // ---------------- a new task ----------------
+
+  /**
+   * A new task (newTaskRecord), queued: its row, its first events and `extraOps` (its idempotency key) in one batch.
+   * With `defer` the batch is synced in the background: nothing about the task is told (or replayed) before it is
+   * durable, then `onDurable` runs; if it is rolled back, `onFailed` runs instead.
+   */
+  create(task: TaskRecord, queueOrder: number, o: { extraOps?: WriteOp[]; defer?: DeferredTransition & { onDurable(): void } } = {}): void {
+    const events = queuedEvents(task);
+    const ops = this.store.createTaskOps(task, queueOrder, events, task.createdAt);
+    if (o.extraOps?.length) ops.push(...o.extraOps);
+    const tell = () => {
+      this.bus.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: task.createdAt })));
+      this.bus.publishChange(task);
+    };
+    const defer = o.defer;
+    if (!defer) {
+      this.store.database.write(ops);
+      return tell();
+    }
+    this.holdEvents(task.id, 0);
+    this.store.database.write(ops, {
+      defer: {
+        onDurable: () => {
+          this.releaseEvents(task.id);
+          tell();
+          defer.onDurable();
+        },
+        onFailed: (e) => {
+          this.releaseEvents(task.id);
+          defer.onFailed(e);
+        },
+      },
+    });
+  }
+
   // ---------------- one run: queued → loading → running ----------------
 
   /** queued → loading, before the backend loads the task's model. */
@@ -280,14 +316,14 @@ export class TaskTransitions {
    * Events of `id` from `from` on sit in a batch that is not yet durable (until `release`): replays stop before them
    * (they reach live listeners when the batch is durable). Used by deferred operations and the deferred create.
    */
-  holdEvents(id: string, from: number): void {
+  private holdEvents(id: string, from: number): void {
     const u = this.unsynced.get(id);
     if (u) u.push(from);
     else this.unsynced.set(id, [from]);
   }
 
   /** The oldest held batch of `id` is durable (or failed). */
-  releaseEvents(id: string): void {
+  private releaseEvents(id: string): void {
     const u = this.unsynced.get(id);
     u?.shift();
     if (u?.length === 0) this.unsynced.delete(id);

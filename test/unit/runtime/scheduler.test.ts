@@ -1,0 +1,169 @@
+// The Scheduler directly, over a real store and transitions, with a scripted backend: queue order, concurrency per
+// model and per capacity group, retries of an unavailable backend, a backend cut off mid-output per on_restart,
+// deadlines, stops and close.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BackendError } from '../../../src/runtime/backend';
+import { EVENT } from '../../../src/runtime/responseEvents';
+import { Scheduler, type SchedulerOptions } from '../../../src/runtime/scheduler';
+import { isTerminal, type TaskRecord } from '../../../src/runtime/task';
+import { Gate, ScriptedBackend, says, type Script, type ScriptedBackendOptions } from '../../fixtures/scriptedBackend';
+import { openParts, types, type Parts } from '../../fixtures/runtimeParts';
+import { taskReaches } from '../../support/wait';
+
+async function setup(script: Script, o: ScriptedBackendOptions = {}, extra: Partial<SchedulerOptions> = {}) {
+  const parts = await openParts();
+  const backend = new ScriptedBackend(script, o);
+  const scheduler = new Scheduler({
+    store: parts.store,
+    transitions: parts.transitions,
+    backend,
+    dataDir: parts.dir,
+    maxConcurrentPerModel: 1,
+    deltaFlushMs: 0,
+    now: parts.clock.now,
+    ...extra,
+  });
+  const add = (fields: Parameters<Parts['add']>[0] = {}) => {
+    const t = parts.add(fields);
+    scheduler.enqueue(t);
+    return t;
+  };
+  const done = (t: TaskRecord) => taskReaches(parts.source, t.id, (x) => isTerminal(x.status), `${t.id} to finish`);
+  const close = async () => {
+    await scheduler.close();
+    await parts.close();
+  };
+  return { parts, backend, scheduler, add, done, close };
+}
+
+const status = (parts: Parts, t: TaskRecord) => parts.store.getTask(t.id)?.status;
+
+test('tasks of one model run one at a time in the order they were queued; positions count from 1', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script);
+  const [a, b, c] = [s.add({ title: 'a', input: { model: 'm', input: 'a' } }), s.add({ input: { model: 'm', input: 'b' } }), s.add({ input: { model: 'm', input: 'c' } })];
+  await gate.started(1);
+  assert.deepEqual([status(s.parts, a), status(s.parts, b), status(s.parts, c)], ['running', 'queued', 'queued']);
+  assert.deepEqual([s.scheduler.position(a.id), s.scheduler.position(b.id), s.scheduler.position(c.id)], [null, 1, 2]);
+  assert.equal(s.scheduler.queueLength, 2);
+  for (let n = 2; n <= 3; n++) {
+    gate.release();
+    await gate.started(n);
+  }
+  gate.release();
+  for (const t of [a, b, c]) assert.equal((await s.done(t)).status, 'succeeded');
+  assert.deepEqual(
+    s.backend.requests.map((r) => r.messages.at(-1)?.content),
+    ['a', 'b', 'c'],
+  );
+  assert.equal(s.backend.maxActive, 1);
+  await s.close();
+});
+
+test('a busy model does not hold up another; a shared capacity group counts both', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script, { models: ['a', 'b'] });
+  const a1 = s.add({ input: { model: 'a', input: '1' } });
+  const a2 = s.add({ input: { model: 'a', input: '2' } });
+  const b1 = s.add({ input: { model: 'b', input: '3' } });
+  await gate.started(2);
+  assert.deepEqual([status(s.parts, a1), status(s.parts, a2), status(s.parts, b1)], ['running', 'queued', 'running']);
+  gate.release();
+  await gate.started(3);
+  gate.release();
+  await Promise.all([a1, a2, b1].map(s.done));
+  await s.close();
+
+  const shared = new Gate();
+  const g = await setup(shared.script, { models: ['a', 'b'], concurrency: () => ({ group: 'engine', limit: 2 }) });
+  const tasks = [g.add({ input: { model: 'a', input: '1' } }), g.add({ input: { model: 'b', input: '2' } }), g.add({ input: { model: 'a', input: '3' } })];
+  await shared.started(2);
+  assert.deepEqual(
+    tasks.map((t) => status(g.parts, t)),
+    ['running', 'running', 'queued'],
+  );
+  shared.release();
+  await shared.started(3);
+  shared.release();
+  await Promise.all(tasks.map(g.done));
+  assert.equal(g.backend.maxActive, 2);
+  await g.close();
+});
+
+test('an unavailable backend: the task waits queued with a status message, is retried, then fails backend_unavailable', async () => {
+  const s = await setup(
+    async () => {
+      throw new BackendError('unavailable', 'backend_unavailable', 'The engine did not answer.');
+    },
+    {},
+    { backendRetry: { attempts: 2, baseMs: 1, maxMs: 1 } },
+  );
+  const t = s.add();
+  const failed = await s.done(t);
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.error?.code, 'backend_unavailable');
+  assert.match(failed.error?.detail ?? '', /The engine did not answer\. Gave up after 2 retries\./);
+  assert.equal(s.backend.runs, 3, 'the first run and two retries');
+  const messages = s.parts.events(t.id).filter((e) => e.type === EVENT.taskStatus).map((e) => (e.data.task as { status_message: string }).status_message);
+  assert.ok(messages.includes('waiting for the backend: The engine did not answer. (retry 1 of 2 in 1 ms)'), messages.join('\n'));
+  // Each run had opened its output item (the model was loaded): each retry is a new attempt, with a new response.
+  assert.equal(failed.attempt, 3);
+  assert.equal(types(s.parts.events(t.id)).filter((x) => x === EVENT.created).length, 3);
+  await s.close();
+});
+
+test('a backend cut off mid-output: on_restart "retry" runs a new attempt, "fail" fails with backend_interrupted and the text', async () => {
+  const cutOff: Script = async (_r, o, call) => {
+    if (call > 1) return says('whole answer')(_r, o, call);
+    o.onText('half', 1);
+    throw new BackendError('interrupted', 'backend_interrupted', 'The engine went away.');
+  };
+  const s = await setup(cutOff, {}, { backendRetry: { attempts: 2, baseMs: 1, maxMs: 1 } });
+  const retried = await s.done(s.add({ onRestart: 'retry' }));
+  assert.equal(retried.status, 'succeeded');
+  assert.equal(retried.attempt, 2);
+  assert.equal(retried.response?.['output_text'], 'whole answer');
+  assert.equal(types(s.parts.events(retried.id)).filter((t) => t === EVENT.created).length, 2);
+  await s.close();
+
+  const f = await setup(cutOff);
+  const failed = await f.done(f.add({ onRestart: 'fail' }));
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.error?.code, 'backend_interrupted');
+  assert.equal(failed.response?.['output_text'], 'half');
+  assert.equal(f.backend.runs, 1);
+  await f.close();
+});
+
+test('a deadline fails a task that never started; stop cancels a running one with its text', async () => {
+  const gate = new Gate(['partial ']);
+  const s = await setup(gate.script);
+  const running = s.add();
+  await gate.started(1);
+  const late = s.parts.add({ deadlineAt: s.parts.clock.now() + 5 });
+  s.parts.clock.advance(10);
+  s.scheduler.enqueue(late);
+  const expired = await s.done(late);
+  assert.equal(expired.error?.code, 'deadline_exceeded');
+  assert.equal(expired.error?.detail, 'The task did not start before its deadline.');
+  assert.equal(s.scheduler.position(late.id), null);
+
+  s.parts.transitions.requestCancel(running.id);
+  assert.equal(s.scheduler.stop(running.id, 'cancel'), true);
+  const cancelled = await s.done(running);
+  assert.equal(cancelled.status, 'cancelled');
+  assert.equal(cancelled.response?.['output_text'], 'partial ');
+  await s.close();
+});
+
+test('close stops every run and leaves its task unfinished, for restart recovery', async () => {
+  const gate = new Gate(['some ']);
+  const s = await setup(gate.script, {}, { maxConcurrentPerModel: 2 });
+  const a = s.add();
+  const b = s.add();
+  await gate.started(2);
+  await s.scheduler.close();
+  assert.deepEqual([status(s.parts, a), status(s.parts, b)], ['running', 'running']);
+  await s.parts.close();
+});
