@@ -12,7 +12,7 @@
 //     batch).
 //   - A failed append or sync refuses every write (`store_unwritable`) until a probe (zeros over what the failure may
 //     have left after the good end, then a sync) succeeds: a refused batch can never surface after a restart, and
-//     no new journal generation starts while one may hold its bytes (rotate() is called only while writable).
+//     no new journal generation starts while one may hold its bytes (a checkpoint starts only once writable).
 //   - `epoch` changes when unsynced batches are rolled back (their sequence numbers are used again) and when the
 //     journal rotates: a background sync started before says nothing about batches written after.
 import { join } from 'node:path';
@@ -333,7 +333,7 @@ export class GroupCommit {
 
   /**
    * Starts a new journal generation after the current sequence (a checkpoint: the closed one is folded or no longer
-   * needed); returns that sequence. Only while writable (see the header).
+   * needed); returns that sequence.
    */
   rotate(): number {
     // Nothing unsynced may stay behind in a closed generation (the worker folds it; callbacks are owed).
