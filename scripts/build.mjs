@@ -17,7 +17,7 @@ const external = ['vscode', 'node-llama-cpp', 'sql.js'];
 const nodeEntries = [
   { in: 'src/extension/extension.ts', out: 'extension' },
   { in: 'src/cli/main.ts', out: 'cli' },
-  // The store's checkpoint worker: database.js starts it from its own directory (dist/ here, out/ under tsc).
+  // The store's checkpoint worker: foldWorkerClient.js starts it from its own directory (dist/ here, out/ under tsc).
   { in: 'src/runtime/store/checkpointWorker.ts', out: 'checkpointWorker' },
 ].filter((e) => existsSync(join(root, e.in)));
 

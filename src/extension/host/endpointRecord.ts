@@ -45,12 +45,3 @@ export async function removeEndpointRecord(dataDir: string, pid: number): Promis
   const current = await readEndpointRecord(dataDir);
   if (current && current.pid === pid) await fs.rm(endpointRecordPath(dataDir), { force: true });
 }
-
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

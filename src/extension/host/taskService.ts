@@ -9,7 +9,8 @@ import { RemoteTaskSource } from '../model/remoteTaskSource';
 import type { ExtensionSettings } from '../model/settings';
 import { SwitchingTaskSource } from '../model/switchingTaskSource';
 import { EDITOR_PRINCIPAL } from '../constants';
-import { isProcessAlive, readEndpointRecord, type EndpointRecord } from './endpointRecord';
+import { isProcessAlive } from '../../runtime/process';
+import { readEndpointRecord, type EndpointRecord } from './endpointRecord';
 import { openLocalHost, type LocalHost } from './localHost';
 
 export type ServiceRole = 'starting' | 'owner' | 'client' | 'waiting' | 'stopped' | 'failed';

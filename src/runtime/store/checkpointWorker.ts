@@ -2,7 +2,7 @@
 // checkpoint.ts for why, and docs/runtime.md for the figures). One worker per store, started at the first large
 // checkpoint and kept: it loads sql.js once, and a fold's memory (the previous image, the export) lives in JS
 // buffers that its own garbage collector returns afterwards (SQLite's WebAssembly heap stays at its 2 MB page
-// cache). Built as its own file (dist/ and out/) next to database.js, which starts it.
+// cache). Built as its own file (dist/ and out/) next to foldWorkerClient.js, which starts it.
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';

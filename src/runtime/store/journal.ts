@@ -3,7 +3,7 @@
 // with each statement's text escaped once per writer, in a frame buffer the writer keeps (encodeRecord; a create's
 // record: 12–17 → 8–9 µs, three runs on the loaded 2-core machine). Appending and syncing are separate steps
 // (`write`, then `sync` on this thread or `syncAsync` on libuv's pool), so that one sync can cover several records
-// (group commit, database.ts). The async sync uses a second descriptor of the same file: Linux reports a writeback
+// (group commit, groupCommit.ts). The async sync uses a second descriptor of the same file: Linux reports a writeback
 // error to every open file description once (errseq), so a sync on this thread that runs beside one on the pool
 // still sees an error the other one saw, and neither can take the other's error away.
 //

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { RuntimeError } from '../errors';
+import { isProcessAlive } from '../process';
 
 export interface LockOwner {
   pid: number;
@@ -29,18 +30,9 @@ export function readLockOwner(dataDir: string): LockOwner | undefined {
   }
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export function isLockStale(owner: LockOwner, now = Date.now()): boolean {
   if (owner.host !== hostname()) return now - owner.heartbeatAt > STALE_MS;
-  return !processAlive(owner.pid) || now - owner.heartbeatAt > STALE_MS;
+  return !isProcessAlive(owner.pid) || now - owner.heartbeatAt > STALE_MS;
 }
 
 export class DataDirLock {

@@ -6,14 +6,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import type { GenerateOptions, GenerateResult, ModelBackend, ModelInfo } from '../../../src/runtime/backend';
-import { isRuntimeError, type RuntimeError } from '../../../src/runtime/errors';
-import { TaskRuntime } from '../../../src/runtime/runtime';
-import { DurableDatabase, type JournalFileOps } from '../../../src/runtime/store/database';
-import { readJournal } from '../../../src/runtime/store/journal';
-import type { TaskEvent } from '../../../src/runtime/task';
-import { taskReaches } from '../../support/wait';
-import { tempDir } from './helpers';
+import type { GenerateOptions, GenerateResult, ModelBackend, ModelInfo } from '../../../../src/runtime/backend';
+import { isRuntimeError, type RuntimeError } from '../../../../src/runtime/errors';
+import { TaskRuntime } from '../../../../src/runtime/runtime';
+import { DurableDatabase, type JournalFileOps } from '../../../../src/runtime/store/database';
+import { readJournal } from '../../../../src/runtime/store/journal';
+import type { TaskEvent } from '../../../../src/runtime/task';
+import { taskReaches } from '../../../support/wait';
+import { tempDir } from '../helpers';
 
 /** Counts syncs; background syncs complete only when released (in order); one can be made to fail. */
 class HeldSyncs implements JournalFileOps {
@@ -354,4 +354,68 @@ test('createTaskAsync: a failed sync rolls back the create and the start, stops 
   );
   assert.deepEqual(reopened.storeReport.journalDamage, []);
   await reopened.close();
+});
+test('a failing statement changes nothing and the store keeps working', async () => {
+  const dir = tempDir();
+  const a = await DurableDatabase.open(dir);
+  a.write(insert(1));
+  assert.throws(() => a.write([...insert(2), ['INSERT INTO no_such_table VALUES (1)', []]]));
+  assert.equal(count(a), 1);
+  a.write(insert(3));
+  await a.close();
+  const b = await DurableDatabase.open(dir);
+  assert.equal(count(b), 2);
+  await b.close();
+});
+
+test('a failing batch after many synced ones (not yet committed in memory) takes back only itself', async () => {
+  const dir = tempDir();
+  const a = await DurableDatabase.open(dir);
+  for (let i = 0; i < 40; i++) a.write(insert(i));
+  // The duplicate key fails after the first statement of the batch was applied.
+  assert.throws(() => a.write([...insert(100), ...insert(5)]));
+  assert.equal(count(a), 40);
+  assert.equal(a.commitSeq, 40);
+  a.write(insert(41));
+  assert.equal(count(a), 41);
+  await a.close();
+  const b = await DurableDatabase.open(dir);
+  assert.equal(count(b), 41);
+  assert.equal(b.get("SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = 'k100'")?.n, 0);
+  await b.close();
+});
+
+
+test('a durable callback that writes: the callbacks queued before its own write run first, in batch order', async () => {
+  const dir = tempDir();
+  const db = await DurableDatabase.open(dir);
+  const told: string[] = [];
+  let bothTold!: () => void;
+  const done = new Promise<void>((resolve) => (bothTold = resolve));
+  // A and B share one background sync; A's callback writes C with a sync on the loop, which makes B durable too.
+  db.write(insert(1), {
+    defer: {
+      onDurable: () => {
+        told.push('A');
+        db.write(insert(3));
+        told.push('C written');
+      },
+      onFailed: () => told.push('A failed'),
+    },
+  });
+  db.write(insert(2), {
+    defer: {
+      onDurable: () => {
+        told.push('B');
+        bothTold();
+      },
+      onFailed: () => told.push('B failed'),
+    },
+  });
+  assert.deepEqual(told, [], 'nothing is told before a sync');
+  await done;
+  assert.deepEqual(told, ['A', 'B', 'C written']);
+  assert.equal(db.unsettled, false);
+  assert.equal(count(db), 3);
+  await db.close();
 });

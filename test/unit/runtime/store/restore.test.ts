@@ -1,13 +1,12 @@
+// The store at open (restore.ts): journal replay after the newest usable image, a torn tail dropped, damage set
+// aside with a copy and a report that names the loss exactly, a damaged image replaced by the older one. Real
+// stores in temp dirs; the damage is made by editing their files.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import { join } from 'node:path';
-import { DurableDatabase, damageSummary } from '../../../src/runtime/store/database';
-import { DataDirLock } from '../../../src/runtime/store/lock';
-import { JournalWriter, encodeRecord, readJournal, type WriteOp } from '../../../src/runtime/store/journal';
-import { isRuntimeError } from '../../../src/runtime/errors';
-import { tempDir } from './helpers';
+import { DurableDatabase, damageSummary } from '../../../../src/runtime/store/database';
+import { tempDir } from '../helpers';
 
 const insert = (i: number) =>
   [
@@ -215,90 +214,3 @@ test('a truncated newest checkpoint is set aside and the older one plus the jour
   await b.close();
 });
 
-test('a failing statement changes nothing and the store keeps working', async () => {
-  const dir = tempDir();
-  const a = await DurableDatabase.open(dir);
-  a.write(insert(1));
-  assert.throws(() => a.write([...insert(2), ['INSERT INTO no_such_table VALUES (1)', []]]));
-  assert.equal(count(a), 1);
-  a.write(insert(3));
-  await a.close();
-  const b = await DurableDatabase.open(dir);
-  assert.equal(count(b), 2);
-  await b.close();
-});
-
-test('a failing batch after many synced ones (not yet committed in memory) takes back only itself', async () => {
-  const dir = tempDir();
-  const a = await DurableDatabase.open(dir);
-  for (let i = 0; i < 40; i++) a.write(insert(i));
-  // The duplicate key fails after the first statement of the batch was applied.
-  assert.throws(() => a.write([...insert(100), ...insert(5)]));
-  assert.equal(count(a), 40);
-  assert.equal(a.commitSeq, 40);
-  a.write(insert(41));
-  assert.equal(count(a), 41);
-  await a.close();
-  const b = await DurableDatabase.open(dir);
-  assert.equal(count(b), 41);
-  assert.equal(b.get("SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = 'k100'")?.n, 0);
-  await b.close();
-});
-
-test('journal records are JSON.stringify({ s, o }) byte for byte, and read back as written', () => {
-  const dir = tempDir();
-  const path = join(dir, 'journal-000000000001.log');
-  const records: Array<{ seq: number; ops: WriteOp[] }> = [
-    { seq: 1, ops: [] },
-    { seq: 2, ops: insert(1) },
-    { seq: 3, ops: [['INSERT "q" \\ é ☃ 😀', [1.5, -0, 1e21, null, 'a"b\u2028\u0000', '😀']], ...insert(2), ...insert(3)] },
-    // larger than the writer's scratch buffer
-    { seq: 4, ops: [['INSERT INTO t VALUES (?)', ['x'.repeat(100_000)]]] },
-    { seq: 5, ops: insert(4) },
-  ];
-  const cache = new Map<string, string>();
-  for (const r of records) assert.equal(encodeRecord(r, cache), JSON.stringify({ s: r.seq, o: r.ops }));
-  const w = new JournalWriter(path);
-  for (const r of records) w.write(r);
-  w.sync();
-  w.close();
-  const read = readJournal(path);
-  assert.deepEqual(
-    read.records.map((f) => ({ seq: f.seq, ops: f.ops })),
-    records.map((r) => ({ seq: r.seq, ops: JSON.parse(JSON.stringify(r.ops)) })),
-  );
-  assert.equal(read.tornTail, false);
-  assert.equal(read.damaged.length, 0);
-});
-
-test('checkpoints let old journals go and a clean close leaves a journal-free image', async () => {
-  const dir = tempDir();
-  const a = await DurableDatabase.open(dir, { checkpointBytes: 4096 });
-  for (let i = 0; i < 400; i++) a.write(insert(i));
-  await a.close();
-  const journals = fs.readdirSync(dir).filter((n) => n.startsWith('journal-'));
-  assert.ok(journals.length <= 3, `journals pruned (${journals.join(', ')})`);
-  const b = await DurableDatabase.open(dir);
-  assert.equal(count(b), 400);
-  assert.equal(b.report.replayedBatches, 0);
-  await b.close();
-});
-
-test('one writer per data directory: a second lock fails clearly; a dead owner is taken over', async () => {
-  const dir = tempDir();
-  const first = DataDirLock.acquire(dir);
-  assert.throws(
-    () => DataDirLock.acquire(dir),
-    (e: unknown) => isRuntimeError(e, 'store_locked') && /in use by process/.test((e as Error).message),
-  );
-  first.release();
-  const second = DataDirLock.acquire(dir);
-  second.release();
-  // A lock left by a process that no longer exists.
-  fs.writeFileSync(
-    join(dir, 'owner.lock'),
-    JSON.stringify({ pid: 2 ** 22 + 12345, host: os.hostname(), token: 'x', startedAt: 0, heartbeatAt: Date.now() }),
-  );
-  const third = DataDirLock.acquire(dir);
-  third.release();
-});

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { DurableDatabase } from '../../../src/runtime/store/database';
-import { checkImage, loadSqlJs } from '../../../src/runtime/store/checkpoint';
-import { migrate } from '../../../src/runtime/store/migrations';
-import { tempDir } from './helpers';
+import { DurableDatabase } from '../../../../src/runtime/store/database';
+import { checkImage, loadSqlJs } from '../../../../src/runtime/store/checkpoint';
+import { migrate } from '../../../../src/runtime/store/migrations';
+import { tempDir } from '../helpers';
 
 type Op = [string, Array<string | number | null>];
 const insert = (i: number, pad = ''): Op[] => [

@@ -1,0 +1,91 @@
+// The host's side of the checkpoint worker (foldWorkerClient.ts), on the real worker thread and a real store: a
+// fold writes the image a restart would build; every failure comes back as an answer, never a rejection; after
+// stop() the next fold starts a new worker.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { checkpointName, loadSqlJs, openImage } from '../../../../src/runtime/store/checkpoint';
+import { DurableDatabase, type WriteOp } from '../../../../src/runtime/store/database';
+import { FoldWorkerClient } from '../../../../src/runtime/store/foldWorkerClient';
+import { tempDir } from '../helpers';
+
+const insert = (i: number): WriteOp[] => [
+  [
+    `INSERT INTO idempotency_keys (principal, scope, key, fingerprint, task_id, created_at) VALUES ('p', 's', ?, ?, ?, ?)`,
+    [`k${i}`, `f${i}`, `t${i}`, i],
+  ],
+];
+
+/** A store with its first image (batch 0) and batches 1–n in its journal; left open, as while a fold runs. */
+async function storeWith(n: number): Promise<{ dir: string; db: DurableDatabase }> {
+  const dir = tempDir();
+  const db = await DurableDatabase.open(dir);
+  for (let i = 1; i <= n; i++) db.write(insert(i));
+  assert.ok(fs.existsSync(join(dir, checkpointName(0))));
+  return { dir, db };
+}
+
+async function rowsIn(dir: string, seq: number): Promise<number> {
+  const image = openImage(await loadSqlJs(), join(dir, checkpointName(seq)), seq);
+  try {
+    return Number(image.exec('SELECT COUNT(*) FROM idempotency_keys')[0]?.values[0]?.[0]);
+  } finally {
+    image.close();
+  }
+}
+
+test('a fold writes checkpoint-<upTo> holding the base image and the journal batches up to it', async () => {
+  const { dir, db } = await storeWith(12);
+  const client = new FoldWorkerClient();
+  try {
+    const reply = await client.run({ dir, base: 0, upTo: 10 });
+    assert.equal(reply.ok, true, reply.error);
+    assert.equal(reply.replayed, 10);
+    assert.equal(reply.bytes, fs.statSync(join(dir, checkpointName(10))).size);
+    assert.equal(await rowsIn(dir, 10), 10, 'batches 11 and 12 are after upTo');
+    // The same worker takes the next fold.
+    const next = await client.run({ dir, base: 10, upTo: 12 });
+    assert.equal(next.ok, true, next.error);
+    assert.equal(next.replayed, 2);
+    assert.equal(await rowsIn(dir, 12), 12);
+  } finally {
+    await client.stop();
+    await db.close();
+  }
+});
+
+test('a fold that cannot run answers ok: false with the reason and its errno code', async () => {
+  const { dir, db } = await storeWith(3);
+  const client = new FoldWorkerClient();
+  try {
+    const missingBase = await client.run({ dir, base: 2, upTo: 3 });
+    assert.equal(missingBase.ok, false);
+    assert.equal(missingBase.code, 'ENOENT');
+    const beyond = await client.run({ dir, base: 0, upTo: 9 });
+    assert.equal(beyond.ok, false);
+    assert.match(beyond.error ?? '', /missing/);
+    assert.ok(!fs.existsSync(join(dir, checkpointName(9))));
+  } finally {
+    await client.stop();
+    await db.close();
+  }
+});
+
+test('stop() answers the fold in flight with ok: false; the next fold starts a new worker', async () => {
+  const { dir, db } = await storeWith(5);
+  const client = new FoldWorkerClient();
+  try {
+    const inFlight = client.run({ dir, base: 0, upTo: 5 });
+    await client.stop();
+    const reply = await inFlight;
+    assert.equal(reply.ok, false);
+    assert.match(reply.error ?? '', /exited/);
+    const again = await client.run({ dir, base: 0, upTo: 5 });
+    assert.equal(again.ok, true, again.error);
+    assert.equal(await rowsIn(dir, 5), 5);
+  } finally {
+    await client.stop();
+    await db.close();
+  }
+});
