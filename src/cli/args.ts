@@ -14,7 +14,7 @@ export class UsageError extends Error {
 export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
-                     [--concurrency N] [--allow-origin ORIGIN]... [--conformance-fixtures]
+                     [--concurrency N] [--allow-origin ORIGIN]...
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
@@ -32,8 +32,6 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --concurrency  tasks generating at the same time (per local model)
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
-           --conformance-fixtures  TEST ONLY: adds the MCP conformance suite's fixture tools (greet,
-                          slow_compute, …) to /mcp. Never use it in production
            --engine       a remote OpenAI-compatible engine (llama.cpp server, vLLM, Ollama, LM Studio): NAME and
                           its base URL(s), e.g. gpu=http://10.0.0.5:8080/v1; several URLs form a pool. Its models
                           are offered as NAME/model-id. With --engine and no --model, no demo model is served.
@@ -58,8 +56,6 @@ export interface ServeArgs {
   concurrency?: number;
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
-  /** Test-only: the MCP conformance suite's fixture tools on /mcp. */
-  conformanceFixtures: boolean;
   engines: EngineArg[];
 }
 
@@ -74,7 +70,7 @@ export interface EngineArg {
 
 export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
 
-type FlagKind = 'string' | 'int' | 'list' | 'switch';
+type FlagKind = 'string' | 'int' | 'list';
 const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }> = {
   'data-dir': { kind: 'string' },
   port: { kind: 'int', min: 0, max: 65535 },
@@ -85,7 +81,6 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   'gpu-layers': { kind: 'string' },
   concurrency: { kind: 'int', min: 1, max: 64 },
   'allow-origin': { kind: 'list' },
-  'conformance-fixtures': { kind: 'switch' },
   engine: { kind: 'list' },
   'engine-key-file': { kind: 'list' },
   'engine-concurrency': { kind: 'list' },
@@ -114,11 +109,6 @@ function parseServe(args: readonly string[]): ServeArgs {
     const spec = SERVE_FLAGS[name];
     if (!spec) throw new UsageError(`Unknown option "--${name}".`);
     let value: string | undefined;
-    if (spec.kind === 'switch') {
-      if (eq >= 0) throw new UsageError(`Option --${name} takes no value.`);
-      values.set(name, ['true']);
-      continue;
-    }
     if (eq >= 0) value = arg.slice(eq + 1);
     else if (i + 1 < args.length && !args[i + 1].startsWith('--')) value = args[++i];
     if (value === undefined || value === '') throw new UsageError(`Option --${name} needs a value.`);
@@ -156,7 +146,6 @@ function parseServe(args: readonly string[]): ServeArgs {
       if (origin instanceof Error) throw new UsageError(`--allow-origin ${origin.message}.`);
       return origin;
     }),
-    conformanceFixtures: values.has('conformance-fixtures'),
     engines: engineArgs(values),
   };
 }

@@ -1,18 +1,17 @@
 // `task-runtime serve`: the runtime and both doors with no editor. Prints one JSON ready line on stdout, logs on
-// stderr, and on SIGINT/SIGTERM stops accepting, closes the runtime (checkpoint) and exits 0.
+// stderr, and on SIGINT/SIGTERM stops accepting, closes the runtime (checkpoint) and exits 0. The backends are
+// composed by backends/compose.ts, as in the editor.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { ConformanceFixtureBackend } from '../backends/fixture/conformanceBackend';
-import { LlamaBackend } from '../backends/llama/llamaBackend';
-import { ensureDemoModel } from '../backends/llama/demoModel';
+import { composeBackend } from '../backends/compose';
 import { isModelUri } from '../backends/modelSource';
-import { CompositeBackend } from '../backends/composite';
-import { parseKey } from '../backends/openai/config';
+import { parseKey, type EngineConfig } from '../backends/openai/config';
+import type { RemoteEngine } from '../backends/openai/engine';
 import { ENGINE_PROFILES, resumeOffered } from '../backends/openai/quirks';
-import { RemoteBackend } from '../backends/openai/remoteBackend';
 import type { ModelBackend } from '../runtime/backend';
 import { startEndpoint } from '../protocols/endpoint';
+import type { ModernTool } from '../protocols/mcp/modern/modernDoor';
 import type { RuntimeLimits } from '../runtime/api';
 import { RESTART_POLICIES } from '../runtime/task';
 import { TaskRuntime } from '../runtime/runtime';
@@ -75,7 +74,43 @@ function demoWarning(modelPath: string): string {
   ].join('\n');
 }
 
-export async function serve(args: ServeArgs): Promise<void> {
+/** One line per engine endpoint: up or down, and what decides resume and slot probing. */
+function logEngines(engines: readonly RemoteEngine[]): void {
+  for (const engine of engines) {
+    for (const ep of engine.endpoints) {
+      const what = ep.state === 'up' ? `up, ${ep.models?.length ?? 0} model(s), concurrency ${ep.concurrency}` : `down (${ep.lastError})`;
+      // The model list's owned_by hints at the server; the kind decides resume and slot probing, so say so.
+      const hint = !engine.config.kind && ep.looksLike ? `; looks like ${ENGINE_PROFILES[ep.looksLike].label}: --engine-kind ${engine.name}=${ep.looksLike}` : '';
+      log(`engine ${engine.name}: ${ep.url} ${what}, kind ${engine.config.kind ?? 'openai'}, resume ${resumeOffered(engine.config.kind, engine.config.resume) ? 'offered' : 'not offered'}${hint}`);
+    }
+  }
+}
+
+/** --engine-key-file: the key, or a UsageError naming the engine. */
+function readEngineKey(name: string, keyFile: string): string {
+  let content: string;
+  try {
+    content = fs.readFileSync(path.resolve(keyFile), 'utf8');
+  } catch (err) {
+    throw new UsageError(`--engine-key-file ${name}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
+  }
+  try {
+    return parseKey(content);
+  } catch (err) {
+    throw new UsageError(`--engine-key-file ${name}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * What an embedding program serves besides the product: more model backends (members of the composite backend,
+ * after the local and remote models) and more MCP tools (the modern door's extraTools). The CLI passes none.
+ */
+export interface ServeExtensions {
+  backends?: readonly ModelBackend[];
+  mcpTools?: readonly ModernTool[];
+}
+
+export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): Promise<void> {
   const dataDir = path.resolve(args.dataDir);
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const limits = envLimits();
@@ -87,61 +122,28 @@ export async function serve(args: ServeArgs): Promise<void> {
   const tokenFile = path.resolve(args.tokenFile ?? path.join(dataDir, 'token'));
   const tokens = loadOrCreateTokens(tokenFile, log);
 
-  const models = args.models.map((source) => {
-    const local = !isModelUri(source);
-    if (local && !fs.existsSync(source)) throw new UsageError(`--model ${source}: no such file.`);
-    return { source: local ? path.resolve(source) : source };
-  });
-  const engines = args.engines.map((e) => {
-    let apiKey: string | undefined;
-    if (e.keyFile) {
-      let content: string;
-      try {
-        content = fs.readFileSync(path.resolve(e.keyFile), 'utf8');
-      } catch (err) {
-        throw new UsageError(`--engine-key-file ${e.name}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
-      }
-      try {
-        apiKey = parseKey(content);
-      } catch (err) {
-        throw new UsageError(`--engine-key-file ${e.name}: ${(err as Error).message}`);
-      }
-    }
-    return { name: e.name, urls: e.urls, apiKey, concurrency: e.concurrency, kind: e.kind, resume: e.resume };
-  });
-  if (models.length === 0 && engines.length === 0) {
-    const demo = ensureDemoModel(path.join(dataDir, 'models'));
-    process.stderr.write(demoWarning(demo) + '\n');
-    models.push({ source: demo, demo: true } as { source: string; demo?: boolean });
+  for (const source of args.models) {
+    if (!isModelUri(source) && !fs.existsSync(source)) throw new UsageError(`--model ${source}: no such file.`);
   }
-
-  const llama = new LlamaBackend({
-    models,
-    threads: args.threads ?? 'auto',
-    gpu: args.gpu ?? 'auto',
-    gpuLayers: args.gpuLayers ?? 'auto',
-    cacheDir: dataDir,
-    modelsDir: path.join(dataDir, 'models'),
+  const engines: EngineConfig[] = args.engines.map((e) => ({
+    name: e.name,
+    urls: e.urls,
+    apiKey: e.keyFile ? readEngineKey(e.name, e.keyFile) : undefined,
+    concurrency: e.concurrency,
+    kind: e.kind,
+    resume: e.resume,
+  }));
+  const composed = await composeBackend({
+    models: args.models,
+    engines,
+    dataDir,
+    llama: { threads: args.threads ?? 'auto', gpu: args.gpu ?? 'auto', gpuLayers: args.gpuLayers ?? 'auto' },
+    members: extensions.backends,
     log,
   });
-  let backend: ModelBackend = llama;
-  if (engines.length) {
-    const remote = new RemoteBackend(engines, { log });
-    // Model lists and slot counts before the doors open; an engine that is down now is probed again on demand.
-    await remote.refresh();
-    for (const engine of remote.engines) {
-      for (const ep of engine.endpoints) {
-        const what = ep.state === 'up' ? `up, ${ep.models?.length ?? 0} model(s), concurrency ${ep.concurrency}` : `down (${ep.lastError})`;
-        // The model list's owned_by hints at the server; the kind decides resume and slot probing, so say so.
-        const hint = !engine.config.kind && ep.looksLike ? `; looks like ${ENGINE_PROFILES[ep.looksLike].label}: --engine-kind ${engine.name}=${ep.looksLike}` : '';
-        log(`engine ${engine.name}: ${ep.url} ${what}, kind ${engine.config.kind ?? 'openai'}, resume ${resumeOffered(engine.config.kind, engine.config.resume) ? 'offered' : 'not offered'}${hint}`);
-      }
-    }
-    // Only engines given: no local model, so no local backend (and no on_restart "resume" advertised).
-    backend = models.length ? new CompositeBackend([llama, remote]) : remote;
-  }
-  if (args.conformanceFixtures) log('--conformance-fixtures: TEST ONLY fixture tools (greet, slow_compute, …) are on /mcp');
-  if (args.conformanceFixtures) backend = new ConformanceFixtureBackend(backend);
+  const backend = composed.backend;
+  if (composed.demoModel) process.stderr.write(demoWarning(composed.demoModel) + '\n');
+  logEngines(composed.engines);
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
   const damage = damageSummary(runtime.storeReport);
   if (damage) log(`WARNING: ${damage}`);
@@ -151,7 +153,7 @@ export async function serve(args: ServeArgs): Promise<void> {
     log,
     lmsp: { heartbeatMs },
     allowedOrigins: args.allowedOrigins,
-    mcp: args.conformanceFixtures ? { conformanceFixtures: true } : undefined,
+    mcp: extensions.mcpTools ? { extraTools: extensions.mcpTools } : undefined,
   }).catch(async (e) => {
     await runtime.close();
     throw e;

@@ -1,12 +1,8 @@
-// Composition root for the owning window: the store-backed runtime, the llama backend and the shared loopback
-// endpoint, wired as the CLI wires them. node-llama-cpp stays lazy inside the backend.
+// Composition root for the owning window: the store-backed runtime, the backends (backends/compose.ts, the same
+// rules as `serve`) and the shared loopback endpoint. node-llama-cpp stays lazy inside the llama backend.
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { CompositeBackend } from '../../backends/composite';
-import { LlamaBackend } from '../../backends/llama/llamaBackend';
-import { RemoteBackend } from '../../backends/openai/remoteBackend';
+import { composeBackend } from '../../backends/compose';
 import type { ModelBackend } from '../../runtime/backend';
-import { ensureDemoModel } from '../../backends/llama/demoModel';
 import { startEndpoint, type Endpoint } from '../../protocols/endpoint';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
 import { TaskRuntime } from '../../runtime/runtime';
@@ -18,7 +14,8 @@ import { removeEndpointRecord, writeEndpointRecord } from './endpointRecord';
 export interface LocalHost {
   readonly runtime: TaskRuntimeApi;
   readonly endpoint: Endpoint;
-  readonly backend: LlamaBackend;
+  /** Every model backend of this window (local, remote), as the runtime sees them. */
+  readonly backend: ModelBackend;
   /** What opening the store found (damage, quarantined files). */
   readonly storeReport: OpenReport;
   setToken(token: string): void;
@@ -51,33 +48,20 @@ export async function openLocalHost(options: {
 }): Promise<LocalHost> {
   const { dataDir, settings, log } = options;
   mkdirSync(dataDir, { recursive: true });
-  const modelsDir = join(dataDir, 'models');
-  const model = settings.model
-    ? { source: settings.model }
-    : { source: ensureDemoModel(modelsDir), demo: true };
-  const backend = new LlamaBackend({
-    models: [model],
-    threads: settings.threads > 0 ? settings.threads : 'auto',
-    gpu: settings.gpu,
-    gpuLayers: settings.gpuLayers,
-    cacheDir: dataDir,
-    modelsDir,
+  const engines = await Promise.all(
+    settings.engines.map(async (e) => ({ ...e, apiKey: (await options.engineKey?.(e.name)) || undefined })),
+  );
+  const { backend } = await composeBackend({
+    models: settings.model ? [settings.model] : [],
+    engines,
+    dataDir,
+    llama: { threads: settings.threads > 0 ? settings.threads : 'auto', gpu: settings.gpu, gpuLayers: settings.gpuLayers },
     log,
   });
-  let composed: ModelBackend = backend;
-  if (settings.engines.length) {
-    const engines = await Promise.all(
-      settings.engines.map(async (e) => ({ ...e, apiKey: (await options.engineKey?.(e.name)) || undefined })),
-    );
-    const remote = new RemoteBackend(engines, { log });
-    // Not awaited: an engine that is down must not hold up activation; its tasks wait queued until it answers.
-    void remote.refresh();
-    composed = new CompositeBackend([backend, remote]);
-  }
   let runtime: TaskRuntimeApi;
   let storeReport: OpenReport;
   try {
-    const opened = await TaskRuntime.open({ dataDir, backend: composed, limits: limitsFromSettings(settings), log });
+    const opened = await TaskRuntime.open({ dataDir, backend, limits: limitsFromSettings(settings), log });
     runtime = opened;
     storeReport = opened.storeReport;
   } catch (e) {

@@ -15,7 +15,7 @@ import { TaskNotifier } from './notifier';
 import { McpSessions, type SessionLimits } from './sessions';
 import { acceptsFastTaskGet, answerFastTaskGet } from './taskGetFastPath';
 import { classify } from './modern/era';
-import { createModernHandler } from './modern/modernDoor';
+import { createModernHandler, type ModernTool } from './modern/modernDoor';
 
 export interface McpDoorOptions {
   log?: (m: string) => void;
@@ -27,8 +27,8 @@ export interface McpDoorOptions {
   maxBodyBytes?: number;
   limits?: Partial<CreationLimits>;
   sessions?: Partial<SessionLimits>;
-  /** TEST ONLY (`serve --conformance-fixtures`): the MCP conformance suite's fixture tools. */
-  conformanceFixtures?: boolean;
+  /** Tools served on the 2026-07-28 era beside ours (modern/modernDoor.ts); the shipped roots give none. */
+  extraTools?: readonly ModernTool[];
   /** TEST ONLY: false sends every tasks/get through the SDK transport (the fast path's byte-equality test). */
   taskGetFastPath?: boolean;
 }
@@ -52,7 +52,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
     pageSize: options.pageSize ?? 50,
     log,
   };
-  const modern = createModernHandler(ctx, { conformanceFixtures: options.conformanceFixtures });
+  const modern = createModernHandler(ctx, { extraTools: options.extraTools });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
   const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const taskGetFastPath = options.taskGetFastPath ?? true;

@@ -1,5 +1,6 @@
 // Test servers for the MCP door: an in-process listener (door options under test control, two principals) and
-// a real `task-runtime serve` process (restart tests). Plus a raw JSON-RPC-over-HTTP helper.
+// a real `task-runtime serve` process (restart tests): the product's dist/cli.js, or with the conformance fixtures
+// the test entry point out/test/fixtures/conformance/serve.js (the same serve). Plus a raw JSON-RPC-over-HTTP helper.
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -7,7 +8,7 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ConformanceFixtureBackend } from '../../../src/backends/fixture/conformanceBackend';
+import { CompositeBackend } from '../../../src/backends/composite';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { startListener, type Listener } from '../../../src/protocols/http/listener';
 import { createLmspDoor } from '../../../src/protocols/lmsp/lmspDoor';
@@ -16,6 +17,8 @@ import { createMcpDoor, type McpDoorOptions } from '../../../src/protocols/mcp/m
 import type { RuntimeLimits } from '../../../src/runtime/api';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import { writeTestModel } from '../../../src/backends/llama/demoModel';
+import { ConformanceFixtureBackend } from '../../fixtures/conformance/backend';
+import { conformanceTools } from '../../fixtures/conformance/tools';
 import { parseSse, sseJson } from '../../fixtures/sse';
 
 export const ROOT = path.resolve(__dirname, '../../../..');
@@ -52,7 +55,7 @@ export async function startInProcess(
     limits?: Partial<RuntimeLimits>;
     suppressEos?: boolean;
     allowedOrigins?: string[];
-    /** The conformance fixture tools and their backend, as `serve --conformance-fixtures`. */
+    /** The conformance fixture tools and their backend, as the conformance test entry point serves them. */
     fixtures?: boolean;
   } = {},
 ): Promise<InProcessServer> {
@@ -61,9 +64,9 @@ export async function startInProcess(
     models: [{ id: MODEL_ID, source: slowModelPath(), demo: true }],
     suppressEndOfGeneration: opts.suppressEos ?? true,
   });
-  const backend = opts.fixtures ? new ConformanceFixtureBackend(llama) : llama;
+  const backend = opts.fixtures ? new CompositeBackend([llama, new ConformanceFixtureBackend()]) : llama;
   const runtime = await TaskRuntime.open({ dataDir, backend, limits: opts.limits });
-  const mcp = createMcpDoor(runtime, { ...opts.door, ...(opts.fixtures && { conformanceFixtures: true }) });
+  const mcp = createMcpDoor(runtime, { ...opts.door, ...(opts.fixtures && { extraTools: conformanceTools() }) });
   const lmsp = createLmspDoor(runtime, {});
   const listener: Listener = await startListener({
     port: 0,
@@ -130,10 +133,18 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `node dist/cli.js serve` and waits for its JSON ready line. */
-export async function startProcess(dataDir: string, extraArgs: string[] = []): Promise<ServerProcess> {
-  const cli = path.join(ROOT, 'dist/cli.js');
-  const child = spawn(process.execPath, [cli, 'serve', '--data-dir', dataDir, '--model', slowModelPath(), '--port', '0', ...extraArgs], {
+/** The product CLI's `serve`. */
+const PRODUCT_SERVE = ['dist/cli.js', 'serve'];
+/** The same serve with the conformance fixtures (test/fixtures/conformance/serve.ts). */
+const FIXTURES_SERVE = ['out/test/fixtures/conformance/serve.js'];
+
+/**
+ * Starts `node dist/cli.js serve` (with `fixtures`: the conformance test entry point) and waits for its JSON
+ * ready line.
+ */
+export async function startProcess(dataDir: string, extraArgs: string[] = [], options: { fixtures?: boolean } = {}): Promise<ServerProcess> {
+  const [entry, ...command] = options.fixtures ? FIXTURES_SERVE : PRODUCT_SERVE;
+  const child = spawn(process.execPath, [path.join(ROOT, entry), ...command, '--data-dir', dataDir, '--model', slowModelPath(), '--port', '0', ...extraArgs], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

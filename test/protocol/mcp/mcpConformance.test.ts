@@ -1,4 +1,5 @@
-// The official MCP conformance suite against a real `task-runtime serve --conformance-fixtures` process, at two
+// The official MCP conformance suite against a real `serve` process with the conformance fixtures (the test entry
+// point test/fixtures/conformance/serve.ts: the product's serve plus the fixture model and tools), at two
 // pinned versions: 0.1.16 (2025-11-25) and 0.2.0-alpha.12 (`--suite all`: both eras, the tasks extension, draft
 // scenarios). The suite sends no bearer token, so it talks to a loopback proxy that adds ours (tokenProxy.ts). The
 // suite's own baseline logic decides: a failed check outside the checked-in baseline (conformance/*.yaml, every
@@ -45,7 +46,7 @@ describe('MCP conformance suite (pinned versions, checked-in baselines)', { skip
 
   before(async () => {
     // Fixture tasks (slow_compute 60 s) are cancelled by the suite; concurrency keeps one from queueing the next.
-    server = await startProcess(dataDir, ['--conformance-fixtures', '--concurrency', '8']);
+    server = await startProcess(dataDir, ['--concurrency', '8'], { fixtures: true });
     proxy = await startTokenProxy(server.url, server.token);
   });
   after(async () => {
@@ -66,7 +67,7 @@ describe('MCP conformance suite (pinned versions, checked-in baselines)', { skip
     });
   }
 
-  test('without --conformance-fixtures the fixture tools do not exist', async () => {
+  test('the product CLI (dist/cli.js serve) serves none of the fixture tools', async () => {
     const plainDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-no-fixtures-'));
     const plain = await startProcess(plainDir);
     try {

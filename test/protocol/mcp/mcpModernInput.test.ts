@@ -1,5 +1,5 @@
 // Client input on MCP 2026-07-28, driven by the raw client (modernClient.ts) against an in-process listener with the
-// conformance fixture tools and their backend (as `serve --conformance-fixtures`): a task that asks its client
+// conformance fixture tools and their backend (as the conformance test entry point serves them): a task that asks its client
 // (input_required, tasks/get inputRequests, tasks/update with partial answers, cancel while waiting), a task that
 // ends with a protocol-level error (failed + JSON-RPC error in both eras and LMSP), and MRTR rounds before a task
 // exists (InputRequiredResult, sealed requestState).

@@ -80,7 +80,7 @@ describe('MCP 2026-07-28 across SIGKILL (real process)', { skip: HAS_CLI ? false
   test('a task waiting for input survives SIGKILL with its pending request, and completes once answered', async () => {
     const fixturesDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-modern-input-restart-'));
     const meta = { 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } } };
-    let server = await startProcess(fixturesDir, ['--conformance-fixtures']);
+    let server = await startProcess(fixturesDir, [], { fixtures: true });
     try {
       let client = new ModernClient(server.mcpUrl, server.token);
       const get = async (taskId: string) => (await client.request('tasks/get', { taskId }, { meta })).body.result;
@@ -91,7 +91,7 @@ describe('MCP 2026-07-28 across SIGKILL (real process)', { skip: HAS_CLI ? false
       }, 'confirm_delete to ask');
       await server.stop('SIGKILL');
 
-      server = await startProcess(fixturesDir, ['--conformance-fixtures']);
+      server = await startProcess(fixturesDir, [], { fixtures: true });
       client = new ModernClient(server.mcpUrl, server.token);
       const after = await get(created.taskId);
       assert.equal(after.status, 'input_required', 'still waiting after the kill (confirm_delete is on_restart "retry")');

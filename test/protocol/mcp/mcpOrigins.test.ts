@@ -92,7 +92,8 @@ describe('allow-list configuration', () => {
     const a = parseArgs(['serve', '--allow-origin', 'http://localhost:5173/', '--allow-origin=https://app.example.com']);
     assert.ok(a.command === 'serve');
     assert.deepEqual(a.allowedOrigins, ['http://localhost:5173', 'https://app.example.com']);
-    assert.equal(a.conformanceFixtures, false);
+    // The fixtures are served by the test entry point only (test/fixtures/conformance/serve.ts), not by a flag.
+    assert.throws(() => parseArgs(['serve', '--conformance-fixtures']), (e: Error) => e instanceof UsageError && /Unknown option "--conformance-fixtures"/.test(e.message));
     assert.deepEqual((parseArgs(['serve']) as { allowedOrigins: string[] }).allowedOrigins, []);
     assert.throws(() => parseArgs(['serve', '--allow-origin', 'http://x.com/app']), (e: Error) => e instanceof UsageError && /--allow-origin "http:\/\/x.com\/app"/.test(e.message));
     assert.throws(() => parseArgs(['serve', '--allow-origin']), UsageError);

@@ -4,15 +4,17 @@
 // echoes the request id. Chosen over @modelcontextprotocol/server 2.x: that package has no tasks runtime in either
 // era, its legacy fallback cannot carry our sessions, and the whole layer here is ~0.2 ms and a few KB of bundle
 // (figures in docs/mcp.md).
+// Besides our own tools it serves the `extraTools` its creator hands it (listed first, called through the same
+// envelope checks); the shipped roots hand it none, so nothing but our tools is reachable from the product.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isJsonContentType } from '../../http/body';
 import type { RequestContext } from '../../http/types';
 import type { CallerContext, McpContext } from '../context';
 import { toMcpError } from '../errors';
 import { SERVER_INFO } from '../server';
+import { sendJson } from '../httpBody';
 import { listTools } from '../tools';
-import { callFixture, fixtureTools, isFixture } from './fixtures';
 import { RequestStateSealer } from './mrtr';
 import { callToolModern, cancelTaskModern, getTaskModern, updateTaskModern } from './modernTasks';
 import {
@@ -24,6 +26,7 @@ import {
   MODERN_VERSIONS,
   TASKS_EXTENSION,
   validateModernRequest,
+  type Envelope,
   type ModernRequest,
 } from './wire';
 
@@ -54,20 +57,10 @@ function modernInstructions(ctx: McpContext): string {
   );
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) {
-    res.end();
-    return;
-  }
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
 function sendError(res: ServerResponse, id: string | number | null, e: McpError): void {
   const error: Record<string, unknown> = { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, '') };
   if (e.data !== undefined) error['data'] = e.data;
-  send(res, httpStatusOf(e.code), { jsonrpc: '2.0', id, error });
+  sendJson(res, httpStatusOf(e.code), { jsonrpc: '2.0', id, error });
 }
 
 export interface ModernHandler {
@@ -75,23 +68,43 @@ export interface ModernHandler {
   handle(req: IncomingMessage, res: ServerResponse, rc: RequestContext, body: unknown): Promise<void>;
 }
 
+/** What a tools/call of an extra tool is given besides its params. */
+export interface ModernToolCall {
+  envelope: Envelope;
+  /** The request declared the tasks extension. */
+  tasks: boolean;
+  /** The door's MRTR requestState sealer (a key of this process), made on first use. */
+  sealer(): RequestStateSealer;
+}
+
+/** A tool served on the 2026-07-28 era beside ours. */
+export interface ModernTool {
+  /** As tools/list shows it (the 2026-07-28 Tool: no `execution`). */
+  readonly definition: Tool;
+  /** The tools/call result (`resultType` included), or throws an McpError. */
+  call(ctx: McpContext, caller: CallerContext, params: Record<string, unknown>, call: ModernToolCall): Promise<Record<string, unknown>>;
+}
+
 export interface ModernOptions {
-  /** TEST ONLY (`serve --conformance-fixtures`): add the conformance suite's fixture tools (fixtures.ts). */
-  conformanceFixtures?: boolean;
+  /** More tools, listed before ours; a name of ours is refused. */
+  extraTools?: readonly ModernTool[];
 }
 
 export function createModernHandler(ctx: McpContext, options: ModernOptions = {}): ModernHandler {
   const instructions = modernInstructions(ctx);
   const serverMeta = { [META_SERVER_INFO]: SERVER_INFO };
-  // MRTR requestState is sealed with a key of this process (only the fixture tools use MRTR).
-  const sealer = new RequestStateSealer();
-
-  function tools(): Record<string, unknown>[] {
-    // The 2026-07-28 Tool has no `execution`: whether a call becomes a task is decided per request.
-    const ours = listTools().map(({ execution: _execution, ...tool }) => tool);
-    // Fixtures first: some suite checks call tools[0] with `{}` (greet accepts that).
-    return options.conformanceFixtures ? [...fixtureTools(), ...ours] : ours;
+  // The 2026-07-28 Tool has no `execution`: whether a call becomes a task is decided per request.
+  const ours = listTools().map(({ execution: _execution, ...tool }) => tool);
+  const extra = new Map<string, ModernTool>();
+  for (const t of options.extraTools ?? []) {
+    const name = t.definition.name;
+    if (extra.has(name) || ours.some((o) => o.name === name)) throw new Error(`MCP tool "${name}" is defined twice`);
+    extra.set(name, t);
   }
+  const listed: Record<string, unknown>[] = [...[...extra.values()].map((t) => t.definition), ...ours];
+  // Only MRTR tools seal requestState, and none of ours is one: the key is made when an extra tool first asks.
+  let sealer: RequestStateSealer | undefined;
+  const sealerOnce = () => (sealer ??= new RequestStateSealer());
 
   async function dispatch(r: ModernRequest, caller: CallerContext): Promise<Record<string, unknown>> {
     const tasks = declaresTasks(r.envelope);
@@ -108,11 +121,14 @@ export function createModernHandler(ctx: McpContext, options: ModernOptions = {}
       case 'tools/list': {
         const cursor = r.params['cursor'];
         if (cursor !== undefined) throw new McpError(-32602, 'Invalid params: unknown cursor (the tool list has one page)');
-        return { resultType: 'complete', tools: tools(), ttlMs: LIST_TTL_MS, cacheScope: 'private' };
+        return { resultType: 'complete', tools: listed, ttlMs: LIST_TTL_MS, cacheScope: 'private' };
       }
-      case 'tools/call':
-        if (options.conformanceFixtures && isFixture(r.params['name'])) return callFixture(ctx, caller, r.params, { envelope: r.envelope, tasks, sealer });
+      case 'tools/call': {
+        const name = r.params['name'];
+        const tool = typeof name === 'string' ? extra.get(name) : undefined;
+        if (tool) return tool.call(ctx, caller, r.params, { envelope: r.envelope, tasks, sealer: sealerOnce });
         return callToolModern(ctx, caller, r.params, { tasks });
+      }
       case 'tasks/get':
       case 'tasks/update':
       case 'tasks/cancel': {
@@ -145,7 +161,7 @@ export function createModernHandler(ctx: McpContext, options: ModernOptions = {}
         const r = validateModernRequest(req, { id, method: msg.method, params: msg.params });
         const result = await dispatch(r, { principal: rc.principal, signal: rc.signal });
         const meta = result['_meta'] && typeof result['_meta'] === 'object' ? (result['_meta'] as Record<string, unknown>) : {};
-        send(res, 200, { jsonrpc: '2.0', id, result: { ...result, _meta: { ...meta, ...serverMeta } } });
+        sendJson(res, 200, { jsonrpc: '2.0', id, result: { ...result, _meta: { ...meta, ...serverMeta } } });
       } catch (e) {
         const err = toMcpError(e);
         if (err.code === -32603) ctx.log(`mcp (2026-07-28): ${msg.method} failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
