@@ -163,7 +163,7 @@ export async function hardwareBench(opts: HardwareBenchOptions = {}): Promise<Re
     const gpu = await gpuSection('', mid, tokens, runs);
     part(gpu);
     if (gpu.gpu_raw_tokens_per_second !== undefined) {
-      // The model of ../shared/design/GPU.md's measurements (643 MB), where the GPU matters most; GPU machines only.
+      // The model of docs/gpu.md's measurements (643 MB), where the GPU matters most; GPU machines only.
       const large = path.join(dir, 'large.gguf');
       writeTestModel(large, { seed: 1, embd: 1024, layers: 16 });
       part({ large_model: `embd 1024, 16 layers, ${round(fs.statSync(large).size / 1e6)} MB` });

@@ -3,7 +3,7 @@
 # nothing installed and no network: this machine's `node` (xz), the hardware bench bundled into one file, the
 # runtime's node_modules from the packaged linux-x64 extension (CPU and Vulkan builds), and the Vulkan loader plus
 # the GL vendor-neutral dispatch libraries that NVIDIA's Vulkan ICD (libGLX_nvidia.so.0) needs on a server without
-# a desktop stack (Debian packages, unpacked, never installed; ../shared/design/GPU.md says why each is there).
+# a desktop stack (Debian packages, unpacked, never installed; docs/gpu.md says why each is there).
 # Run here after `npm ci && npm run build`; needs apt (Debian) for the libraries.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,17 +1,13 @@
-// Choosing the hardware a model runs on: the GPU API (with the CPU as the fallback that never fails a task) and
-// the CPU thread count, decided by measurement and cached per model file + machine.
-//
-// Why measure threads instead of a constant (decode tokens/s, CPU only; ../shared/design/GPU.md and docs/runtime.md):
-//   16 cores: demo model (0.5 MB) best at 1–4 threads, 16 threads 0.4× of that; 82 MB model best at 8–16;
-//             643 MB model best at 15–16, 1 thread 0.16× of that.
-//   2 cores:  1 thread best for models up to ~100 MB (2 threads collapse to 1/25 when Node shares the cores).
-// No constant is within 0.9× of the best on both machines, so `auto` times real decode steps over a few candidate
-// counts while the model loads (well under a second for small models; a few seconds once for multi-GB ones on a
-// CPU) and caches the winner in the data directory, keyed by the model file and the machine.
-import { createHash } from 'node:crypto';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
+// What a model runs on: the settings' vocabulary (gpu, gpuLayers, threads; read by the CLI and the editor) and the
+// hardware decisions made when a model loads: which llama.cpp binary (GPU API) and how many layers go on the GPU.
+// Invariants: only prebuilt binaries are used (never compiled, never downloaded at run time), and node-llama-cpp
+// tests each one in a child process first; the CPU is the fallback that never fails a task, and every fallback keeps
+// its reason for the model's status. The thread count is measured in threadCalibration.ts. Why these defaults, and
+// the figures: docs/hardware.md; what a GPU machine needs (Vulkan on a headless NVIDIA server): docs/gpu.md.
+import type { Llama, LlamaContext, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import { errorText } from '../../runtime/problems';
+import { probeContext } from './contextPool';
+import type { NodeLlamaCpp } from './nodeLlamaCpp';
 
 export const GPU_CHOICES = ['auto', 'off', 'cuda', 'vulkan', 'metal'] as const;
 export type GpuChoice = (typeof GPU_CHOICES)[number];
@@ -20,6 +16,7 @@ export type GpuLayersChoice = 'auto' | number;
 /** 'auto' = calibrated at load; a number = exactly that many threads. */
 export type ThreadsChoice = 'auto' | number;
 
+/** The most threads a setting, a flag or a calibration may give. */
 export const MAX_THREADS = 256;
 export const MAX_GPU_LAYERS = 10_000;
 
@@ -38,115 +35,93 @@ export function parseAutoOrInt(v: unknown, min: number, max: number): 'auto' | n
   return n;
 }
 
-/**
- * Thread counts worth timing on a machine with `cores` cores usable for math: powers of two below it, plus
- * cores − 1 and cores (on 16 cores: 1, 2, 4, 8, 15, 16).
- */
-export function threadCandidates(cores: number): number[] {
-  const c = Math.max(1, Math.min(MAX_THREADS, Math.floor(cores)));
-  const set = new Set<number>([1]);
-  for (let n = 2; n < c; n *= 2) set.add(n);
-  if (c > 2) set.add(c - 1);
-  set.add(c);
-  return [...set].sort((a, b) => a - b);
-}
-
-export interface ThreadChoice {
-  threads: number;
-  /** Best decode tokens/s seen per candidate. */
-  measured: Record<string, number>;
-}
-
-/**
- * Times every candidate, then times again those within 0.75× of the best (in reverse order, so a burst of load
- * hits different candidates), keeping each one's best. Within 3 % of the best, the larger count wins: prompt
- * processing scales with threads even where decoding has saturated.
- */
-export async function chooseThreads(candidates: readonly number[], measure: (threads: number) => Promise<number>): Promise<ThreadChoice> {
-  if (candidates.length === 0) throw new Error('no thread candidates');
-  const best = new Map<number, number>();
-  const record = (n: number, tps: number) => best.set(n, Math.max(best.get(n) ?? 0, Number.isFinite(tps) ? tps : 0));
-  for (const n of candidates) record(n, await measure(n));
-  if (candidates.length > 1) {
-    const top = Math.max(...best.values());
-    for (const n of [...candidates].reverse()) if ((best.get(n) ?? 0) >= 0.75 * top) record(n, await measure(n));
-  }
-  const top = Math.max(...best.values());
-  let threads = candidates[0]!;
-  for (const n of candidates) if ((best.get(n) ?? 0) >= 0.97 * top) threads = n;
-  const measured: Record<string, number> = {};
-  for (const n of candidates) measured[String(n)] = Math.round((best.get(n) ?? 0) * 10) / 10;
-  return { threads, measured };
-}
-
-/** What identifies "the same model on the same machine" for the calibration cache. */
-export function calibrationKey(parts: {
-  modelFile: string;
-  /** Content fingerprint (size + head hash): a file replaced in place with other weights is another model. */
-  fingerprint: string;
+export interface LlamaSelection {
+  llama: Llama;
+  /** 'cpu' or the GPU API of the loaded binary. */
   compute: string;
-  devices: readonly string[];
-  gpuLayers: number;
+  devices: string[];
+  /** Cores useful for math (physical cores), the ceiling of the thread candidates. */
   mathCores: number;
-  engine: string;
-}): string {
-  const st = fs.statSync(parts.modelFile);
-  const cpus = os.cpus();
-  const machine = {
-    platform: process.platform,
-    arch: process.arch,
-    cpu: cpus[0]?.model ?? 'unknown',
-    logical: cpus.length,
-    mathCores: parts.mathCores,
-    memory: os.totalmem(),
-  };
-  const model = { file: path.resolve(parts.modelFile), size: st.size, mtimeMs: Math.floor(st.mtimeMs), fingerprint: parts.fingerprint };
-  const run = { compute: parts.compute, devices: parts.devices, gpuLayers: parts.gpuLayers, engine: parts.engine };
-  return createHash('sha256').update(JSON.stringify({ machine, model, run })).digest('hex').slice(0, 32);
+  /** Why the CPU is used although a GPU was asked for (or looked for under 'auto'). */
+  fallbackReason?: string;
 }
-
-interface CacheEntry {
-  threads: number;
-  measured: Record<string, number>;
-  at: string;
-}
-
-const CACHE_VERSION = 1;
-/** Entries kept: one per model × hardware combination used recently. */
-const CACHE_MAX_ENTRIES = 64;
 
 /**
- * The calibration cache: one small JSON file in the data directory, replaced atomically (temp file + rename).
- * A missing, unreadable or malformed file means "measure again", never an error.
+ * Loads the llama.cpp binary for `choice`: a GPU build when one is asked for (or, under 'auto', present) and works,
+ * else the CPU build, with the reason kept for the model's status.
  */
-export class ThreadCalibrationCache {
-  constructor(readonly file: string) {}
-
-  get(key: string): ThreadChoice | undefined {
-    const e = this.read()[key];
-    if (!e || !Number.isInteger(e.threads) || e.threads < 1 || e.threads > MAX_THREADS) return undefined;
-    return { threads: e.threads, measured: typeof e.measured === 'object' && e.measured ? e.measured : {} };
-  }
-
-  set(key: string, choice: ThreadChoice): void {
-    const entries = this.read();
-    delete entries[key];
-    entries[key] = { threads: choice.threads, measured: choice.measured, at: new Date().toISOString() };
-    const keys = Object.keys(entries);
-    for (const k of keys.slice(0, Math.max(0, keys.length - CACHE_MAX_ENTRIES))) delete entries[k];
-    fs.mkdirSync(path.dirname(this.file), { recursive: true });
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ version: CACHE_VERSION, entries }, null, 1));
-    fs.renameSync(tmp, this.file);
-  }
-
-  private read(): Record<string, CacheEntry> {
+export async function selectLlama(nlc: NodeLlamaCpp, choice: GpuChoice): Promise<LlamaSelection> {
+  const common = { build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 } as const;
+  let fallbackReason: string | undefined;
+  if (choice !== 'off') {
     try {
-      const doc = JSON.parse(fs.readFileSync(this.file, 'utf8')) as { version?: unknown; entries?: unknown };
-      if (doc.version !== CACHE_VERSION || typeof doc.entries !== 'object' || doc.entries === null) return {};
-      return doc.entries as Record<string, CacheEntry>;
-    } catch {
-      return {};
+      const llama = await nlc.getLlama({ ...common, gpu: choice });
+      if (llama.gpu !== false) {
+        const devices = await llama.getGpuDeviceNames().catch(() => [] as string[]);
+        return { llama, compute: llama.gpu, devices, mathCores: llama.cpuMathCores };
+      }
+      fallbackReason = await noGpuReason(nlc);
+      await llama.dispose().catch(() => undefined);
+    } catch (err) {
+      const why =
+        err instanceof Error && [err.name, err.constructor.name, err.message].includes('NoBinaryFoundError')
+          ? `no ${choice === 'auto' ? 'GPU' : choice} build of llama.cpp works on this machine`
+          : errorText(err, Number.POSITIVE_INFINITY);
+      fallbackReason = `GPU "${choice}" is not usable here (${why}); running on the CPU`;
     }
+  }
+  const llama = await nlc.getLlama({ ...common, gpu: false });
+  return { llama, compute: 'cpu', devices: [], mathCores: llama.cpuMathCores, ...(fallbackReason ? { fallbackReason } : {}) };
+}
+
+async function noGpuReason(nlc: NodeLlamaCpp): Promise<string> {
+  const detected = (await nlc.getLlamaGpuTypes('supported').catch(() => [])).filter((t) => t !== false);
+  return detected.length
+    ? `the ${detected.join('/')} build did not work on this machine; running on the CPU`
+    : 'no GPU found (no CUDA, Vulkan or Metal runtime on this machine); running on the CPU';
+}
+
+export interface PlacedModel {
+  model: LlamaModel;
+  /** On the GPU path: the context that proved the model fits (made with a placeholder thread count); the caller disposes it. */
+  probe?: LlamaContext;
+  /** Why the model runs on the CPU although a GPU was wanted; the selection's reason when it had one. */
+  fallbackReason?: string;
+}
+
+/**
+ * Loads the weights on the selected binary with at most `gpuLayers` layers offloaded ('auto': node-llama-cpp fits
+ * them to free VRAM). A model or context that does not fit in free VRAM, or a GPU that fails while loading, loads
+ * again on the CPU instead: after the GPU attempt's memory is freed.
+ */
+export async function placeModel(
+  selection: LlamaSelection,
+  params: {
+    modelPath: string;
+    gpuLayers: GpuLayersChoice;
+    /** The context size tasks will use on this model. */
+    contextSize: (model: LlamaModel) => number;
+    signal?: AbortSignal;
+    onProgress: (progress: number) => void;
+  },
+): Promise<PlacedModel> {
+  const { modelPath, gpuLayers, signal, onProgress } = params;
+  const loadWith = (layers: GpuLayersChoice) =>
+    selection.llama.loadModel({ modelPath, gpuLayers: layers, loadSignal: signal, onLoadProgress: onProgress });
+  const reason = selection.fallbackReason ? { fallbackReason: selection.fallbackReason } : {};
+  if (selection.compute === 'cpu' || gpuLayers === 0) return { model: await loadWith(0), ...reason };
+  let onGpu: LlamaModel | undefined;
+  try {
+    onGpu = await loadWith(gpuLayers);
+    const probe = await probeContext(onGpu, params.contextSize(onGpu));
+    if (onGpu.gpuLayers === 0) {
+      return { model: onGpu, probe, fallbackReason: 'the model does not fit in free GPU memory; running on the CPU' };
+    }
+    return { model: onGpu, probe, ...reason };
+  } catch (err) {
+    await onGpu?.dispose().catch(() => undefined);
+    signal?.throwIfAborted();
+    const fallbackReason = `the GPU could not hold the model (${errorText(err, Number.POSITIVE_INFINITY)}); running on the CPU`;
+    return { model: await loadWith(0), fallbackReason };
   }
 }

@@ -1,11 +1,13 @@
-// Hardware choice: GPU fallback on a machine without one (the real binaries), thread calibration and its cache,
-// settings and CLI validation.
+// Hardware choice: the GPU binary and layer placement on a machine without a GPU (the real binaries), the backend's
+// hardware report with thread calibration and its cache, settings and CLI validation. The calibration itself:
+// threadCalibration.test.ts.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chooseThreads, parseAutoOrInt, threadCandidates, ThreadCalibrationCache } from '../../../src/backends/llama/hardware';
+import { parseAutoOrInt, placeModel, selectLlama } from '../../../src/backends/llama/hardware';
+import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { writeTestModel } from '../../../src/backends/llama/demoModel';
 import { parseArgs, UsageError } from '../../../src/cli/args';
@@ -13,59 +15,6 @@ import { readSettings } from '../../../src/extension/model/settings';
 import type { ModelHardware } from '../../../src/runtime/backend';
 
 const t = (s: string, ...a: unknown[]) => s.replace(/\{(\d+)\}/g, (_, i: string) => String(a[Number(i)]));
-
-describe('thread candidates and choice', () => {
-  it('times powers of two, cores − 1 and cores', () => {
-    assert.deepEqual(threadCandidates(1), [1]);
-    assert.deepEqual(threadCandidates(2), [1, 2]);
-    assert.deepEqual(threadCandidates(4), [1, 2, 3, 4]);
-    assert.deepEqual(threadCandidates(16), [1, 2, 4, 8, 15, 16]);
-    assert.deepEqual(threadCandidates(0), [1]);
-  });
-
-  it('picks the fastest, measures the close ones twice and keeps their best', async () => {
-    const calls: number[] = [];
-    // 4 threads is unlucky the first time (a burst of load), fastest the second.
-    const speeds: Record<number, number[]> = { 1: [100], 2: [180], 4: [300, 420], 8: [150], 15: [390, 380], 16: [200] };
-    const choice = await chooseThreads(threadCandidates(16), async (n) => {
-      calls.push(n);
-      return speeds[n]!.shift()!;
-    });
-    assert.equal(choice.threads, 4);
-    assert.equal(choice.measured['4'], 420);
-    assert.equal(choice.measured['15'], 390);
-    // Round two only for candidates within 0.75× of the first round's best (390): 15, 4.
-    assert.deepEqual(calls, [1, 2, 4, 8, 15, 16, 15, 4]);
-  });
-
-  it('prefers more threads within 3 % (prompt processing scales further than decoding)', async () => {
-    const choice = await chooseThreads([1, 2, 4], async (n) => ({ 1: 500, 2: 495, 4: 300 })[n]!);
-    assert.equal(choice.threads, 2);
-  });
-
-  it('parses auto or an integer in range', () => {
-    assert.equal(parseAutoOrInt('auto', 1, 8), 'auto');
-    assert.equal(parseAutoOrInt('4', 1, 8), 4);
-    assert.equal(parseAutoOrInt(4, 1, 8), 4);
-    assert.equal(parseAutoOrInt('0', 1, 8), undefined);
-    assert.equal(parseAutoOrInt('9', 1, 8), undefined);
-    assert.equal(parseAutoOrInt('4.5', 1, 8), undefined);
-    assert.equal(parseAutoOrInt('-1', 0, 8), undefined);
-    assert.equal(parseAutoOrInt('max', 0, 8), undefined);
-  });
-
-  it('treats a damaged cache file as empty', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-cache-'));
-    const cache = new ThreadCalibrationCache(path.join(dir, 'c.json'));
-    fs.writeFileSync(cache.file, '{"version":1,"entries":{"k":{"threads":"lots"}}');
-    assert.equal(cache.get('k'), undefined);
-    cache.set('k', { threads: 3, measured: { '3': 10 } });
-    assert.equal(cache.get('k')?.threads, 3);
-    fs.writeFileSync(cache.file, '{"version":1,"entries":{"k":{"threads":0}}}');
-    assert.equal(cache.get('k'), undefined);
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-});
 
 describe('LlamaBackend hardware (real binaries, this machine has no GPU)', () => {
   let dir: string;
@@ -137,7 +86,85 @@ describe('LlamaBackend hardware (real binaries, this machine has no GPU)', () =>
   });
 });
 
+describe('selectLlama and placeModel (real binaries, this machine has no GPU)', () => {
+  let dir: string;
+  let modelPath: string;
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-place-'));
+    modelPath = path.join(dir, 'model.gguf');
+    writeTestModel(modelPath, { seed: 5 });
+  });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('off: the CPU build, with no fallback reason (the CPU was asked for)', async () => {
+    const selection = await selectLlama(await importNodeLlamaCpp(), 'off');
+    try {
+      assert.equal(selection.compute, 'cpu');
+      assert.deepEqual(selection.devices, []);
+      assert.equal(selection.fallbackReason, undefined);
+      assert.ok(selection.mathCores >= 1);
+      assert.equal(selection.llama.gpu, false);
+    } finally {
+      await selection.llama.dispose();
+    }
+  });
+
+  it('a GPU API that is not here: the CPU build, and the reason names the API', async () => {
+    const selection = await selectLlama(await importNodeLlamaCpp(), 'vulkan');
+    try {
+      assert.equal(selection.compute, 'cpu');
+      assert.equal(selection.llama.gpu, false);
+      assert.match(selection.fallbackReason ?? '', /vulkan.*running on the CPU/);
+    } finally {
+      await selection.llama.dispose();
+    }
+  });
+
+  it('on the CPU build every layer stays on the CPU, no probe context is made, and the reason is passed on', async () => {
+    const selection = await selectLlama(await importNodeLlamaCpp(), 'auto');
+    try {
+      const progress: number[] = [];
+      const sizes: number[] = [];
+      const placed = await placeModel(selection, {
+        modelPath,
+        gpuLayers: 'auto',
+        contextSize: (m) => {
+          sizes.push(m.trainContextSize);
+          return 512;
+        },
+        onProgress: (p) => progress.push(p),
+      });
+      try {
+        assert.equal(placed.model.gpuLayers, 0);
+        assert.equal(placed.probe, undefined);
+        assert.deepEqual(sizes, [], 'no context is sized without a GPU to prove it on');
+        assert.equal(placed.fallbackReason, selection.fallbackReason);
+        assert.match(placed.fallbackReason ?? '', /CPU/);
+        for (let i = 0; i < progress.length; i++) {
+          assert.ok(progress[i]! >= 0 && progress[i]! <= 1);
+          if (i > 0) assert.ok(progress[i]! >= progress[i - 1]!);
+        }
+      } finally {
+        await placed.model.dispose();
+      }
+    } finally {
+      await selection.llama.dispose();
+    }
+  });
+});
+
 describe('hardware settings and flags', () => {
+  it('parses auto or an integer in range', () => {
+    assert.equal(parseAutoOrInt('auto', 1, 8), 'auto');
+    assert.equal(parseAutoOrInt('4', 1, 8), 4);
+    assert.equal(parseAutoOrInt(4, 1, 8), 4);
+    assert.equal(parseAutoOrInt('0', 1, 8), undefined);
+    assert.equal(parseAutoOrInt('9', 1, 8), undefined);
+    assert.equal(parseAutoOrInt('4.5', 1, 8), undefined);
+    assert.equal(parseAutoOrInt('-1', 0, 8), undefined);
+    assert.equal(parseAutoOrInt('max', 0, 8), undefined);
+  });
+
   it('validates taskRuntime.gpu and taskRuntime.gpuLayers', () => {
     const read = (values: Record<string, unknown>) => readSettings((k) => values[k], t);
     const ok = read({ gpu: 'cuda', gpuLayers: 12, threads: 0 });
