@@ -1,5 +1,5 @@
 // What the doors (LMSP, MCP, editor) may call. TaskRuntime implements it; doors depend on this interface only.
-import type { ModelInfo } from './backend';
+import type { LoadOptions, ModelInfo } from './backend';
 import type { ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus } from './task';
 
 export interface CreateTaskParams {
@@ -113,4 +113,12 @@ export interface TaskRuntimeApi {
   listModels(): ModelInfo[];
   readonly supportsResume: boolean;
   close(): Promise<void>;
+
+  /**
+   * Loads a model on the backend (downloading it first when it is a URI) ahead of any task: `model` as a request
+   * names it, undefined = the default. Resolves with the model as listModels shows it then. Throws model_not_found
+   * for a model the backend does not know (nothing is loaded); rejects with the backend's AbortError when `signal`
+   * aborts.
+   */
+  loadModel(model: string | undefined, options?: LoadOptions): Promise<ModelInfo>;
 }

@@ -10,7 +10,7 @@ import type {
   TaskCounts,
   TaskRuntimeApi,
 } from './api';
-import type { ModelBackend, ModelInfo } from './backend';
+import type { LoadOptions, ModelBackend, ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { TaskEventBus } from './eventBus';
 import { checkInputResponse, unansweredKeys } from './input';
@@ -501,5 +501,20 @@ export class TaskRuntime implements TaskRuntimeApi {
     await this.scheduler.close();
     await this.store.database.close();
     this.lock.release();
+  }
+
+  // ---------------- models ----------------
+
+  async loadModel(model: string | undefined, options?: LoadOptions): Promise<ModelInfo> {
+    this.assertOpen();
+    const backend = this.options.backend;
+    const id = backend.resolveModel(model);
+    if (!id) {
+      throw new RuntimeError('model_not_found', model === undefined ? 'No default model is available.' : `The model "${model}" is not available.`, 'model');
+    }
+    await backend.load(id, options);
+    const info = backend.listModels().find((m) => m.id === id);
+    if (!info) throw new RuntimeError('model_not_found', `The model "${id}" is no longer available.`, 'model');
+    return info;
   }
 }

@@ -69,10 +69,6 @@ export class TaskService extends Disposable {
   get runtime() {
     return this.host?.runtime;
   }
-  /** The owned model backend (owner only). */
-  get backend() {
-    return this.host?.backend;
-  }
 
   /** Fired when the role or the endpoint changes. */
   onDidChangeState(listener: () => void): IDisposable {

@@ -1,6 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { isRuntimeError } from '../../../src/runtime/errors';
+import type { ModelBackend, ModelInfo } from '../../../src/runtime/backend';
 import type { TaskEvent } from '../../../src/runtime/task';
 import { ManualClock } from '../../support/clock';
 import { sleep, taskDeleted, taskReaches, waitFor } from '../../support/wait';
@@ -313,4 +314,34 @@ test('restart: fail → failed/server_restarted, retry → runs again with a fre
   assert.ok(created[1].seq >= seqBefore, 'the new attempt continues the sequence');
   assert.equal(events[created[1].seq - 1].type, 'task_runtime:task.status');
   await rt.close();
+});
+
+test('loadModel resolves the model (undefined = the default), loads it with the caller’s signal and progress, and refuses unknown models', async () => {
+  const loads: Array<{ id: string; signal?: AbortSignal }> = [];
+  const models = new Map<string, ModelInfo>([['a', { id: 'a', source: 'a.gguf', state: 'unloaded', maxContextLength: null, demo: false }]]);
+  const scripted: ModelBackend = {
+    name: 'scripted',
+    supportsResume: () => false,
+    listModels: () => [...models.values()],
+    resolveModel: (m) => (m === undefined ? 'a' : models.has(m) ? m : undefined),
+    isLoaded: (id) => models.get(id)?.state === 'loaded',
+    load: async (id, options) => {
+      loads.push({ id, signal: options?.signal });
+      options?.onProgress?.(0.5);
+      models.set(id, { ...models.get(id)!, state: 'loaded', maxContextLength: 64 });
+    },
+    generate: () => Promise.reject(new Error('not used')),
+    dispose: () => Promise.resolve(),
+  };
+  const rt = await openRuntime(tempDir(), { backend: scripted });
+  await assert.rejects(rt.loadModel('nope'), (e) => isRuntimeError(e, 'model_not_found') && /"nope"/.test(e.message));
+  assert.deepEqual(loads, [], 'nothing is loaded for an unknown model');
+  const abort = new AbortController();
+  const progress: number[] = [];
+  const info = await rt.loadModel(undefined, { signal: abort.signal, onProgress: (p) => progress.push(p) });
+  assert.deepEqual(info, { id: 'a', source: 'a.gguf', state: 'loaded', maxContextLength: 64, demo: false });
+  assert.deepEqual(loads, [{ id: 'a', signal: abort.signal }]);
+  assert.deepEqual(progress, [0.5]);
+  await rt.close();
+  await assert.rejects(rt.loadModel('a'), (e) => isRuntimeError(e, 'runtime_closed'));
 });

@@ -1,13 +1,14 @@
-// The tree model over a real runtime (real sql.js store, real tiny model): grouping, counts, paging and
-// coalesced change notifications naming only what changed.
+// The tree model: its groups cover the runtime's statuses; over a real runtime (real sql.js store, real tiny model),
+// grouping, counts, paging and coalesced change notifications naming only what changed.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { LocalTaskSource } from '../../../src/extension/model/localTaskSource';
-import { TaskTreeModel, type TreeChange, type TaskNode, type MoreNode } from '../../../src/extension/model/treeModel';
-import type { Timers } from '../../../src/extension/model/coalescer';
-import type { TaskRuntime } from '../../../src/runtime/runtime';
-import { waitFor } from '../../support/wait';
-import { longPrompt, openRuntime, prompt } from '../runtime/helpers';
+import { LocalTaskSource } from '../../../../src/extension/model/localTaskSource';
+import { GROUP_STATUSES, TaskTreeModel, groupOf, type TreeChange, type TaskNode, type MoreNode } from '../../../../src/extension/model/treeModel';
+import type { Timers } from '../../../../src/extension/model/coalescer';
+import type { TaskRuntime } from '../../../../src/runtime/runtime';
+import { TASK_STATUSES } from '../../../../src/runtime/task';
+import { waitFor } from '../../../support/wait';
+import { longPrompt, openRuntime, prompt } from '../../runtime/helpers';
 
 /** Timers that only fire when the test says so. */
 function manualTimers(): Timers & { pending: number } {
@@ -28,6 +29,15 @@ function manualTimers(): Timers & { pending: number } {
     },
   };
 }
+
+describe('tree groups', () => {
+  it('each runtime status sits in exactly one group', () => {
+    const grouped = Object.values(GROUP_STATUSES).flat();
+    assert.deepEqual([...grouped].sort(), [...TASK_STATUSES].sort());
+    assert.equal(groupOf('cancelling'), 'running');
+    assert.equal(groupOf('input_required'), 'needsInput');
+  });
+});
 
 describe('TaskTreeModel over a real runtime', () => {
   let runtime: TaskRuntime;

@@ -1,9 +1,39 @@
-// taskRuntime.engines: entries checked like `serve --engine` (http(s) only, no credentials in URLs, unique names),
-// a bad entry skipped with a message naming it, and a change restarts the runtime.
+// Reading the settings: invalid values fall back to the default with a message naming the setting; taskRuntime.engines
+// entries are checked like `serve --engine` (http(s) only, no credentials in URLs, unique names), a bad entry skipped
+// with a message naming it; which changes restart the runtime. (package.json against these: ../manifest.test.ts.)
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { plainLocalize } from '../../../src/extension/model/format';
-import { readSettings, restartNeeded, DEFAULT_SETTINGS } from '../../../src/extension/model/settings';
+import { describe, it, test } from 'node:test';
+import { plainLocalize } from '../../../../src/extension/model/format';
+import { readSettings, restartNeeded, DEFAULT_SETTINGS } from '../../../../src/extension/model/settings';
+
+describe('settings', () => {
+  it('validates values and falls back to defaults with messages', () => {
+    const values: Record<string, unknown> = { 'server.port': 70000, threads: 2, defaultRestartPolicy: 'sometimes', model: 'weights.bin', 'ttl.defaultMinutes': 100, 'ttl.maxMinutes': 50 };
+    const { settings, problems } = readSettings((k) => values[k], plainLocalize);
+    assert.equal(settings.port, 0);
+    assert.equal(settings.threads, 2);
+    assert.equal(settings.defaultRestartPolicy, 'fail');
+    assert.equal(settings.model, '');
+    assert.equal(settings.defaultTtlMinutes, 50);
+    assert.equal(problems.length, 4);
+    assert.match(problems[0]!, /taskRuntime\./);
+    const ok = readSettings((k) => ({ model: 'hf:owner/repo:Q4_K_M', 'notifications.onCompletion': 'failures' })[k], plainLocalize);
+    assert.deepEqual(ok.problems, []);
+    assert.equal(ok.settings.model, 'hf:owner/repo:Q4_K_M');
+    assert.equal(ok.settings.notifyOnCompletion, 'failures');
+    assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, notifyOnCompletion: 'never' }), false);
+    assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, port: 1234 }), true);
+  });
+
+  it('takes a sampling temperature from 0 to 2, else the model default with a message', () => {
+    assert.equal(readSettings((k) => ({ temperature: 0 })[k], plainLocalize).settings.temperature, 0);
+    assert.equal(readSettings(() => undefined, plainLocalize).settings.temperature, null);
+    const bad = readSettings((k) => ({ temperature: 7 })[k], plainLocalize);
+    assert.equal(bad.settings.temperature, null);
+    assert.match(bad.problems[0]!, /taskRuntime\.temperature/);
+    assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, temperature: 0.2 }), false, 'applies without a restart');
+  });
+});
 
 test('taskRuntime.engines is read, checked and normalized; bad entries are skipped and reported', () => {
   const engines = [

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { RemoteTaskSource } from '../../../src/extension/model/remoteTaskSource';
-import { TaskTreeModel, type TreeChange } from '../../../src/extension/model/treeModel';
-import { TASK_STATUSES, type TaskStatus } from '../../../src/runtime/task';
+import { RemoteTaskSource } from '../../../../src/extension/model/remoteTaskSource';
+import { TaskTreeModel, type TreeChange } from '../../../../src/extension/model/treeModel';
+import { TASK_STATUSES, type TaskStatus } from '../../../../src/runtime/task';
 
 const TOKEN = 'test-token';
 

@@ -1,0 +1,68 @@
+// Commands on this window's endpoint and server: copy the MCP configuration or the LMSP URL, regenerate the access
+// token, restart the runtime, show the log. Regenerate Token takes no arguments and always asks the user first.
+import * as vscode from 'vscode';
+import { Commands } from '../constants';
+import type { TaskService } from '../host/taskService';
+import { Disposable } from '../lifecycle';
+import type { TokenStore } from '../tokenStore';
+import type { RegisterCommand } from './register';
+
+const t = vscode.l10n.t;
+
+export interface EndpointCommandDeps {
+  service: Pick<TaskService, 'endpoint' | 'restart' | 'tokenChanged'>;
+  tokens: Pick<TokenStore, 'get' | 'regenerate'>;
+  log: vscode.LogOutputChannel;
+  /** Asks a modal yes/no question with one action button; true when the user chose the action. */
+  confirm: (message: string, action: string) => Promise<boolean>;
+}
+
+export class EndpointCommands extends Disposable {
+  constructor(
+    private readonly d: EndpointCommandDeps,
+    register: RegisterCommand,
+  ) {
+    super();
+    const reg = (...a: Parameters<RegisterCommand>) => this._register(register(...a));
+    reg(Commands.copyMcpConfig, () => this.copyMcpConfig());
+    reg(Commands.copyLmspEndpoint, () => this.copyLmspEndpoint());
+    reg(Commands.regenerateToken, () => this.regenerateToken());
+    reg(Commands.restartServer, () => d.service.restart());
+    reg(Commands.showLog, () => d.log.show());
+  }
+
+  private requireEndpoint() {
+    const endpoint = this.d.service.endpoint;
+    if (!endpoint) throw new Error(t('The task runtime is not listening yet.'));
+    return endpoint;
+  }
+
+  async copyMcpConfig(): Promise<string> {
+    const endpoint = this.requireEndpoint();
+    const token = await this.d.tokens.get();
+    const config = JSON.stringify(
+      { servers: { 'task-runtime': { type: 'http', url: endpoint.mcpUrl, headers: { Authorization: `Bearer ${token}` } } } },
+      null,
+      2,
+    );
+    await vscode.env.clipboard.writeText(config);
+    void vscode.window.showInformationMessage(t('MCP server configuration copied (it contains the access token).'));
+    return config;
+  }
+
+  async copyLmspEndpoint(): Promise<string> {
+    const endpoint = this.requireEndpoint();
+    await vscode.env.clipboard.writeText(endpoint.lmspUrl);
+    void vscode.window.setStatusBarMessage(t('LMSP endpoint copied: {0}', endpoint.lmspUrl), 3000);
+    return endpoint.lmspUrl;
+  }
+
+  /** Always asks first, whatever the caller passes: another extension cannot cut off the user's clients unasked. */
+  async regenerateToken(): Promise<boolean> {
+    const question = t('Regenerate the access token? Clients using the old token (other agents, scripts) must be reconfigured.');
+    if (!(await this.d.confirm(question, t('Regenerate')))) return false;
+    await this.d.tokens.regenerate();
+    await this.d.service.tokenChanged();
+    return true;
+  }
+}

@@ -1,0 +1,36 @@
+// A stand-in for the `vscode` module, so Node unit tests can load editor modules (commands, the tree provider) and
+// see what they register without an editor. It has only what those modules touch while loading and while being
+// constructed; anything else is undefined, so a module that starts to need more fails here loudly rather than
+// passing by accident. Importing this module installs it: import it before any module that loads `vscode`.
+import Module from 'node:module';
+
+export interface VscodeStub {
+  /** Command ids in the order registerCommand was called. */
+  readonly registeredCommands: string[];
+}
+
+type Loader = (request: string, parent: unknown, isMain: boolean) => unknown;
+
+function install(): VscodeStub {
+  const registeredCommands: string[] = [];
+  const disposable = { dispose() {} };
+  const vscode = {
+    l10n: { t: (message: string, ...args: unknown[]) => message.replace(/\{(\d+)\}/g, (_, i: string) => String(args[Number(i)])) },
+    commands: {
+      registerCommand(id: string) {
+        registeredCommands.push(id);
+        return disposable;
+      },
+      executeCommand: () => Promise.resolve(undefined),
+    },
+    Uri: class Uri {},
+  };
+  const loader = Module as unknown as { _load: Loader };
+  const load = loader._load;
+  loader._load = function (request, parent, isMain) {
+    return request === 'vscode' ? vscode : load.call(this, request, parent, isMain);
+  };
+  return { registeredCommands };
+}
+
+export const vscodeStub = install();
