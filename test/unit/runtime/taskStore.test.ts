@@ -1,0 +1,118 @@
+// TaskStore directly, over a real sql.js store: records round-trip through the write builders and a reopen, lists
+// page newest first per principal/status/origin, counts, events after a sequence, idempotency keys, deletes and
+// history purges, and the finished-task cache that every poll reads.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { problem } from '../../../src/runtime/problems';
+import type { TaskRecord } from '../../../src/runtime/task';
+import { openParts } from '../../fixtures/runtimeParts';
+
+test('a task written by the create batch reads back the same, also after a reopen', async () => {
+  const parts = await openParts();
+  const t = parts.add({ principal: 'alice', title: 'hello', input: { model: 'm', input: 'hi', temperature: 0.5 }, ttlMs: 60_000, meta: { tool: 'x' } });
+  const read = parts.store.getTask(t.id);
+  assert.deepEqual(read, t);
+  assert.equal(parts.store.getTaskByResponseId(t.responseId)?.id, t.id);
+  assert.equal(read?.expiresAt, t.createdAt + 60_000);
+  await parts.close();
+  const again = await openParts(parts.dir, parts.clock);
+  assert.deepEqual(again.store.getTask(t.id), t);
+  assert.equal(again.store.maxQueueOrder(), 1);
+  assert.equal(again.store.getTask('task_unknown'), undefined);
+  await again.close();
+});
+
+test('lists page newest first with a keyset cursor, filtered by principal, status and origin; counts per status', async () => {
+  const parts = await openParts();
+  const made: TaskRecord[] = [];
+  for (let i = 0; i < 5; i++) {
+    made.push(parts.add({ principal: i % 2 ? 'bob' : 'alice', origin: i === 4 ? 'mcp' : 'lmsp' }));
+    parts.clock.advance(1000);
+  }
+  parts.transitions.fail(made[0].id, problem('model_error', 'x'));
+  const alice = parts.store.listTasks({ principal: 'alice', limit: 2 });
+  assert.deepEqual(
+    alice.map((t) => t.id),
+    [made[4].id, made[2].id],
+  );
+  const last = alice[alice.length - 1];
+  const next = parts.store.listTasks({ principal: 'alice', before: { createdAt: last.createdAt, id: last.id }, limit: 2 });
+  assert.deepEqual(
+    next.map((t) => t.id),
+    [made[0].id],
+  );
+  assert.deepEqual(
+    parts.store.listTasks({ statuses: ['failed'], limit: 10 }).map((t) => t.id),
+    [made[0].id],
+  );
+  assert.deepEqual(
+    parts.store.listTasks({ origin: 'mcp', limit: 10 }).map((t) => t.id),
+    [made[4].id],
+  );
+  const counts = Object.fromEntries(parts.store.countByStatus().map((c) => [c.status, c.n]));
+  assert.deepEqual(counts, { queued: 4, failed: 1 });
+  assert.deepEqual(parts.store.countByStatus('bob'), [{ status: 'queued', n: 2 }]);
+  assert.deepEqual(
+    parts.store.activeTasks().map((t) => t.id),
+    made.slice(1).map((t) => t.id),
+    'unfinished tasks in queue order',
+  );
+  await parts.close();
+});
+
+test('events read after a sequence; idempotency keys found by principal and scope', async () => {
+  const parts = await openParts();
+  const t = parts.add();
+  parts.transitions.startRunning(t.id, { messageId: 'msg_1', fromQueued: true });
+  const all = parts.store.readEvents(t.id, -1);
+  assert.equal(all.length, 6);
+  assert.deepEqual(
+    parts.store.readEvents(t.id, 3).map((e) => e.seq),
+    [4, 5],
+  );
+  assert.deepEqual(parts.store.readEvents(t.id, 1, 2).map((e) => e.seq), [2, 3], 'limit');
+
+  parts.db.write(parts.store.insertIdempotencyOps('alice', 'lmsp', 'k1', 'fp', t.id, parts.clock.now()));
+  assert.deepEqual(parts.store.findIdempotencyKey('alice', 'lmsp', 'k1'), { fingerprint: 'fp', taskId: t.id, createdAt: parts.clock.now() });
+  assert.equal(parts.store.findIdempotencyKey('bob', 'lmsp', 'k1'), undefined, 'keys are per principal');
+  assert.equal(parts.store.findIdempotencyKey('alice', 'mcp', 'k1'), undefined, 'and per scope');
+  assert.ok(parts.store.hasIdempotencyKeysBefore(parts.clock.now() + 1));
+  parts.db.write(parts.store.purgeIdempotencyOps(parts.clock.now() + 1));
+  assert.equal(parts.store.findIdempotencyKey('alice', 'lmsp', 'k1'), undefined);
+  await parts.close();
+});
+
+test('a finished task is read from the cache as a frozen record; a purge or delete drops it', async () => {
+  const parts = await openParts();
+  const t = parts.add();
+  parts.transitions.fail(t.id, problem('model_error', 'x'));
+  const first = parts.store.getTask(t.id)!;
+  assert.ok(Object.isFrozen(first));
+  assert.equal(parts.store.getTask(t.id), first, 'the same record, no second read');
+
+  parts.db.write(parts.store.purgeEventsOps(t.id, first.nextSeq));
+  const purged = parts.store.getTask(t.id)!;
+  assert.notEqual(purged, first);
+  assert.equal(purged.oldestSeq, first.nextSeq);
+  assert.deepEqual(parts.store.readEvents(t.id, -1), []);
+
+  parts.db.write(parts.store.deleteTaskOps(t.id));
+  assert.equal(parts.store.getTask(t.id), undefined);
+  await parts.close();
+});
+
+test('snapshots and input rounds are stored with the task and cleared by the write that ends it', async () => {
+  const parts = await openParts();
+  const t = parts.add({ onRestart: 'resume' });
+  parts.transitions.startRunning(t.id, { messageId: 'msg_1', fromQueued: true });
+  const snapshot = { statePath: '/tmp/x', text: 'ab', outputTokens: 2 };
+  parts.transitions.progress(t.id, { messageId: 'msg_1', tokens: 2, delta: 'ab', snapshot });
+  assert.deepEqual(parts.store.snapshotOf(t.id), snapshot);
+  const round = { round: 1, requests: { 'q.1': { method: 'roots/list' } }, responses: {} };
+  parts.transitions.awaitInput(t.id, [], round);
+  assert.deepEqual(parts.store.inputRoundsOf(t.id), [round]);
+  parts.transitions.succeed(t.id, { finishReason: 'stop', inputTokens: 1, outputTokens: 2 }, { text: 'ab', messageId: 'msg_1' });
+  assert.equal(parts.store.snapshotOf(t.id), null);
+  assert.deepEqual(parts.store.inputRoundsOf(t.id), [round], 'rounds stay: they are the task’s history');
+  await parts.close();
+});
