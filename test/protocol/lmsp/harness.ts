@@ -7,6 +7,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { EventSource } from 'eventsource';
+import { TERMINAL_EVENT_TYPES } from '../../../src/protocols/lmsp/lmspConstants';
 import { testModelPath } from '../../fixtures/testModel';
 import { until } from '../../support/wait';
 
@@ -188,7 +189,8 @@ export const EVENT_TYPES = [
   'task_runtime:task.status',
   'task_runtime:model.loading',
 ];
-export const TERMINAL_TYPES = new Set(['response.completed', 'response.incomplete', 'response.failed', 'response.cancelled']);
+/** The door's own set: a reader stops where the server closes the stream. */
+export const TERMINAL_TYPES = TERMINAL_EVENT_TYPES;
 
 export interface FollowOptions {
   token?: string;

@@ -1,10 +1,9 @@
-// Pure helpers of the editor layer: coalescing, settings validation, SSE parsing, row text.
+// Pure helpers of the editor layer: coalescing, settings validation, row text (SSE parsing: test/unit/protocols/http/sseParser.test.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ChangeCoalescer, type Timers } from '../../../src/extension/model/coalescer';
 import { formatDuration, plainLocalize, taskDescription, taskTitle, taskTooltipMarkdown } from '../../../src/extension/model/format';
 import { readSettings, restartNeeded, DEFAULT_SETTINGS } from '../../../src/extension/model/settings';
-import { SseParser, type SseMessage } from '../../../src/extension/model/sseParser';
 import { GROUP_STATUSES, groupOf } from '../../../src/extension/model/treeModel';
 import { emptyCounts, type TaskInfo } from '../../../src/extension/model/taskSource';
 import { CANCELLABLE_STATUSES, TASK_STATUSES, TERMINAL_STATUSES, canTransition } from '../../../src/runtime/task';
@@ -88,22 +87,6 @@ describe('settings', () => {
     assert.equal(bad.settings.temperature, null);
     assert.match(bad.problems[0]!, /taskRuntime\.temperature/);
     assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, temperature: 0.2 }), false, 'applies without a restart');
-  });
-});
-
-describe('SseParser', () => {
-  it('parses frames split across chunks with every line ending', () => {
-    const got: SseMessage[] = [];
-    const p = new SseParser((m) => got.push(m));
-    p.push(': ping\n\nid: 0\nevent: response.created\ndata: {"a":');
-    p.push('1}\r\n\r');
-    p.push('\nid: 1\rdata: x\rdata: y\r\r');
-    p.push('data: no id\n\n');
-    assert.deepEqual(got, [
-      { id: '0', event: 'response.created', data: '{"a":1}' },
-      { id: '1', event: 'message', data: 'x\ny' },
-      { id: '1', event: 'message', data: 'no id' },
-    ]);
   });
 });
 
