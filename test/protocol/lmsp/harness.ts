@@ -9,23 +9,11 @@ import { createInterface } from 'node:readline';
 import { EventSource } from 'eventsource';
 import { TERMINAL_EVENT_TYPES } from '../../../src/protocols/lmsp/lmspConstants';
 import { testModelPath } from '../../fixtures/testModel';
+import { builtCli } from '../../support/prerequisites';
 import { until } from '../../support/wait';
 
-export function repoRoot(): string {
-  let dir = __dirname;
-  for (;;) {
-    const pkg = path.join(dir, 'package.json');
-    if (fs.existsSync(pkg) && JSON.parse(fs.readFileSync(pkg, 'utf8')).name === 'task-runtime') return dir;
-    const up = path.dirname(dir);
-    if (up === dir) throw new Error('repository root not found');
-    dir = up;
-  }
-}
-
-/** The bundled CLI; TASK_RUNTIME_CLI points elsewhere when dist/ is being rebuilt by someone else. */
-export function cliPath(): string {
-  return process.env.TASK_RUNTIME_CLI ?? path.join(repoRoot(), 'dist/cli.js');
-}
+/** The bundled CLI (test/support/prerequisites.ts: an error that says how to build it when it is missing). */
+export const cliPath = builtCli;
 
 export interface ServerOptions {
   dataDir?: string;

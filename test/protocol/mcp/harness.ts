@@ -17,6 +17,7 @@ import type { RuntimeLimits } from '../../../src/runtime/api';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import { writeTestModel } from '../../../src/backends/llama/demoModel';
 import { parseSse, sseJson } from '../../fixtures/sse';
+import { builtCli } from '../../support/prerequisites';
 
 export const ROOT = path.resolve(__dirname, '../../../..');
 
@@ -130,9 +131,9 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `node dist/cli.js serve` and waits for its JSON ready line. */
+/** Starts `node dist/cli.js serve` and waits for its JSON ready line; an error that says how to build it when it is missing. */
 export async function startProcess(dataDir: string, extraArgs: string[] = []): Promise<ServerProcess> {
-  const cli = path.join(ROOT, 'dist/cli.js');
+  const cli = builtCli();
   const child = spawn(process.execPath, [cli, 'serve', '--data-dir', dataDir, '--model', slowModelPath(), '--port', '0', ...extraArgs], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
