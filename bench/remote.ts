@@ -20,7 +20,7 @@ import * as path from 'node:path';
 import { applyChatEvent, type ChatStreamState } from '../src/backends/openai/chatStream';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { RemoteBackend } from '../src/backends/openai/remoteBackend';
-import { SseParser } from '../src/backends/openai/sse';
+import { SseParser } from '../src/protocols/http/sseParser';
 import { writeTestModel } from '../src/backends/llama/demoModel';
 import { startEndpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';

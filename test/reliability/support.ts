@@ -4,7 +4,7 @@
 import * as fs from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import * as path from 'node:path';
-import { SseParser } from '../../src/backends/openai/sse';
+import { SseParser } from '../../src/protocols/http/sseParser';
 import type { Server } from '../protocol/lmsp/harness';
 
 export const QUICK = process.env.RELIABILITY_QUICK === '1';

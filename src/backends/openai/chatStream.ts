@@ -12,7 +12,7 @@
 // What engines send (error shapes, overflow messages, finish reasons) is data in quirks.ts.
 import { BackendError, type FinishReason } from '../../runtime/backend';
 import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, type EngineErrorInfo } from './quirks';
-import { SseLimitError, SseParser } from './sse';
+import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
 
 export interface StreamTimeouts {
   /** Until the response headers arrive (prompt processing happens before them on some engines). */

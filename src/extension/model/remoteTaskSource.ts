@@ -1,11 +1,25 @@
 // TaskSource over the owner window's LMSP endpoint, for a window that does not own the store. Node fetch, bearer
 // token; the live tree comes from the owner's `task_runtime/changes` SSE feed. That feed carries live changes only,
 // so every connect (the first one too) tells listeners to reload: a change made while the feed was not connected
-// (between the window's first list and the connect, or during a drop) is then not lost.
+// (between the window's first list and the connect, or during a drop) is then not lost. Every wire name (paths,
+// headers, query parameters, event types, vendor members) comes from the door's own lmspConstants.ts, so the client
+// and the server cannot drift apart.
 import { CLIENT_FACING_CODES, RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
-import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
+import { RESTART_POLICIES, TASK_ORIGINS, TASK_STATUSES, type Problem, type RestartPolicy, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
-import { SseParser } from './sseParser';
+import { SseParser, type SseEvent } from '../../protocols/http/sseParser';
+import {
+  DEFAULTS,
+  EDITOR_ORIGIN,
+  EVENT_TASK_CHANGED,
+  HEADERS,
+  PATHS,
+  QUERY,
+  TASK_PATHS,
+  TASK_TYPE_RESPONSE,
+  TERMINAL_EVENT_TYPES,
+  VENDOR_MEMBER,
+} from '../../protocols/lmsp/lmspConstants';
 import {
   emptyCounts,
   type CreateTaskRequest,
@@ -17,20 +31,15 @@ import {
   type TaskSource,
 } from './taskSource';
 
-export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'response.completed',
-  'response.incomplete',
-  'response.failed',
-  'response.cancelled',
-]);
-
-const CHANGE_EVENT = 'task_runtime:task.changed';
-/** The vendor member of LMSP objects and requests (see docs/lmsp.md). */
-const VENDOR_MEMBER = 'task_runtime';
-const EDITOR_ORIGIN: TaskOrigin = 'editor';
 const RECONNECT_MS = 1000;
 /** The LMSP list route's largest page. */
-const REMOTE_PAGE_MAX = 100;
+const REMOTE_PAGE_MAX = DEFAULTS.maxListLimit;
+/**
+ * The largest SSE event read from the owner. Far above any it sends (a task object or a final response holds a
+ * prompt from a body of at most DEFAULTS.maxBodyBytes and an output bounded by the model's context); a peer that
+ * sends more has the stream dropped (and resumed after the last event seen) instead of growing this window's memory.
+ */
+const MAX_EVENT_BYTES = 64 * 1024 * 1024;
 
 export interface RemoteTaskSourceOptions {
   /** e.g. http://127.0.0.1:4567/lmsp/v1 */
@@ -55,7 +64,7 @@ function pick<T extends string>(values: readonly T[], v: unknown, fallback: T): 
 /** Maps an LMSP task object (with the optional `task_runtime` vendor member) onto TaskInfo. */
 export function taskInfoFromLmsp(o: unknown): TaskInfo {
   if (!isObject(o) || typeof o['id'] !== 'string') throw new Error('malformed task object');
-  const vendor = isObject(o['task_runtime']) ? o['task_runtime'] : {};
+  const vendor = isObject(o[VENDOR_MEMBER]) ? o[VENDOR_MEMBER] : {};
   const response = isObject(o['response']) ? o['response'] : null;
   const usage = response && isObject(response['usage']) ? (response['usage'] as unknown as Usage) : null;
   const createdSec = typeof o['created_at'] === 'number' ? o['created_at'] * 1000 : Date.now();
@@ -126,12 +135,12 @@ export class RemoteTaskSource implements TaskSource {
       // LMSP shows input_required as running and has no filter for it.
       const statuses = query.statuses.filter((s) => s !== 'input_required');
       if (!statuses.length) return { tasks: [], nextCursor: null };
-      params.set('status', statuses.join(','));
+      params.set(QUERY.status, statuses.join(','));
     }
-    if (query.cursor) params.set('cursor', query.cursor);
-    if (query.limit) params.set('limit', String(Math.min(query.limit, REMOTE_PAGE_MAX)));
+    if (query.cursor) params.set(QUERY.cursor, query.cursor);
+    if (query.limit) params.set(QUERY.limit, String(Math.min(query.limit, REMOTE_PAGE_MAX)));
     const qs = params.toString();
-    const body = await this.request('GET', `/tasks${qs ? `?${qs}` : ''}`);
+    const body = await this.request('GET', `${PATHS.tasks}${qs ? `?${qs}` : ''}`);
     if (!isObject(body) || !Array.isArray(body['data'])) throw new Error('malformed task list');
     const tasks = body['data'].map(taskInfoFromLmsp);
     let nextCursor: string | null = null;
@@ -143,7 +152,7 @@ export class RemoteTaskSource implements TaskSource {
   async counts(): Promise<Record<TaskStatus, number>> {
     // Prefer the owner's counts route; fall back to paging (fine for the hundreds a client window shows).
     try {
-      const body = await this.request('GET', '/task_runtime/counts');
+      const body = await this.request('GET', PATHS.counts);
       if (isObject(body) && isObject(body['by_status'])) {
         const counts = emptyCounts();
         for (const s of TASK_STATUSES) {
@@ -169,7 +178,7 @@ export class RemoteTaskSource implements TaskSource {
 
   async get(id: string): Promise<TaskInfo | undefined> {
     try {
-      return taskInfoFromLmsp(await this.request('GET', `/tasks/${encodeURIComponent(id)}`));
+      return taskInfoFromLmsp(await this.request('GET', taskPath(id)));
     } catch (e) {
       if (e instanceof RuntimeError && e.code === 'task_not_found') return undefined;
       throw e;
@@ -184,8 +193,8 @@ export class RemoteTaskSource implements TaskSource {
     if (request.instructions) input['instructions'] = request.instructions;
     if (request.maxOutputTokens) input['max_output_tokens'] = request.maxOutputTokens;
     if (request.temperature !== undefined) input['temperature'] = request.temperature;
-    const body = await this.request('POST', '/tasks', {
-      type: 'response',
+    const body = await this.request('POST', PATHS.tasks, {
+      type: TASK_TYPE_RESPONSE,
       input,
       on_restart: request.onRestart ?? 'fail',
       ...(this.options.editorOrigin ? { [VENDOR_MEMBER]: { origin: EDITOR_ORIGIN } } : {}),
@@ -194,22 +203,22 @@ export class RemoteTaskSource implements TaskSource {
   }
 
   async cancel(id: string): Promise<TaskInfo> {
-    return taskInfoFromLmsp(await this.request('POST', `/tasks/${encodeURIComponent(id)}/cancel`));
+    return taskInfoFromLmsp(await this.request('POST', taskPath(id, TASK_PATHS.cancel)));
   }
 
   async delete(id: string): Promise<void> {
-    await this.request('DELETE', `/tasks/${encodeURIComponent(id)}`);
+    await this.request('DELETE', taskPath(id));
   }
 
   async listModels(): Promise<ModelSummary[]> {
-    const body = await this.request('GET', '/models');
+    const body = await this.request('GET', PATHS.models);
     if (!isObject(body) || !Array.isArray(body['data'])) return [];
     return body['data'].filter(isObject).map((m) => ({
       id: String(m['id']),
       source: typeof m['source'] === 'string' ? m['source'] : String(m['id']),
       state: typeof m['state'] === 'string' ? m['state'] : 'unknown',
       demo: m['demo'] === true,
-      ...hardwareSummary(m['task_runtime']),
+      ...hardwareSummary(m[VENDOR_MEMBER]),
     }));
   }
 
@@ -220,8 +229,8 @@ export class RemoteTaskSource implements TaskSource {
     let ended = false;
     const run = async (): Promise<void> => {
       const headers = this.headers({ accept: 'text/event-stream' });
-      if (last !== undefined) headers['last-event-id'] = String(last);
-      const res = await fetch(`${this.base}/tasks/${encodeURIComponent(id)}/events`, { headers, signal: abort.signal });
+      if (last !== undefined) headers[HEADERS.lastEventId] = String(last);
+      const res = await fetch(this.base + taskPath(id, TASK_PATHS.events), { headers, signal: abort.signal });
       if (!res.ok) {
         const text = await res.text().catch(() => '');
         let json: unknown;
@@ -236,7 +245,7 @@ export class RemoteTaskSource implements TaskSource {
         ended = true;
         return;
       }
-      const parser = new SseParser((m) => {
+      const deliver = (m: SseEvent): void => {
         let data: unknown;
         try {
           data = JSON.parse(m.data);
@@ -251,10 +260,10 @@ export class RemoteTaskSource implements TaskSource {
         const type = typeof data['type'] === 'string' ? data['type'] : m.event;
         if (TERMINAL_EVENT_TYPES.has(type)) ended = true;
         handlers.onEvent({ seq, type, data: rest });
-      });
-      const decoder = new TextDecoder();
+      };
+      const parser = new SseParser(MAX_EVENT_BYTES);
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        parser.push(decoder.decode(chunk, { stream: true }));
+        for (const m of parser.pushEvents(chunk)) deliver(m);
       }
     };
     void (async () => {
@@ -332,7 +341,7 @@ export class RemoteTaskSource implements TaskSource {
     void (async () => {
       while (!abort.signal.aborted) {
         try {
-          const res = await fetch(`${this.base}/task_runtime/changes`, {
+          const res = await fetch(this.base + PATHS.changes, {
             headers: this.headers({ accept: 'text/event-stream' }),
             signal: abort.signal,
           });
@@ -340,21 +349,9 @@ export class RemoteTaskSource implements TaskSource {
           // The owner subscribes in the same step as it sends the headers: from here on no change is missed. What
           // changed before (since this window's first list, or during a drop) comes with the reload this triggers.
           this.setFeedConnected(abort);
-          const parser = new SseParser((m) => {
-            if (m.event !== CHANGE_EVENT && m.event !== 'message') return;
-            try {
-              const data = JSON.parse(m.data) as unknown;
-              if (!isObject(data)) return;
-              const task = taskInfoFromLmsp(data['task']);
-              const deleted = data['deleted'] === true;
-              for (const l of this.changeListeners) l(task, deleted);
-            } catch (e) {
-              this.options.log?.(`ignored a malformed change event: ${String(e)}`);
-            }
-          });
-          const decoder = new TextDecoder();
+          const parser = new SseParser(MAX_EVENT_BYTES);
           for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-            parser.push(decoder.decode(chunk, { stream: true }));
+            for (const m of parser.pushEvents(chunk)) this.deliverChange(m);
           }
         } catch (e) {
           if (abort.signal.aborted) return;
@@ -364,6 +361,19 @@ export class RemoteTaskSource implements TaskSource {
         await delay(RECONNECT_MS, abort.signal);
       }
     })();
+  }
+
+  private deliverChange(m: SseEvent): void {
+    if (m.event !== EVENT_TASK_CHANGED && m.event !== 'message') return;
+    try {
+      const data = JSON.parse(m.data) as unknown;
+      if (!isObject(data)) return;
+      const task = taskInfoFromLmsp(data['task']);
+      const deleted = data['deleted'] === true;
+      for (const l of this.changeListeners) l(task, deleted);
+    } catch (e) {
+      this.options.log?.(`ignored a malformed change event: ${String(e)}`);
+    }
   }
 
   dispose(): void {
@@ -379,6 +389,11 @@ export class RemoteTaskSource implements TaskSource {
     this.changeListeners.clear();
     this.invalidateListeners.clear();
   }
+}
+
+/** A task's path below the LMSP prefix, or one of its sub-resources (TASK_PATHS). */
+function taskPath(id: string, sub = ''): string {
+  return `${PATHS.tasks}/${encodeURIComponent(id)}${sub}`;
 }
 
 /** Turns an LMSP problem+json answer into the RuntimeError the local source would have thrown. */

@@ -3,7 +3,7 @@ import type { RuntimeLimits } from '../../runtime/api';
 import { describeHardware, type ModelHardware, type ModelInfo } from '../../runtime/backend';
 import { toChatMessages } from '../../runtime/responses';
 import type { Problem, TaskRecord, TaskStatus } from '../../runtime/task';
-import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
+import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
@@ -17,7 +17,7 @@ export function runtimeStatuses(statuses: readonly LmspTaskStatus[]): TaskStatus
 }
 
 export function eventsUrl(taskId: string): string {
-  return `${LMSP_PREFIX}${PATHS.tasks}/${taskId}/events`;
+  return `${LMSP_PREFIX}${PATHS.tasks}/${taskId}${TASK_PATHS.events}`;
 }
 
 /**

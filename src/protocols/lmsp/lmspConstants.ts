@@ -17,6 +17,12 @@ export const PATHS = {
   counts: '/task_runtime/counts', // vendor
 } as const;
 
+/** Paths below a task's own path (`${PATHS.tasks}/{task_id}`). */
+export const TASK_PATHS = {
+  cancel: '/cancel', // ch.7
+  events: '/events', // ch.7
+} as const;
+
 export const OBJECTS = {
   service: 'service',
   list: 'list',

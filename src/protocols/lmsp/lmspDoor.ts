@@ -6,7 +6,7 @@ import type { DoorHandler, RequestContext } from '../http/types';
 import { getCounts, streamChanges } from './vendorRoutes';
 import type { LmspDeps } from './deps';
 import { getCapabilities, getModel, listModels } from './discoveryRoutes';
-import { DEFAULTS, LMSP_PREFIX, PATHS } from './lmspConstants';
+import { DEFAULTS, LMSP_PREFIX, PATHS, TASK_PATHS } from './lmspConstants';
 import { lmspProblem } from './problems';
 import { createResponse, getResponse } from './responsesRoutes';
 import { cancelTask, createTask, deleteTask, getTask, listTasks, taskEvents } from './tasksRoutes';
@@ -63,8 +63,8 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
         DELETE: (_q, r, c, id) => deleteTask(deps, r, c, checkTaskId(id)),
       },
     },
-    { pattern: exact(`${PATHS.tasks}/${seg}/cancel`), methods: { POST: (_q, r, c, id) => cancelTask(deps, r, c, checkTaskId(id)) } },
-    { pattern: exact(`${PATHS.tasks}/${seg}/events`), methods: { GET: (q, r, c, id) => taskEvents(deps, q, r, c, checkTaskId(id)) } },
+    { pattern: exact(`${PATHS.tasks}/${seg}${TASK_PATHS.cancel}`), methods: { POST: (_q, r, c, id) => cancelTask(deps, r, c, checkTaskId(id)) } },
+    { pattern: exact(`${PATHS.tasks}/${seg}${TASK_PATHS.events}`), methods: { GET: (q, r, c, id) => taskEvents(deps, q, r, c, checkTaskId(id)) } },
     { pattern: exact(PATHS.changes), methods: { GET: (_q, r, c) => streamChanges(deps, r, c) } },
     { pattern: exact(PATHS.counts), methods: { GET: (_q, r, c) => getCounts(deps, r, c) } },
   ];

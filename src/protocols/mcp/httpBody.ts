@@ -1,12 +1,17 @@
-// Answering raw HTTP for the MCP door (before the SDK transport sees a request). Bodies are read by http/body.ts.
+// Answering raw HTTP for the MCP door (before the SDK transport sees a request): the one place that writes a JSON
+// answer's status and headers for it. Bodies are read by http/body.ts.
 import type { ServerResponse } from 'node:http';
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/** `text` is JSON already (the tasks/get fast path keeps each view's JSON text and splices it in). */
+export function sendJsonText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   if (res.headersSent) {
     res.end();
     return;
   }
-  const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }

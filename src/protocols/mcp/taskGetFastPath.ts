@@ -12,12 +12,14 @@
 //  - framing: plain `application/json` with `mcp-session-id`, which is what the SDK transport itself sends in its
 //    JSON-response mode; our sessions' transports use SSE mode, where the same message travels as one `event: message`.
 //    The spec says servers SHOULD NOT upgrade tasks/get to SSE, and VS Code's client takes either.
+//    Written by httpBody.ts's sendJsonText like every JSON answer of the door (no measurable cost: docs/mcp.md).
 // test/protocol/mcp/taskGetFastPath.test.ts compares both paths byte for byte on the same sessions.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import type { McpContext } from './context';
 import { toMcpError } from './errors';
+import { sendJsonText } from './httpBody';
 import { getTaskJson } from './taskMethods';
 
 /**
@@ -65,6 +67,5 @@ export function answerFastTaskGet(ctx: McpContext, res: ServerResponse, id: stri
       },
     });
   }
-  res.writeHead(200, ['content-type', 'application/json', 'content-length', String(Buffer.byteLength(body)), 'mcp-session-id', sessionId]);
-  res.end(body);
+  sendJsonText(res, 200, body, { 'mcp-session-id': sessionId });
 }

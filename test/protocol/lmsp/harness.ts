@@ -7,24 +7,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { EventSource } from 'eventsource';
+import { TERMINAL_EVENT_TYPES } from '../../../src/protocols/lmsp/lmspConstants';
 import { testModelPath } from '../../fixtures/testModel';
+import { builtCli } from '../../support/prerequisites';
 import { until } from '../../support/wait';
 
-export function repoRoot(): string {
-  let dir = __dirname;
-  for (;;) {
-    const pkg = path.join(dir, 'package.json');
-    if (fs.existsSync(pkg) && JSON.parse(fs.readFileSync(pkg, 'utf8')).name === 'task-runtime') return dir;
-    const up = path.dirname(dir);
-    if (up === dir) throw new Error('repository root not found');
-    dir = up;
-  }
-}
-
-/** The bundled CLI; TASK_RUNTIME_CLI points elsewhere when dist/ is being rebuilt by someone else. */
-export function cliPath(): string {
-  return process.env.TASK_RUNTIME_CLI ?? path.join(repoRoot(), 'dist/cli.js');
-}
+/** The bundled CLI (test/support/prerequisites.ts: an error that says how to build it when it is missing). */
+export const cliPath = builtCli;
 
 export interface ServerOptions {
   dataDir?: string;
@@ -188,7 +177,8 @@ export const EVENT_TYPES = [
   'task_runtime:task.status',
   'task_runtime:model.loading',
 ];
-export const TERMINAL_TYPES = new Set(['response.completed', 'response.incomplete', 'response.failed', 'response.cancelled']);
+/** The door's own set: a reader stops where the server closes the stream. */
+export const TERMINAL_TYPES = TERMINAL_EVENT_TYPES;
 
 export interface FollowOptions {
   token?: string;

@@ -20,6 +20,7 @@ import { writeTestModel } from '../../../src/backends/llama/demoModel';
 import { ConformanceFixtureBackend } from '../../fixtures/conformance/backend';
 import { conformanceTools } from '../../fixtures/conformance/tools';
 import { parseSse, sseJson } from '../../fixtures/sse';
+import { builtCli, requireBuilt } from '../../support/prerequisites';
 
 export const ROOT = path.resolve(__dirname, '../../../..');
 
@@ -133,18 +134,16 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** The product CLI's `serve`. */
-const PRODUCT_SERVE = ['dist/cli.js', 'serve'];
-/** The same serve with the conformance fixtures (test/fixtures/conformance/serve.ts). */
-const FIXTURES_SERVE = ['out/test/fixtures/conformance/serve.js'];
+/** The same serve as the product's, with the conformance fixtures (test/fixtures/conformance/serve.ts). */
+const FIXTURES_SERVE = 'out/test/fixtures/conformance/serve.js';
 
 /**
- * Starts `node dist/cli.js serve` (with `fixtures`: the conformance test entry point) and waits for its JSON
- * ready line.
+ * Starts `node dist/cli.js serve` (with `fixtures`: the conformance test entry point) and waits for its JSON ready
+ * line; an error that says how to build it when it is missing.
  */
 export async function startProcess(dataDir: string, extraArgs: string[] = [], options: { fixtures?: boolean } = {}): Promise<ServerProcess> {
-  const [entry, ...command] = options.fixtures ? FIXTURES_SERVE : PRODUCT_SERVE;
-  const child = spawn(process.execPath, [path.join(ROOT, entry), ...command, '--data-dir', dataDir, '--model', slowModelPath(), '--port', '0', ...extraArgs], {
+  const command = options.fixtures ? [requireBuilt(FIXTURES_SERVE)] : [builtCli(), 'serve'];
+  const child = spawn(process.execPath, [...command, '--data-dir', dataDir, '--model', slowModelPath(), '--port', '0', ...extraArgs], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

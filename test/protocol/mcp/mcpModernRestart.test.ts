@@ -8,13 +8,11 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RawSession, ROOT, startProcess, type ServerProcess } from './harness';
+import { RawSession, startProcess, type ServerProcess } from './harness';
 import { until } from '../../support/wait';
 import { ModernClient } from './modernClient';
 
-const HAS_CLI = fs.existsSync(path.join(ROOT, 'dist/cli.js'));
-
-describe('MCP 2026-07-28 across SIGKILL (real process)', { skip: HAS_CLI ? false : 'dist/cli.js not built (npm run build)' }, () => {
+describe('MCP 2026-07-28 across SIGKILL (real process)', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-modern-restart-'));
   let proc: ServerProcess | undefined;
   after(async () => {

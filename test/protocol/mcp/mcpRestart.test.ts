@@ -8,17 +8,15 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect, ROOT, startProcess, type ServerProcess } from './harness';
+import { connect, startProcess, type ServerProcess } from './harness';
 import { until } from '../../support/wait';
-
-const HAS_CLI = fs.existsSync(path.join(ROOT, 'dist/cli.js'));
 
 async function create(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
   const r = await client.request({ method: 'tools/call', params: { name, arguments: args, task: {} } }, CreateTaskResultSchema);
   return r.task.taskId;
 }
 
-describe('MCP door across a server restart (real process)', { skip: HAS_CLI ? false : 'dist/cli.js not built (npm run build)' }, () => {
+describe('MCP door across a server restart (real process)', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-restart-'));
   let proc: ServerProcess | undefined;
   let client: Client | undefined;

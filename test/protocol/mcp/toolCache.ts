@@ -3,18 +3,20 @@
 // from the npm registry with the ordinary npm client and --ignore-scripts, into a cache outside the repo
 // (TASK_RUNTIME_MCP_TOOLS, default ~/.cache/task-runtime-mcp/<name>-<version>); later runs download nothing.
 // Nothing is installed into node_modules. When a tool cannot be had (offline first run) the caller skips with the
-// reason — except under CI=true, where a skip would hide lost coverage: there it fails (skipReason()).
-
-/** The reason to skip, or false; under CI=true a reason is an error (the suite must run in CI, not skip). */
-export function skipReason(reason: string | undefined): string | false {
-  if (!reason) return false;
-  if (process.env.CI === 'true') throw new Error(`CI=true: this suite must run in CI, not skip: ${reason}`);
-  return reason;
-}
+// reason — except in CI, where a skip would hide lost coverage: there it fails (skipReason(), the rule of
+// test/support/prerequisites.ts).
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { IN_CI } from '../../support/prerequisites';
+
+/** The reason to skip, or false; in CI a reason is an error (the suite must run in CI, not skip). */
+export function skipReason(reason: string | undefined): string | false {
+  if (!reason) return false;
+  if (IN_CI) throw new Error(`CI=${process.env.CI}: this suite must run in CI, not skip: ${reason}`);
+  return reason;
+}
 
 export const PINNED = {
   conformance: { pkg: '@modelcontextprotocol/conformance', versions: ['0.1.16', '0.2.0-alpha.12'] },

@@ -9,7 +9,6 @@ import { CompositeBackend } from '../../../src/backends/composite';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { normalizeEngineUrl, parseKey } from '../../../src/backends/openai/config';
 import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
-import { SseLimitError, SseParser } from '../../../src/backends/openai/sse';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { TaskRuntime, type RuntimeOptions } from '../../../src/runtime/runtime';
 import type { TaskRecord } from '../../../src/runtime/task';
@@ -48,32 +47,6 @@ function create(r: TaskRuntime, model: string, over: Partial<Parameters<TaskRunt
 function everything(r: TaskRuntime, id: string): string {
   return JSON.stringify([r.getTask(id), r.readEvents(id)]);
 }
-
-describe('SSE parser', () => {
-  it('frames events across chunk boundaries, CRLF and CR line ends, comments and multi-line data', () => {
-    const p = new SseParser(1024);
-    assert.deepEqual(p.feed(': comment\r\ndata: {"a"'), []);
-    assert.deepEqual(p.feed(':1}\r'), []);
-    assert.deepEqual(p.feed('\n\r\ndata: x\ndata: y\n\nevent: e\rdata:z\r\r'), ['{"a":1}', 'x\ny', 'z']);
-    assert.equal(p.partial, false);
-    p.feed('data: half');
-    assert.equal(p.partial, true);
-  });
-
-  it('keeps event names and ids for readers that want them (the last id carries over, as WHATWG says)', () => {
-    const p = new SseParser(1024);
-    assert.deepEqual(p.events('id: 1\nevent: response.created\ndata: {}\n\ndata: x\n\nid: 2\nevent: a\n\nevent: b\r\ndata: y\r\n\r\n'), [
-      { data: '{}', event: 'response.created', id: '1' },
-      { data: 'x', event: 'message', id: '1' },
-      { data: 'y', event: 'b', id: '2' },
-    ]);
-  });
-
-  it('refuses an event larger than its cap, also when it never ends a line', () => {
-    assert.throws(() => new SseParser(100).feed(`data: ${'x'.repeat(200)}\n\n`), SseLimitError);
-    assert.throws(() => new SseParser(100).feed('data: ' + 'x'.repeat(200)), SseLimitError);
-  });
-});
 
 describe('configuration', () => {
   it('accepts only http(s) URLs without credentials, query or fragment', () => {

@@ -1,9 +1,12 @@
-// A strict, bounded server-sent-events parser for engine streams (WHATWG SSE framing: lines end in \n, \r\n or \r;
-// an empty line ends an event; `data:` lines join with \n; `event:` names it and `id:` labels it; comments (`:`) and
-// other fields are ignored). Bounded because the bytes come from another machine: a line or an event larger than
-// `maxEventBytes` is an error rather than unbounded buffering (an engine's chunk is a few hundred bytes: llama.cpp's
-// largest, the final chunk with usage and timings, is ~700 B; the default cap of 1 MiB leaves room for long tool-call
-// chunks). The same parser reads our own streams in tests and benchmarks (test/fixtures/sse.ts).
+// The one server-sent-events reader: strict WHATWG framing (lines end in \n, \r\n or \r, also split across chunks;
+// an empty line ends an event; `data:` lines join with \n; `event:` names it and `id:` labels it, the last id carrying
+// over; comments (`:`) and other fields are ignored) and bounded: the bytes come from another process, so a line or an
+// event larger than `maxEventBytes` is an SseLimitError rather than unbounded buffering. Each reader picks its cap
+// for what it reads (an engine's chunks, an owner window's task events, a test's whole responses; see docs/remote.md).
+//
+// It lives beside the SSE writer (sse.ts) because it is HTTP framing, and protocols/http imports nothing but Node and
+// itself: the remote engine client (backends/openai), the editor's remote task source (extension/model) and the
+// tests' reader (test/fixtures/sse.ts) all read it without an arrow into a door, the runtime or a composition root.
 
 export class SseLimitError extends Error {
   constructor(message: string) {
