@@ -21,7 +21,8 @@ import { Scheduler, type BackendRetryPolicy } from './scheduler';
 import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/database';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
-import { TASK_STATUSES, isTerminal, newTaskRecord, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import { newTaskRecord } from './newTask';
+import { TASK_STATUSES, isTerminal, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import { TaskTransitions } from './transitions';
 
 export interface RuntimeOptions {

@@ -1,5 +1,4 @@
 // The task model shared by every door. Each door formats it in its own vocabulary.
-import { newResponseId, newTaskId } from './ids';
 
 export const TASK_STATUSES = [
   'queued',
@@ -168,46 +167,3 @@ export function allowedTransitions(from: TaskStatus): readonly TaskStatus[] {
 
 /** Statuses a cancel request acts on: every unfinished one except `cancelling`, which is already stopping. */
 export const CANCELLABLE_STATUSES: readonly TaskStatus[] = TASK_STATUSES.filter((s) => !isTerminal(s) && s !== 'cancelling');
-
-/** What a new task is made of, already checked and resolved by the runtime (`input.model` is a known model id). */
-export interface NewTaskFields {
-  origin: TaskOrigin;
-  principal: string;
-  title: string;
-  input: ResponseRequest & { model: string };
-  onRestart: RestartPolicy;
-  ttlMs: number | null;
-  deadlineAt: number | null;
-  meta: Record<string, unknown>;
-  now: number;
-}
-
-/** A new task record, queued, before its first events (response.created, response.queued: sequence 0 and 1). */
-export function newTaskRecord(f: NewTaskFields): TaskRecord {
-  return {
-    id: newTaskId(),
-    responseId: newResponseId(),
-    origin: f.origin,
-    principal: f.principal,
-    title: f.title.slice(0, 200),
-    model: f.input.model,
-    input: f.input,
-    status: 'queued',
-    statusMessage: 'queued',
-    createdAt: f.now,
-    updatedAt: f.now,
-    onRestart: f.onRestart,
-    attempt: 1,
-    ttlMs: f.ttlMs,
-    expiresAt: f.ttlMs === null ? null : f.now + f.ttlMs,
-    deadlineAt: f.deadlineAt,
-    response: null,
-    error: null,
-    usage: null,
-    outputTokens: 0,
-    meta: f.meta,
-    nextSeq: 2,
-    oldestSeq: 0,
-    inputRequests: null,
-  };
-}

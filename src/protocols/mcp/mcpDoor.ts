@@ -29,8 +29,6 @@ export interface McpDoorOptions {
   sessions?: Partial<SessionLimits>;
   /** Tools served on the 2026-07-28 era beside ours (modern/modernDoor.ts); the shipped roots give none. */
   extraTools?: readonly ModernTool[];
-  /** TEST ONLY: false sends every tasks/get through the SDK transport (the fast path's byte-equality test). */
-  taskGetFastPath?: boolean;
 }
 
 export interface McpDoor {
@@ -55,7 +53,6 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
   const modern = createModernHandler(ctx, { extraTools: options.extraTools });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
   const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
-  const taskGetFastPath = options.taskGetFastPath ?? true;
   let closed = false;
 
   async function handle(req: IncomingMessage, res: ServerResponse, rc: RequestContext): Promise<void> {
@@ -89,7 +86,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
         }
         const session = sessions.get(sessionId, rc.principal);
         if (!session) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-        const fastId = taskGetFastPath ? acceptsFastTaskGet(req, value) : undefined;
+        const fastId = acceptsFastTaskGet(req, value);
         if (fastId !== undefined) {
           session.lastSeen = Date.now();
           return answerFastTaskGet(ctx, res, fastId, (value as { params?: unknown }).params, rc.principal, sessionId);

@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { problem } from '../../../src/runtime/problems';
 import { EVENT, TERMINAL_EVENT_TYPES } from '../../../src/runtime/responseEvents';
-import { newTaskRecord, type TaskEvent, type TaskRecord } from '../../../src/runtime/task';
+import { newTaskRecord } from '../../../src/runtime/newTask';
+import type { TaskEvent, TaskRecord } from '../../../src/runtime/task';
 import { openParts, types } from '../../fixtures/runtimeParts';
 
 const OPENED = [EVENT.taskStatus, EVENT.inProgress, EVENT.outputItemAdded, EVENT.contentPartAdded];
