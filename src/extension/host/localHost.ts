@@ -2,7 +2,6 @@
 // rules as `serve`) and the shared loopback endpoint. node-llama-cpp stays lazy inside the llama backend.
 import { mkdirSync } from 'node:fs';
 import { composeBackend } from '../../backends/compose';
-import type { ModelBackend } from '../../runtime/backend';
 import { startEndpoint, type Endpoint } from '../../protocols/endpoint';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
 import { TaskRuntime } from '../../runtime/runtime';
@@ -14,8 +13,6 @@ import { removeEndpointRecord, writeEndpointRecord } from './endpointRecord';
 export interface LocalHost {
   readonly runtime: TaskRuntimeApi;
   readonly endpoint: Endpoint;
-  /** Every model backend of this window (local, remote), as the runtime sees them. */
-  readonly backend: ModelBackend;
   /** What opening the store found (damage, quarantined files). */
   readonly storeReport: OpenReport;
   setToken(token: string): void;
@@ -88,7 +85,6 @@ export async function openLocalHost(options: {
   return {
     runtime,
     endpoint,
-    backend,
     storeReport,
     setToken: (token) => endpoint.setTokens(tokenMap(token)),
     close() {

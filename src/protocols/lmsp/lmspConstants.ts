@@ -39,12 +39,8 @@ export const TASK_TYPE_RESPONSE = 'response'; // ch.7
 export const LMSP_TASK_STATUSES = ['queued', 'loading', 'running', 'cancelling', 'succeeded', 'failed', 'cancelled'] as const;
 export type LmspTaskStatus = (typeof LMSP_TASK_STATUSES)[number];
 
-export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'response.completed',
-  'response.incomplete',
-  'response.failed',
-  'response.cancelled',
-]); // ch.7
+/** The events that end a response's stream (ch.7): the runtime's own set, which writes them. */
+export { TERMINAL_EVENT_TYPES } from '../../runtime/responseEvents';
 
 export const VENDOR_PREFIX = 'task_runtime:';
 /** The vendor member of task objects (and of a task create body, where it may carry `origin`). */

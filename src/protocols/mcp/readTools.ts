@@ -2,6 +2,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import { describeHardware } from '../../runtime/backend';
+import { EVENT } from '../../runtime/responseEvents';
 import type { TaskRecord } from '../../runtime/task';
 import { mcpStatus, responseText, statusMessage } from './taskView';
 
@@ -11,7 +12,7 @@ export function textSoFar(runtime: TaskRuntimeApi, task: TaskRecord): string {
   try {
     let text = '';
     for (const ev of runtime.readEvents(task.id, undefined, task.principal)) {
-      if (ev.type === 'response.output_text.delta' && typeof ev.data['delta'] === 'string') text += ev.data['delta'];
+      if (ev.type === EVENT.outputTextDelta && typeof ev.data['delta'] === 'string') text += ev.data['delta'];
     }
     return text;
   } catch {

@@ -4,7 +4,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { problem } from '../../../src/runtime/problems';
 import { EVENT, TERMINAL_EVENT_TYPES } from '../../../src/runtime/responseEvents';
-import { newTaskRecord } from '../../../src/runtime/newTask';
 import type { TaskEvent, TaskRecord } from '../../../src/runtime/task';
 import { openParts, types } from '../../fixtures/runtimeParts';
 
@@ -219,17 +218,7 @@ test('a deferred create is told once durable; a plain one at once', async () => 
   parts.bus.onTaskChange((t) => changes.push(t.id));
   const plain = parts.add();
   assert.deepEqual(changes, [plain.id]);
-  const later = newTaskRecord({
-    origin: 'mcp',
-    principal: 'p',
-    title: 't',
-    input: { model: 'm', input: 'x' },
-    onRestart: 'retry',
-    ttlMs: null,
-    deadlineAt: null,
-    meta: {},
-    now: parts.clock.now(),
-  });
+  const later = parts.record({ origin: 'mcp', onRestart: 'retry' });
   let durable = false;
   parts.transitions.create(later, 99, { defer: { onDurable: () => (durable = true), onFailed: () => assert.fail('no failure') } });
   assert.equal(parts.transitions.unsyncedFrom(later.id), 0);

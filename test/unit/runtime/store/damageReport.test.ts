@@ -5,18 +5,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { DurableDatabase, damageSummary, describeDamage, type WriteOp } from '../../../../src/runtime/store/database';
+import { DurableDatabase, damageSummary, describeDamage } from '../../../../src/runtime/store/database';
 import { readJournal } from '../../../../src/runtime/store/journal';
 import { tempDir } from '../helpers';
+import { count, insert, named, twoImages } from './support';
 
-const insert = (i: number): WriteOp[] => [
-  [
-    `INSERT INTO idempotency_keys (principal, scope, key, fingerprint, task_id, created_at) VALUES ('p', 's', ?, ?, ?, ?)`,
-    [`k${i}`, `f${i}`, `t${i}`, i],
-  ],
-];
-const count = (db: DurableDatabase) => Number(db.get('SELECT COUNT(*) AS n FROM idempotency_keys')?.n);
-const named = (dir: string, re: RegExp) => fs.readdirSync(dir).filter((n) => re.test(n)).sort();
 
 test('a clean store has no summary', async () => {
   const dir = tempDir();
@@ -31,12 +24,7 @@ test('a clean store has no summary', async () => {
 
 test('a journal lost with its image: the next journal is a gap, named with the missing and the skipped batches', async () => {
   const dir = tempDir();
-  const a = await DurableDatabase.open(dir);
-  for (let i = 0; i < 20; i++) a.write(insert(i));
-  await a.checkpoint();
-  for (let i = 20; i < 40; i++) a.write(insert(i));
-  await a.checkpoint();
-  for (let i = 40; i < 45; i++) a.write(insert(i));
+  await twoImages(dir); // left open, as a kill leaves it
   // Images at 20 and 40, journals from 21 and from 41. The newest image is unreadable and the journal holding
   // batches 21–40 is gone: replay from the image at 20 finds batch 41 where 21 should be.
   const images = named(dir, /^checkpoint-\d+\.sqlite$/);

@@ -7,16 +7,8 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { DurableDatabase, damageSummary } from '../../../../src/runtime/store/database';
 import { tempDir } from '../helpers';
+import { count, insert, twoImages } from './support';
 
-const insert = (i: number) =>
-  [
-    [
-      `INSERT INTO idempotency_keys (principal, scope, key, fingerprint, task_id, created_at) VALUES ('p', 's', ?, ?, ?, ?)`,
-      [`k${i}`, `f${i}`, `t${i}`, i],
-    ],
-  ] as Array<[string, Array<string | number | null>]>;
-
-const count = (db: DurableDatabase) => Number(db.get('SELECT COUNT(*) AS n FROM idempotency_keys')?.n);
 
 test('acknowledged writes survive a reopen without a clean close (journal replay)', async () => {
   const dir = tempDir();
@@ -158,12 +150,7 @@ test('unreadable bytes between two records with the sequence intact: everything 
 
 test('damage in an older journal that replay needs: later journals are set aside and reported too', async () => {
   const dir = tempDir();
-  const a = await DurableDatabase.open(dir);
-  for (let i = 0; i < 20; i++) a.write(insert(i));
-  await a.checkpoint();
-  for (let i = 20; i < 40; i++) a.write(insert(i));
-  await a.checkpoint();
-  for (let i = 40; i < 45; i++) a.write(insert(i));
+  await twoImages(dir); // left open, as a kill leaves it
   // The newest checkpoint is unreadable, so batches 21–45 come from two journals; the first of them is damaged.
   const checkpoints = fs.readdirSync(dir).filter((n) => /^checkpoint-\d+\.sqlite$/.test(n)).sort();
   fs.truncateSync(join(dir, checkpoints[checkpoints.length - 1]), 100);
@@ -197,12 +184,7 @@ test('damage in an older journal that replay needs: later journals are set aside
 
 test('a truncated newest checkpoint is set aside and the older one plus the journals rebuild everything', async () => {
   const dir = tempDir();
-  const a = await DurableDatabase.open(dir);
-  for (let i = 0; i < 20; i++) a.write(insert(i));
-  await a.checkpoint();
-  for (let i = 20; i < 40; i++) a.write(insert(i));
-  await a.checkpoint();
-  for (let i = 40; i < 45; i++) a.write(insert(i));
+  await twoImages(dir); // left open, as a kill leaves it
   const checkpoints = fs.readdirSync(dir).filter((n) => /^checkpoint-\d+\.sqlite$/.test(n)).sort();
   assert.ok(checkpoints.length >= 2);
   const newest = join(dir, checkpoints[checkpoints.length - 1]);
