@@ -39,6 +39,10 @@ export class CompositeBackend implements ModelBackend {
     return undefined;
   }
 
+  checkRequest(request: GenerateRequest): void {
+    this.owner(request.model)?.checkRequest?.(request);
+  }
+
   supportsResume(modelId?: string): boolean {
     if (modelId === undefined) return this.backends.some((b) => b.supportsResume());
     return this.owner(modelId)?.supportsResume(modelId) ?? false;

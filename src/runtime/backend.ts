@@ -12,6 +12,8 @@ export interface ModelInfo {
   state: ModelState;
   /** Trained context length when known (after load), else null. */
   maxContextLength: number | null;
+  /** The context this model runs with (tokens) once known: prompt + output of one task must fit it. */
+  contextLength?: number | null;
   /** True for the generated random-weight demo model. */
   demo: boolean;
   /** What the model runs on, once loaded (or why it fell back to the CPU). */
@@ -65,9 +67,59 @@ export interface GenerateRequest {
   instructions?: string;
   messages: ChatMessage[];
   maxOutputTokens?: number;
+  /** 0–2; absent: the backend's default. */
   temperature?: number;
+  /** 0–1. */
   topP?: number;
+  /** The same seed, request and model give the same text (also with temperature > 0). */
   seed?: number;
+  /** Sample only from the k most likely tokens (0 = off). */
+  topK?: number;
+  /** Drop tokens below this fraction of the most likely token's probability (0–1). */
+  minP?: number;
+  /** llama.cpp's repeat penalty over the recent tokens (1 = off). */
+  repeatPenalty?: number;
+  /** −2..2, OpenAI's meaning: by how often a token already appeared. */
+  frequencyPenalty?: number;
+  /** −2..2, OpenAI's meaning: whether a token already appeared. */
+  presencePenalty?: number;
+  /** Up to 4 strings that end the output when generated; they are not part of the text. */
+  stop?: string[];
+  /** Report log-probabilities of the generated tokens, with this many alternatives each (0–20); absent: none. */
+  topLogprobs?: number;
+  /** Constrain the output to JSON (any object, or a document valid against a schema); absent: free text. */
+  format?: OutputFormat;
+}
+
+/**
+ * `json_object`: some JSON object. `json_schema`: a document valid against `schema` (the JSON Schema the client sent,
+ * unchanged; a backend that cannot enforce part of it refuses the request in checkRequest, never ignores it).
+ */
+export type OutputFormat =
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
+
+/** One generated token with its log-probability and the most likely alternatives (OpenAI's logprobs shape). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }>;
+}
+
+/**
+ * A request a backend cannot run as asked, found before anything is stored: the door answers 400 with `code` and
+ * `param` (the request field, in the wire's dotted form, e.g. `text.format.schema.properties.a.pattern`).
+ */
+export class RequestRefusedError extends Error {
+  constructor(
+    readonly code: 'invalid_request' | 'invalid_json_schema' | 'context_length_exceeded' | 'unsupported_capability',
+    message: string,
+    readonly param: string | null,
+  ) {
+    super(message);
+    this.name = 'RequestRefusedError';
+  }
 }
 
 /** Where a resumable generation stands; written by the backend, read back after a restart. */
@@ -82,8 +134,11 @@ export interface GenerationSnapshot {
 
 export interface GenerateOptions {
   signal: AbortSignal;
-  /** Called for every decoded piece of text, in order. `tokens` is the number of tokens the piece covers. */
-  onText(text: string, tokens: number): void;
+  /**
+   * Called for every decoded piece of text, in order. `tokens` is the number of tokens the piece covers;
+   * `logprobs`, when the request asked for them, one entry per token of the piece.
+   */
+  onText(text: string, tokens: number, logprobs?: TokenLogprob[]): void;
   /**
    * Continue an output that clients already received part of (only when `supportsResume`): the backend brings
    * the model to "prompt + delivered text" — from the snapshot plus the text after it when the snapshot is usable,
@@ -201,6 +256,12 @@ export interface ModelBackend {
   concurrency?(modelId: string): { group: string; limit: number } | undefined;
   /** Registers a callback for when `concurrency` may have grown (an engine endpoint came back). */
   onCapacityChange?(listener: () => void): void;
+  /**
+   * Checks a request before it is stored, from what the backend knows now (the formats and schema keywords it can
+   * enforce, the sampling it supports; the context, when the model is loaded): throws RequestRefusedError. Absent:
+   * everything is accepted here and problems surface when the task runs.
+   */
+  checkRequest?(request: GenerateRequest): void;
   listModels(): ModelInfo[];
   /** Resolve a request's `model` (undefined = default) to a known model id, or undefined when unknown. */
   resolveModel(model: string | undefined): string | undefined;

@@ -10,6 +10,8 @@ export type RuntimeErrorCode =
   | 'model_not_found'
   | 'unsupported_capability'
   | 'invalid_request'
+  | 'invalid_json_schema'
+  | 'context_length_exceeded'
   | 'queue_full'
   | 'store_locked'
   | 'store_unwritable'
@@ -42,5 +44,7 @@ export const CLIENT_FACING_CODES: ReadonlySet<RuntimeErrorCode> = new Set<Runtim
   'model_not_found',
   'unsupported_capability',
   'invalid_request',
+  'invalid_json_schema',
+  'context_length_exceeded',
   'queue_full',
 ]);

@@ -15,7 +15,7 @@ import {
 import { DeltaBatcher } from './deltaBatcher';
 import { newMessageId } from './ids';
 import { answersByName, checkInputRequests, newRound, sameRound, unansweredKeys } from './input';
-import { toChatMessages } from './responses';
+import { generateRequestOf } from './responses';
 import type { TaskStore } from './taskStore';
 import type { Delivered, TaskTransitions } from './transitions';
 import type { InputRequest, InputResponse, Problem, RequestErrorObject, TaskRecord } from './task';
@@ -213,15 +213,7 @@ export class GenerationRun {
     try {
       if (snapshotsWanted) fs.mkdirSync(snapDir, { recursive: true });
       const result = await this.backend.generate(
-        {
-          model: running.model,
-          instructions: running.input.instructions,
-          messages: toChatMessages(running.input),
-          maxOutputTokens: running.input.max_output_tokens,
-          temperature: running.input.temperature,
-          topP: running.input.top_p,
-          seed: typeof running.input.seed === 'number' ? running.input.seed : undefined,
-        },
+        generateRequestOf(running.input, running.model),
         {
           signal: this.abort.signal,
           resumeFrom: resumed ? { snapshot: resumed.snapshot, text: resumed.text, outputTokens: resumed.outputTokens } : undefined,

@@ -1,6 +1,6 @@
 // Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
-import type { ChatMessage } from './backend';
-import type { ResponseRequest, TaskRecord, Usage } from './task';
+import type { ChatMessage, GenerateRequest } from './backend';
+import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest, type TaskRecord, type Usage } from './task';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
@@ -103,6 +103,33 @@ export function toChatMessages(input: ResponseRequest): ChatMessage[] {
     }
   }
   return messages;
+}
+
+/** What the backend is asked for a stored request (its model already resolved). */
+export function generateRequestOf(input: ResponseRequest, model: string): GenerateRequest {
+  const x = input.task_runtime ?? {};
+  const format = input.text?.format;
+  const stop = x.stop === undefined ? undefined : Array.isArray(x.stop) ? x.stop : [x.stop];
+  const wantLogprobs = input.include?.includes(INCLUDE_OUTPUT_LOGPROBS) ?? false;
+  const out: GenerateRequest = {
+    model,
+    instructions: input.instructions,
+    messages: toChatMessages(input),
+    maxOutputTokens: input.max_output_tokens,
+    temperature: input.temperature,
+    topP: input.top_p,
+    seed: x.seed,
+    topK: x.top_k,
+    minP: x.min_p,
+    repeatPenalty: x.repeat_penalty,
+    frequencyPenalty: x.frequency_penalty,
+    presencePenalty: x.presence_penalty,
+    stop: stop?.length ? stop : undefined,
+    topLogprobs: wantLogprobs ? (input.top_logprobs ?? 0) : undefined,
+    format: format && format.type !== 'text' ? format : undefined,
+  };
+  for (const k of Object.keys(out) as Array<keyof GenerateRequest>) if (out[k] === undefined) delete out[k];
+  return out;
 }
 
 /** A short title from the last user message. */

@@ -10,12 +10,12 @@ import type {
   TaskCounts,
   TaskRuntimeApi,
 } from './api';
-import type { LoadOptions, ModelBackend, ModelInfo } from './backend';
+import { RequestRefusedError, type LoadOptions, type ModelBackend, type ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { TaskEventBus } from './eventBus';
 import { checkInputResponse, unansweredKeys } from './input';
 import { recoverTasks, type RecoveryOutcome } from './recovery';
-import { titleOf } from './responses';
+import { generateRequestOf, titleOf } from './responses';
 import { sweep } from './retention';
 import { Scheduler, type BackendRetryPolicy } from './scheduler';
 import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/database';
@@ -218,6 +218,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (onRestart === 'resume' && !this.options.backend.supportsResume(model)) {
       throw new RuntimeError('unsupported_capability', `on_restart "resume" is not supported for the model "${model}".`, 'on_restart');
     }
+    this.checkWithBackend(p.input, model);
     if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {
       throw new RuntimeError('queue_full', `The queue is full (${this.limits.maxQueuedTasks} tasks).`);
     }
@@ -239,6 +240,16 @@ export class TaskRuntime implements TaskRuntimeApi {
       ? this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now)
       : [];
     return { task, queueOrder: ++this.queueOrder, ops };
+  }
+
+  /** The backend's own check of what it is asked (formats, schema keywords, sampling, context), before anything is stored. */
+  private checkWithBackend(input: CreateTaskParams['input'], model: string): void {
+    try {
+      this.options.backend.checkRequest?.(generateRequestOf(input, model));
+    } catch (e) {
+      if (e instanceof RequestRefusedError) throw new RuntimeError(e.code, e.message, e.param ?? undefined);
+      throw e;
+    }
   }
 
   // ---------------- reads ----------------

@@ -74,7 +74,27 @@ export interface InputRound {
   message?: string;
 }
 
-/** A Responses-style request, already validated by the door that accepted it. */
+/** `text.format` of a Responses request. */
+export type ResponseTextFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
+
+/**
+ * The vendor member of a Responses request (`task_runtime`): sampling the Responses API has no field for, named as
+ * OpenAI's chat completions and llama.cpp name them.
+ */
+export interface ResponseSamplingExtras {
+  seed?: number;
+  stop?: string | string[];
+  top_k?: number;
+  min_p?: number;
+  repeat_penalty?: number;
+  frequency_penalty?: number;
+  presence_penalty?: number;
+}
+
+/** A Responses-style request, already validated by the door that accepted it; stored with the task as it is. */
 export interface ResponseRequest {
   model?: string;
   input: string | unknown[];
@@ -82,9 +102,17 @@ export interface ResponseRequest {
   max_output_tokens?: number;
   temperature?: number;
   top_p?: number;
+  /** With `include: ["message.output_text.logprobs"]`: alternatives per token (0–20). */
+  top_logprobs?: number;
+  include?: string[];
+  text?: { format?: ResponseTextFormat };
+  task_runtime?: ResponseSamplingExtras;
   metadata?: Record<string, string>;
   [key: string]: unknown;
 }
+
+/** The `include` value that asks for log-probabilities of the output text. */
+export const INCLUDE_OUTPUT_LOGPROBS = 'message.output_text.logprobs';
 
 export interface Usage {
   input_tokens: number;

@@ -73,6 +73,8 @@ export const CODES = {
   invalid_request: 400,
   invalid_last_event_id: 400,
   invalid_idempotency_key: 400,
+  invalid_json_schema: 400,
+  context_length_exceeded: 400,
   unsupported_capability: 400, // ch.7
   unauthorized: 401,
   forbidden: 403,

@@ -13,6 +13,8 @@ const RUNTIME_TO_LMSP: Record<RuntimeErrorCode, LmspCode> = {
   model_not_found: 'model_not_found',
   unsupported_capability: 'unsupported_capability',
   invalid_request: 'invalid_request',
+  invalid_json_schema: 'invalid_json_schema',
+  context_length_exceeded: 'context_length_exceeded',
   queue_full: 'queue_full',
   store_locked: 'unavailable',
   store_unwritable: 'unavailable',
