@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { ModelBackend } from '../runtime/backend';
 import { CompositeBackend } from './composite';
 import { ensureDemoModel } from './llama/demoModel';
+import type { ContextSizeChoice } from './llama/contextChoice';
 import type { GpuChoice, GpuLayersChoice, ThreadsChoice } from './llama/hardware';
 import { LlamaBackend } from './llama/llamaBackend';
 import { isModelUri } from './modelSource';
@@ -23,7 +24,7 @@ export interface ComposeOptions {
   engines: readonly EngineConfig[];
   /** The data directory: the thread calibration is cached there, models are downloaded and generated in DIR/models. */
   dataDir: string;
-  llama: { threads: ThreadsChoice; gpu: GpuChoice; gpuLayers: GpuLayersChoice };
+  llama: { threads: ThreadsChoice; gpu: GpuChoice; gpuLayers: GpuLayersChoice; contextSize?: ContextSizeChoice };
   /** More members, served after the local and remote models. */
   members?: readonly ModelBackend[];
   log: (message: string) => void;
@@ -50,7 +51,8 @@ export async function composeBackend(options: ComposeOptions): Promise<ComposedB
   const members: ModelBackend[] = [];
   let engines: readonly RemoteEngine[] = [];
   if (models.length) {
-    members.push(new LlamaBackend({ models, ...options.llama, cacheDir: dataDir, modelsDir, log }));
+    const { contextSize, ...llama } = options.llama;
+    members.push(new LlamaBackend({ models, ...llama, contextSize: contextSize === 'auto' ? undefined : contextSize, cacheDir: dataDir, modelsDir, log }));
   }
   if (options.engines.length) {
     const remote = new RemoteBackend([...options.engines], { log });

@@ -2,6 +2,7 @@
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
 import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
+import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ContextSizeChoice } from '../backends/llama/contextChoice';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
@@ -14,6 +15,7 @@ export class UsageError extends Error {
 export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
+                     [--context-size N|auto]
                      [--concurrency N] [--allow-origin ORIGIN]...
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
@@ -29,6 +31,8 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --threads      CPU threads per generation (default auto: measured at model load, cached in DIR)
            --gpu          GPU API (default auto: the best working build, else the CPU; off: CPU only)
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
+           --context-size tokens of context per task (default auto: the model's trained context as far as
+                          free memory allows); prompt + max_output_tokens beyond it are refused with 400
            --concurrency  tasks generating at the same time (per local model)
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
@@ -53,6 +57,7 @@ export interface ServeArgs {
   threads?: ThreadsChoice;
   gpu?: GpuChoice;
   gpuLayers?: GpuLayersChoice;
+  contextSize?: ContextSizeChoice;
   concurrency?: number;
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
@@ -79,6 +84,7 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   threads: { kind: 'string' },
   gpu: { kind: 'string' },
   'gpu-layers': { kind: 'string' },
+  'context-size': { kind: 'string' },
   concurrency: { kind: 'int', min: 1, max: 64 },
   'allow-origin': { kind: 'list' },
   engine: { kind: 'list' },
@@ -140,6 +146,7 @@ function parseServe(args: readonly string[]): ServeArgs {
     threads: autoOrInt('threads', 1, MAX_THREADS),
     gpu: gpuChoice(values.get('gpu')?.[0]),
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
+    contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
     concurrency: int('concurrency'),
     allowedOrigins: (values.get('allow-origin') ?? []).map((raw) => {
       const origin = normalizeOrigin(raw);

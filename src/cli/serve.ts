@@ -137,7 +137,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     models: args.models,
     engines,
     dataDir,
-    llama: { threads: args.threads ?? 'auto', gpu: args.gpu ?? 'auto', gpuLayers: args.gpuLayers ?? 'auto' },
+    llama: { threads: args.threads ?? 'auto', gpu: args.gpu ?? 'auto', gpuLayers: args.gpuLayers ?? 'auto', contextSize: args.contextSize ?? 'auto' },
     members: extensions.backends,
     log,
   });

@@ -5,7 +5,7 @@
 // since it; the window starts at `minWindowMs` (the runtime's `deltaFlushMs`, 16 ms) and follows the cost of a
 // write: about 20× the recent write time, at most `maxWindowMs` (100 ms), so that on a slow disk writes stay a
 // small share of generation time. A snapshot is written together with the text it covers (flush(snapshot)).
-import type { GenerationSnapshot } from './backend';
+import type { GenerationSnapshot, TokenLogprob } from './backend';
 
 export const MAX_DELTA_WINDOW_MS = 100;
 
@@ -16,14 +16,18 @@ export interface DeltaBatcherOptions {
   maxWindowMs?: number;
   /** Monotonic ms clock for windows and write times (the runtime passes performance.now). */
   now: () => number;
-  /** Persists `text` (may be empty when only a snapshot is due) and the snapshot, in one durable write. */
-  write(text: string, snapshot?: GenerationSnapshot): void;
+  /**
+   * Persists `text` (may be empty when only a snapshot is due), the log-probabilities of its tokens (when the pieces
+   * came with them) and the snapshot, in one durable write.
+   */
+  write(text: string, snapshot?: GenerationSnapshot, logprobs?: TokenLogprob[]): void;
   /** A write threw: told once; the batcher writes nothing after that. */
   onError(err: Error): void;
 }
 
 export class DeltaBatcher {
   private pending = '';
+  private pendingLogprobs: TokenLogprob[] | undefined;
   private lastWrite = Number.NEGATIVE_INFINITY;
   private writeMs = 0;
   private windowMs: number;
@@ -34,10 +38,11 @@ export class DeltaBatcher {
     this.windowMs = o.minWindowMs;
   }
 
-  /** Adds a piece of text: written now when the window since the last write has passed, else when it has. */
-  add(text: string): void {
+  /** Adds a piece of text (and its tokens' log-probabilities): written now when the window since the last write has passed, else when it has. */
+  add(text: string, logprobs?: TokenLogprob[]): void {
     if (this.failed) return;
     this.pending += text;
+    if (logprobs?.length) (this.pendingLogprobs ??= []).push(...logprobs);
     if (this.o.now() - this.lastWrite >= this.windowMs) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.windowMs);
   }
@@ -47,11 +52,13 @@ export class DeltaBatcher {
     this.clearTimer();
     if (this.failed || (!this.pending && !snapshot)) return;
     const text = this.pending;
+    const logprobs = this.pendingLogprobs;
     this.pending = '';
+    this.pendingLogprobs = undefined;
     const started = this.o.now();
     this.lastWrite = started;
     try {
-      this.o.write(text, snapshot);
+      this.o.write(text, snapshot, logprobs);
     } catch (e) {
       this.failed = true;
       this.o.onError(e instanceof Error ? e : new Error(String(e)));

@@ -11,6 +11,7 @@ import {
   type GenerationSnapshot,
   type ModelBackend,
   type RequestError,
+  type TokenLogprob,
 } from './backend';
 import { DeltaBatcher } from './deltaBatcher';
 import { newMessageId } from './ids';
@@ -43,6 +44,8 @@ export interface ResumePoint {
   /** Output tokens delivered before the restart. */
   outputTokens: number;
   messageId: string;
+  /** Their log-probabilities, when the request asked for them. */
+  logprobs?: TokenLogprob[];
 }
 
 /**
@@ -61,7 +64,7 @@ export interface RequeueRequest {
 }
 
 /** How the backend's stream ended: the text and tokens delivered, and its result or what it threw. */
-type Streamed = { text: string; tokens: number } & ({ ok: true; result: GenerateResult } | { ok: false; error: unknown });
+type Streamed = { text: string; tokens: number; logprobs?: TokenLogprob[] } & ({ ok: true; result: GenerateResult } | { ok: false; error: unknown });
 
 export class GenerationRun {
   readonly abort = new AbortController();
@@ -195,12 +198,14 @@ export class GenerationRun {
     const resumed = this.resume;
     let text = resumed ? resumed.text : '';
     let tokens = resumed?.outputTokens ?? 0;
+    // Log-probabilities of every delivered token, when the request asked for them (the final output part carries them).
+    let logprobs = resumed?.logprobs ? [...resumed.logprobs] : undefined;
     const batcher = new DeltaBatcher({
       minWindowMs: this.settings.deltaFlushMs,
       now: () => performance.now(),
-      write: (delta, snapshot) =>
+      write: (delta, snapshot, lp) =>
         // A task waiting for input keeps saying so.
-        this.transitions.progress(id, { messageId: this.messageId, tokens, delta, snapshot, waiting: this.waiting !== undefined }),
+        this.transitions.progress(id, { messageId: this.messageId, tokens, delta, logprobs: lp, snapshot, waiting: this.waiting !== undefined }),
       // Writes run from timers and backend callbacks: a failed one must stop the generation, not escape there.
       onError: (e) => {
         this.storeError = e;
@@ -217,10 +222,11 @@ export class GenerationRun {
         {
           signal: this.abort.signal,
           resumeFrom: resumed ? { snapshot: resumed.snapshot, text: resumed.text, outputTokens: resumed.outputTokens } : undefined,
-          onText: (piece, n) => {
+          onText: (piece, n, lp) => {
+            if (lp) (logprobs ??= []).push(...lp);
             text += piece;
             tokens += n;
-            batcher.add(piece);
+            batcher.add(piece, lp);
           },
           snapshots: snapshotsWanted
             ? {
@@ -234,9 +240,9 @@ export class GenerationRun {
           requestInput: (requests, options) => this.requestInput(requests, options?.message),
         },
       );
-      return { text, tokens, ok: true, result };
+      return { text, tokens, logprobs, ok: true, result };
     } catch (error) {
-      return { text, tokens, ok: false, error };
+      return { text, tokens, logprobs, ok: false, error };
     } finally {
       this.flushText = undefined;
       batcher.flush();
@@ -300,7 +306,7 @@ export class GenerationRun {
   /** The terminal transition for how the stream ended; rejects with the store error when a write failed. */
   private finish(streamed: Streamed): void {
     const id = this.taskId;
-    const delivered = { text: streamed.text, tokens: streamed.tokens, messageId: this.messageId };
+    const delivered = { text: streamed.text, tokens: streamed.tokens, messageId: this.messageId, logprobs: streamed.logprobs };
     if (this.storeError) throw this.storeError;
     if (!streamed.ok) {
       if (this.stopReason) return this.finishStopped(delivered);

@@ -2,6 +2,7 @@
 // (Responses events for the response, `task_runtime:` vendor events for the task around it). The lifecycle
 // operations (transitions.ts) are the only writers; doors read the types from here, never spell them.
 import { responseObject, taskStatusSnapshot } from './responses';
+import type { TokenLogprob } from './backend';
 import type { NewEvent } from './taskStore';
 import type { Problem, TaskRecord } from './task';
 
@@ -65,15 +66,20 @@ export function outputOpenedEvents(t: TaskRecord, messageId: string): NewEvent[]
   ];
 }
 
-export function textDeltaEvent(messageId: string, delta: string): NewEvent {
-  return { type: EVENT.outputTextDelta, data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: [] } };
+/** A piece of the output text; `logprobs`, when asked for, one entry per token of the piece (without `bytes`, as the Responses delta has them). */
+export function textDeltaEvent(messageId: string, delta: string, logprobs?: TokenLogprob[]): NewEvent {
+  const lp = logprobs ? logprobs.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top_logprobs.map((t) => ({ token: t.token, logprob: t.logprob })) })) : [];
+  return { type: EVENT.outputTextDelta, data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: lp } };
 }
 
-/** The events that close a finished output: text done, part done, item done, then completed (or incomplete). */
-export function finishedEvents(t: TaskRecord, messageId: string, text: string, incomplete: boolean): NewEvent[] {
-  const part = { type: 'output_text', text, annotations: [], logprobs: [] };
+/**
+ * The events that close a finished output: text done, part done, item done, then completed (or incomplete).
+ * `logprobs`: every token's, when asked for.
+ */
+export function finishedEvents(t: TaskRecord, messageId: string, text: string, incomplete: boolean, logprobs: TokenLogprob[] = []): NewEvent[] {
+  const part = { type: 'output_text', text, annotations: [], logprobs };
   return [
-    { type: EVENT.outputTextDone, data: { item_id: messageId, output_index: 0, content_index: 0, text, logprobs: [] } },
+    { type: EVENT.outputTextDone, data: { item_id: messageId, output_index: 0, content_index: 0, text, logprobs } },
     { type: EVENT.contentPartDone, data: { item_id: messageId, output_index: 0, content_index: 0, part } },
     {
       type: EVENT.outputItemDone,

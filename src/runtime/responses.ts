@@ -1,5 +1,5 @@
 // Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
-import type { ChatMessage, GenerateRequest } from './backend';
+import type { ChatMessage, GenerateRequest, TokenLogprob } from './backend';
 import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest, type TaskRecord, type Usage } from './task';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -9,6 +9,8 @@ const seconds = (ms: number) => Math.floor(ms / 1000);
 export interface ResponseParts {
   status: ResponseStatus;
   text?: string;
+  /** Log-probabilities of the output text's tokens, when asked for. */
+  logprobs?: TokenLogprob[];
   messageId?: string;
   itemStatus?: 'in_progress' | 'completed' | 'incomplete';
   usage?: Usage | null;
@@ -27,7 +29,7 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
             type: 'message',
             status: parts.itemStatus ?? 'completed',
             role: 'assistant',
-            content: [{ type: 'output_text', text: parts.text ?? '', annotations: [], logprobs: [] }],
+            content: [{ type: 'output_text', text: parts.text ?? '', annotations: [], logprobs: parts.logprobs ?? [] }],
           },
         ]
       : [];

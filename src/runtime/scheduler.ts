@@ -235,8 +235,8 @@ export class Scheduler {
       transitions.newAttempt(current, () => statusMessage);
     } else {
       transitions.requeue(current, statusMessage);
-      const { text, tokens, messageId } = r.delivered;
-      if (r.resume && messageId) this.resumePoints.set(id, { text, outputTokens: tokens, messageId });
+      const { text, tokens, messageId, logprobs } = r.delivered;
+      if (r.resume && messageId) this.resumePoints.set(id, { text, outputTokens: tokens, messageId, ...(logprobs ? { logprobs } : {}) });
     }
     const timer = setTimeout(() => {
       this.retryTimers.delete(id);

@@ -5,7 +5,7 @@
 // status (the operation returns undefined). A deferred operation (`defer`) is applied at once but synced in the
 // background (group commit, store/database.ts); its listeners hear of it once it is durable, and `defer.onFailed`
 // runs instead if it never becomes durable (rolled back; the store refuses writes).
-import type { GenerateResult, GenerationSnapshot } from './backend';
+import type { GenerateResult, GenerationSnapshot, TokenLogprob } from './backend';
 import type { RuntimeError } from './errors';
 import type { TaskEventBus } from './eventBus';
 import { pendingRequests, waitingMessage } from './input';
@@ -38,6 +38,8 @@ export interface Delivered {
   text: string;
   messageId?: string;
   tokens?: number;
+  /** Log-probabilities of the delivered tokens, when the request asked for them. */
+  logprobs?: TokenLogprob[];
 }
 
 export const NOTHING_DELIVERED: Delivered = { text: '' };
@@ -137,7 +139,7 @@ export class TaskTransitions {
    */
   progress(
     id: string,
-    o: { messageId: string; tokens: number; delta?: string; snapshot?: GenerationSnapshot; waiting?: boolean },
+    o: { messageId: string; tokens: number; delta?: string; logprobs?: TokenLogprob[]; snapshot?: GenerationSnapshot; waiting?: boolean },
   ): TaskRecord | undefined {
     return this.record(
       id,
@@ -146,7 +148,7 @@ export class TaskTransitions {
         ...(o.waiting ? {} : { statusMessage: `generating: ${o.tokens} tokens` }),
         ...(o.snapshot ? { snapshot: o.snapshot } : {}),
       },
-      () => (o.delta ? [textDeltaEvent(o.messageId, o.delta)] : []),
+      () => (o.delta ? [textDeltaEvent(o.messageId, o.delta, o.logprobs)] : []),
     );
   }
 
@@ -237,6 +239,7 @@ export class TaskTransitions {
         response: responseObject(cur, {
           status: incomplete ? 'incomplete' : 'completed',
           text,
+          logprobs: delivered.logprobs,
           messageId,
           itemStatus: incomplete ? 'incomplete' : 'completed',
           usage,
@@ -244,7 +247,7 @@ export class TaskTransitions {
           completedAt,
         }),
       }),
-      events: (t) => finishedEvents(t, messageId, text, incomplete),
+      events: (t) => finishedEvents(t, messageId, text, incomplete, delivered.logprobs),
     });
   }
 
@@ -297,17 +300,21 @@ export class TaskTransitions {
     // Text of the current attempt: deltas after its last response.created.
     let text = '';
     let messageId: string | undefined;
+    let logprobs: TokenLogprob[] | undefined;
     for (const ev of this.store.readEvents(task.id, task.oldestSeq - 1)) {
       if (ev.type === EVENT.created) {
         text = '';
         messageId = undefined;
+        logprobs = undefined;
       } else if (ev.type === EVENT.outputItemAdded) {
         messageId = (ev.data.item as { id?: string } | undefined)?.id;
       } else if (ev.type === EVENT.outputTextDelta) {
         text += String(ev.data.delta ?? '');
+        const lp = storedLogprobs(ev.data.logprobs);
+        if (lp.length) (logprobs ??= []).push(...lp);
       }
     }
-    return { text, messageId };
+    return logprobs ? { text, messageId, logprobs } : { text, messageId };
   }
 
   // ---------------- events not yet durable ----------------
@@ -429,6 +436,26 @@ export class TaskTransitions {
     }
     return planned[planned.length - 1].next;
   }
+}
+
+/** Log-probabilities as a delta event stores them (no bytes: those follow from the token text). */
+function storedLogprobs(raw: unknown): TokenLogprob[] {
+  if (!Array.isArray(raw)) return [];
+  const bytes = (token: string) => [...Buffer.from(token, 'utf8')];
+  const out: TokenLogprob[] = [];
+  for (const e of raw as Array<{ token?: unknown; logprob?: unknown; top_logprobs?: unknown }>) {
+    if (typeof e?.token !== 'string' || typeof e.logprob !== 'number') continue;
+    const top = Array.isArray(e.top_logprobs) ? (e.top_logprobs as Array<{ token?: unknown; logprob?: unknown }>) : [];
+    out.push({
+      token: e.token,
+      logprob: e.logprob,
+      bytes: bytes(e.token),
+      top_logprobs: top
+        .filter((t): t is { token: string; logprob: number } => typeof t?.token === 'string' && typeof t.logprob === 'number')
+        .map((t) => ({ token: t.token, logprob: t.logprob, bytes: bytes(t.token) })),
+    });
+  }
+  return out;
 }
 
 interface Planned {

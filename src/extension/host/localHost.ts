@@ -52,7 +52,7 @@ export async function openLocalHost(options: {
     models: settings.model ? [settings.model] : [],
     engines,
     dataDir,
-    llama: { threads: settings.threads > 0 ? settings.threads : 'auto', gpu: settings.gpu, gpuLayers: settings.gpuLayers },
+    llama: { threads: settings.threads > 0 ? settings.threads : 'auto', gpu: settings.gpu, gpuLayers: settings.gpuLayers, contextSize: settings.contextSize },
     log,
   });
   let runtime: TaskRuntimeApi;

@@ -1,5 +1,6 @@
 // Reads and validates the extension's settings (pure: the caller passes a getter over the configuration).
 // Invalid values fall back to the default and are reported with a message naming the setting.
+import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, parseContextSize, type ContextSizeChoice } from '../../backends/llama/contextChoice';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/openai/config';
@@ -17,6 +18,8 @@ export interface ExtensionSettings {
   threads: number;
   gpu: GpuChoice;
   gpuLayers: GpuLayersChoice;
+  /** Tokens of context per task, or auto (the trained context as far as memory allows). */
+  contextSize: ContextSizeChoice;
   concurrency: number;
   maxQueued: number;
   defaultRestartPolicy: RestartPolicy;
@@ -41,6 +44,7 @@ export const SETTING_KEYS = {
   threads: 'threads',
   gpu: 'gpu',
   gpuLayers: 'gpuLayers',
+  contextSize: 'contextSize',
   concurrency: 'concurrency',
   maxQueued: 'maxQueuedTasks',
   defaultRestartPolicy: 'defaultRestartPolicy',
@@ -60,6 +64,7 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   threads: 0,
   gpu: 'auto',
   gpuLayers: 'auto',
+  contextSize: 'auto',
   concurrency: 1,
   maxQueued: 1000,
   defaultRestartPolicy: 'fail',
@@ -80,6 +85,7 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'threads',
   'gpu',
   'gpuLayers',
+  'contextSize',
   'concurrency',
   'maxQueued',
   'defaultTtlMinutes',
@@ -155,6 +161,13 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     if (parsed !== undefined) gpuLayers = parsed;
     else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.gpuLayers, 0, MAX_GPU_LAYERS, String(d.gpuLayers)));
   }
+  const contextRaw = get(k.contextSize);
+  let contextSize = d.contextSize;
+  if (contextRaw !== undefined && contextRaw !== null) {
+    const parsed = parseContextSize(contextRaw);
+    if (parsed !== undefined) contextSize = parsed;
+    else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.contextSize, MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE, String(d.contextSize)));
+  }
   const originsRaw = get(k.allowedOrigins);
   const allowedOrigins: string[] = [];
   if (Array.isArray(originsRaw)) {
@@ -174,6 +187,7 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     threads: integer(get, k.threads, 0, 256, d.threads, p, t),
     gpu,
     gpuLayers,
+    contextSize,
     concurrency: integer(get, k.concurrency, 1, 64, d.concurrency, p, t),
     maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
     defaultRestartPolicy,

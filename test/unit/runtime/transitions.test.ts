@@ -229,3 +229,26 @@ test('a deferred create is told once durable; a plain one at once', async () => 
   assert.deepEqual(types(parts.events(later.id)), [EVENT.created, EVENT.queued]);
   await parts.close();
 });
+
+test('log-probabilities: delta events carry them without bytes, delivered() reads them back, the final part has them all', async () => {
+  const parts = await openParts();
+  const { transitions } = parts;
+  const task = parts.add();
+  transitions.startRunning(task.id, { messageId: 'msg_1', fromQueued: true });
+  const lp = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)], top_logprobs: [{ token, logprob, bytes: [...Buffer.from(token)] }] });
+  transitions.progress(task.id, { messageId: 'msg_1', tokens: 2, delta: 'hé', logprobs: [lp('h', -0.5), lp('é', -1.25)] });
+  transitions.progress(task.id, { messageId: 'msg_1', tokens: 3, delta: 'y', logprobs: [lp('y', -2)] });
+  const deltas = parts.events(task.id).filter((e) => e.type === EVENT.outputTextDelta);
+  assert.deepEqual(deltas[0].data.logprobs, [
+    { token: 'h', logprob: -0.5, top_logprobs: [{ token: 'h', logprob: -0.5 }] },
+    { token: 'é', logprob: -1.25, top_logprobs: [{ token: 'é', logprob: -1.25 }] },
+  ]);
+  const delivered = transitions.delivered(parts.store.getTask(task.id)!);
+  assert.deepEqual(delivered.logprobs, [lp('h', -0.5), lp('é', -1.25), lp('y', -2)], 'bytes rebuilt from the token text');
+  const done = transitions.succeed(task.id, { finishReason: 'stop', inputTokens: 1, outputTokens: 3 }, { ...delivered, messageId: 'msg_1' });
+  const content = (done?.response?.['output'] as Array<{ content: Array<{ logprobs: unknown[] }> }>)[0].content[0];
+  assert.equal(content.logprobs.length, 3);
+  const textDone = parts.events(task.id).find((e) => e.type === EVENT.outputTextDone);
+  assert.deepEqual(textDone?.data.logprobs, delivered.logprobs);
+  await parts.close();
+});

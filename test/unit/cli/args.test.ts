@@ -1,0 +1,22 @@
+// `task-runtime serve` flags that choose how models run: --context-size (auto or a token count in range).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseArgs, UsageError } from '../../../src/cli/args';
+import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE } from '../../../src/backends/llama/contextChoice';
+
+const serveArgs = (argv: string[]) => {
+  const a = parseArgs(['serve', ...argv]);
+  assert.equal(a.command, 'serve');
+  return a as Extract<typeof a, { command: 'serve' }>;
+};
+
+test('--context-size takes auto or a whole number of tokens in range; absent leaves the default to the server', () => {
+  assert.equal(serveArgs([]).contextSize, undefined);
+  assert.equal(serveArgs(['--context-size', 'auto']).contextSize, 'auto');
+  assert.equal(serveArgs(['--context-size', '8192']).contextSize, 8192);
+  assert.equal(serveArgs(['--context-size', String(MIN_CONTEXT_SIZE)]).contextSize, MIN_CONTEXT_SIZE);
+  assert.equal(serveArgs(['--context-size', String(MAX_CONTEXT_SIZE)]).contextSize, MAX_CONTEXT_SIZE);
+  for (const bad of ['0', String(MIN_CONTEXT_SIZE - 1), String(MAX_CONTEXT_SIZE + 1), '4k', '-1', '']) {
+    assert.throws(() => serveArgs(['--context-size', bad]), (e: Error) => e instanceof UsageError && /--context-size/.test(e.message), bad);
+  }
+});
