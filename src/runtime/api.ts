@@ -108,7 +108,7 @@ export interface TaskRuntimeApi {
   subscribe(id: string, afterSeq: number | undefined, onEvent: (event: TaskEvent) => void, principal?: string): Subscription;
   /** Every committed change of any task (status, progress, deletion: `deleted` true). */
   onTaskChange(listener: (task: TaskRecord, deleted: boolean) => void): Subscription;
-  /** 1-based position in the queue of a queued task, else null. */
+  /** 1-based position of a queued task among its owner's queued tasks (other principals' are not counted), else null. */
   queuePosition(id: string): number | null;
   listModels(): ModelInfo[];
   readonly supportsResume: boolean;

@@ -308,7 +308,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     const byStatus = Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
     let total = 0;
     this.settle();
-    for (const { status, n } of this.store.countByStatus(principal)) {
+    for (const { status, n } of this.store.countByStatus(this.now(), principal)) {
       byStatus[status] = n;
       total += n;
     }

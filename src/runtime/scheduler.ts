@@ -53,7 +53,7 @@ export const DEFAULT_SNAPSHOT_MIN_REEVAL_MS = 1000;
 
 export class Scheduler {
   /** Queued tasks in order, with their model: scheduling needs no store read per queued task. */
-  private readonly queue: Array<{ id: string; model: string }> = [];
+  private readonly queue: Array<{ id: string; model: string; principal: string }> = [];
   private readonly running = new Map<string, GenerationRun>();
   private readonly resumePoints = new Map<string, ResumePoint>();
   private readonly deadlines = new Map<string, NodeJS.Timeout>();
@@ -87,7 +87,7 @@ export class Scheduler {
   /** Queues a task (with the snapshot to resume from, after a restart) and arms its deadline. */
   enqueue(task: TaskRecord, resume?: ResumePoint): void {
     if (resume) this.resumePoints.set(task.id, resume);
-    this.queue.push({ id: task.id, model: task.model });
+    this.queue.push({ id: task.id, model: task.model, principal: task.principal });
     this.armDeadline(task);
     queueMicrotask(() => this.pump());
   }
@@ -110,10 +110,17 @@ export class Scheduler {
     return this.running.get(id)?.inputAnswered() ?? false;
   }
 
-  /** 1-based position of a queued task, else null (also while it waits to retry an unavailable backend). */
+  /**
+   * 1-based position of a queued task among its own principal's queued tasks (another principal's queue is none of
+   * its business), else null (also while it waits to retry an unavailable backend).
+   */
   position(id: string): number | null {
     const i = this.queue.findIndex((q) => q.id === id);
-    return i < 0 ? null : i + 1;
+    if (i < 0) return null;
+    const { principal } = this.queue[i];
+    let ahead = 0;
+    for (let j = 0; j < i; j++) if (this.queue[j].principal === principal) ahead++;
+    return ahead + 1;
   }
 
   /** Forgets a task that will not run (cancelled while queued, expired, deleted). */
@@ -242,7 +249,7 @@ export class Scheduler {
       this.retryTimers.delete(id);
       const t = store.getTask(id);
       if (!t || t.status !== 'queued' || this.closed) return;
-      this.queue.unshift({ id, model: t.model });
+      this.queue.unshift({ id, model: t.model, principal: t.principal });
       this.pump();
     }, waitMs);
     timer.unref();
@@ -270,7 +277,7 @@ export class Scheduler {
       const t = store.getTask(id);
       try {
         if (t && t.status === 'queued') {
-          if (!this.queue.some((q) => q.id === id)) this.queue.unshift({ id, model: t.model });
+          if (!this.queue.some((q) => q.id === id)) this.queue.unshift({ id, model: t.model, principal: t.principal });
         } else if (t && t.status === 'cancelling') {
           transitions.cancelled(id, transitions.delivered(t));
         } else if (t && !isTerminal(t.status)) {

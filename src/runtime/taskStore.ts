@@ -198,11 +198,13 @@ export class TaskStore {
     return this.db.all(sql, params).map(toTask);
   }
 
-  countByStatus(principal?: string): Array<{ status: TaskStatus; n: number }> {
+  /** Tasks per status (of one principal, when given), without those whose ttl has passed at `now` (gone for clients). */
+  countByStatus(now: number, principal?: string): Array<{ status: TaskStatus; n: number }> {
+    const live = '(expires_at IS NULL OR expires_at > ?)';
     const rows =
       principal === undefined
-        ? this.db.all('SELECT status, COUNT(*) AS n FROM tasks GROUP BY status')
-        : this.db.all('SELECT status, COUNT(*) AS n FROM tasks WHERE principal = ? GROUP BY status', [principal]);
+        ? this.db.all(`SELECT status, COUNT(*) AS n FROM tasks WHERE ${live} GROUP BY status`, [now])
+        : this.db.all(`SELECT status, COUNT(*) AS n FROM tasks WHERE principal = ? AND ${live} GROUP BY status`, [principal, now]);
     return rows.map((r) => ({ status: r.status as TaskStatus, n: Number(r.n) }));
   }
 

@@ -167,3 +167,22 @@ test('close stops every run and leaves its task unfinished, for restart recovery
   assert.deepEqual([status(s.parts, a), status(s.parts, b)], ['running', 'running']);
   await s.parts.close();
 });
+
+test('a queued task’s position counts only its own principal’s tasks ahead of it', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script);
+  const running = s.add({ principal: 'alice' });
+  await gate.started(1);
+  const a1 = s.add({ principal: 'alice' });
+  const b1 = s.add({ principal: 'bob' });
+  const b2 = s.add({ principal: 'bob' });
+  const a2 = s.add({ principal: 'alice' });
+  assert.deepEqual(
+    [a1, b1, b2, a2].map((t) => s.scheduler.position(t.id)),
+    [1, 1, 2, 2],
+  );
+  assert.equal(s.scheduler.position(running.id), null);
+  s.scheduler.remove(a1.id);
+  assert.equal(s.scheduler.position(a2.id), 1);
+  await s.close();
+});

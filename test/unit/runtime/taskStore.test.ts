@@ -49,9 +49,10 @@ test('lists page newest first with a keyset cursor, filtered by principal, statu
     parts.store.listTasks({ origin: 'mcp', limit: 10 }).map((t) => t.id),
     [made[4].id],
   );
-  const counts = Object.fromEntries(parts.store.countByStatus().map((c) => [c.status, c.n]));
+  const now = parts.clock.now();
+  const counts = Object.fromEntries(parts.store.countByStatus(now).map((c) => [c.status, c.n]));
   assert.deepEqual(counts, { queued: 4, failed: 1 });
-  assert.deepEqual(parts.store.countByStatus('bob'), [{ status: 'queued', n: 2 }]);
+  assert.deepEqual(parts.store.countByStatus(now, 'bob'), [{ status: 'queued', n: 2 }]);
   assert.deepEqual(
     parts.store.activeTasks().map((t) => t.id),
     made.slice(1).map((t) => t.id),
@@ -114,5 +115,15 @@ test('snapshots and input rounds are stored with the task and cleared by the wri
   parts.transitions.succeed(t.id, { finishReason: 'stop', inputTokens: 1, outputTokens: 2 }, { text: 'ab', messageId: 'msg_1' });
   assert.equal(parts.store.snapshotOf(t.id), null);
   assert.deepEqual(parts.store.inputRoundsOf(t.id), [round], 'rounds stay: they are the task’s history');
+  await parts.close();
+});
+
+test('counts leave out tasks whose ttl has passed, before retention has swept them', async () => {
+  const parts = await openParts();
+  parts.add({ ttlMs: 60_000 });
+  parts.add();
+  assert.deepEqual(parts.store.countByStatus(parts.clock.now()), [{ status: 'queued', n: 2 }]);
+  parts.clock.advance(60_000);
+  assert.deepEqual(parts.store.countByStatus(parts.clock.now()), [{ status: 'queued', n: 1 }]);
   await parts.close();
 });
