@@ -32,6 +32,8 @@ export interface JournalDamage {
 
 export interface OpenReport {
   checkpointSeq: number;
+  /** The schema version the store had when opened (0: a new store); below SCHEMA_VERSION it was migrated. */
+  schemaFrom: number;
   replayedBatches: number;
   tornTail: boolean;
   /** Unreadable bytes dropped from the end of the newest journal (an append torn by a crash, never acknowledged). */

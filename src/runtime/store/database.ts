@@ -19,6 +19,7 @@
 //   - The host's thread never exports an image larger than `inlineCheckpointBytes`.
 import type { Database } from 'sql.js';
 import { loadSqlJs, listFiles } from './checkpoint';
+import { SCHEMA_VERSION } from './migrations';
 import { Checkpointer, type CheckpointStats } from './checkpointer';
 import type { OpenReport } from './damageReport';
 import { GroupCommit, type WriteOptions } from './groupCommit';
@@ -79,8 +80,11 @@ export class DurableDatabase {
     };
     const { db, seq, base, report } = restoreStore(SQL, dir, opts.log);
     const store = new DurableDatabase(db, dir, seq, base, opts, report);
-    // Start from a clean generation: a fresh checkpoint makes the replayed journals unnecessary.
-    if (report.replayedBatches > 0 || report.quarantined.length > 0 || listFiles(dir).checkpoints.length === 0) {
+    // Start from a clean generation: a fresh checkpoint makes the replayed journals unnecessary. A migrated store is
+    // written out at once too, so that its image says its new schema version and an older release refuses it
+    // instead of replaying this release's journal over the old schema.
+    const migrated = report.schemaFrom < SCHEMA_VERSION;
+    if (migrated || report.replayedBatches > 0 || report.quarantined.length > 0 || listFiles(dir).checkpoints.length === 0) {
       await store.checkpoint();
     }
     return store;

@@ -60,12 +60,19 @@ export const MIGRATIONS: readonly string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export function migrate(db: Database): void {
+/**
+ * Brings `db` to SCHEMA_VERSION and returns the version it had. A store written by a newer release is refused
+ * (nothing is changed: the caller has not written anything yet).
+ */
+export function migrate(db: Database): number {
   db.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
            INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '0'), ('journal_seq', '0');`);
   const current = Number(db.exec("SELECT value FROM meta WHERE key = 'schema_version'")[0].values[0][0]);
   if (current > MIGRATIONS.length) {
-    throw new Error(`The store was written by a newer version (schema ${current} > ${MIGRATIONS.length}).`);
+    throw new Error(
+      `The task store was written by a newer release of Task Runtime (store schema ${current}; this release reads up to ${MIGRATIONS.length}). ` +
+        'It was left as it is: run the newer release, or move the store aside to start empty.',
+    );
   }
   for (let v = current; v < MIGRATIONS.length; v++) {
     db.exec('BEGIN');
@@ -78,4 +85,5 @@ export function migrate(db: Database): void {
       throw e;
     }
   }
+  return current;
 }

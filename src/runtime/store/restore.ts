@@ -27,7 +27,7 @@ import {
 } from './checkpoint';
 import { damageEntry, describeDamage, type OpenReport } from './damageReport';
 import { keepFrames, readJournal } from './journal';
-import { migrate } from './migrations';
+import { migrate, SCHEMA_VERSION } from './migrations';
 
 export interface RestoredStore {
   db: Database;
@@ -43,6 +43,7 @@ export function restoreStore(SQL: SqlJsStatic, dir: string, log?: (msg: string) 
   fs.mkdirSync(dir, { recursive: true });
   const report: OpenReport = {
     checkpointSeq: 0,
+    schemaFrom: 0,
     replayedBatches: 0,
     tornTail: false,
     torn: [],
@@ -80,7 +81,8 @@ export function restoreStore(SQL: SqlJsStatic, dir: string, log?: (msg: string) 
   db ??= new SQL.Database();
   report.checkpointSeq = seq;
   applyPragmas(db);
-  migrate(db);
+  report.schemaFrom = migrate(db);
+  if (report.schemaFrom > 0 && report.schemaFrom < SCHEMA_VERSION) log?.(`store: migrated from schema ${report.schemaFrom} to ${SCHEMA_VERSION}`);
   if (base === null) seq = Number(db.exec("SELECT value FROM meta WHERE key = 'journal_seq'")[0]?.values[0]?.[0] ?? 0);
 
   // Replay every journal batch after the checkpoint, in sequence order (see the header).
