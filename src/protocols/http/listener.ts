@@ -1,7 +1,13 @@
 // The one loopback HTTP listener shared by the LMSP and MCP doors: Host/Origin checks, bearer auth, routing by
 // path prefix, connection limits against slow clients, and an orderly shutdown.
+//
+// Connection slots: every client here is on loopback, so a per-address cap would cap everyone together. Instead a
+// connection that has not yet made a request with a valid token is the first to go: when the slots are full, a new
+// connection evicts the oldest such socket (or is refused itself when every slot holds an authenticated client).
+// A local process holding sockets open without a token cannot keep others out. Header and request timeouts are
+// checked every `connectionsCheckingInterval` (Node's default, 30 s, made a 10 s header limit act after ~30 s).
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { authenticate, TokenTable, WWW_AUTHENTICATE } from './auth';
 import { isAllowedHost, isAllowedOrigin, normalizeOrigin } from './hostOrigin';
 import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
@@ -76,10 +82,34 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   let closing = false;
   let port = 0;
 
-  const server = createServer({ requestTimeout: limits.requestTimeoutMs, headersTimeout: limits.headersTimeoutMs });
+  const server = createServer({
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 4))),
+  });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  server.maxConnections = limits.maxConnections;
   server.setTimeout(limits.idleTimeoutMs, (socket) => socket.destroy());
+  // Open sockets that have not made an authenticated request yet, oldest first (see the header).
+  const unauthenticated = new Set<Socket>();
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    if (sockets.size >= limits.maxConnections) {
+      const oldest = unauthenticated.values().next().value;
+      if (!oldest) {
+        socket.destroy();
+        return;
+      }
+      unauthenticated.delete(oldest);
+      sockets.delete(oldest);
+      oldest.destroy();
+    }
+    sockets.add(socket);
+    unauthenticated.add(socket);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      unauthenticated.delete(socket);
+    });
+  });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let url: URL;
@@ -116,6 +146,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       writeProblem(res, new HttpProblem(401, 'unauthorized', detail, { headers: { 'WWW-Authenticate': challenge } }), style, instance);
       return;
     }
+    unauthenticated.delete(req.socket);
     try {
       await door.handler(req, res, new Scope(auth.principal, url, res));
     } catch (e) {

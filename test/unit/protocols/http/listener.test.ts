@@ -1,0 +1,65 @@
+// The listener against clients that hold connections without a token: they cannot take every slot from clients
+// that have one, and a request whose headers never finish is cut at the configured header timeout, not at Node's
+// 30 s check interval.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as net from 'node:net';
+import { startListener, type Listener } from '../../../../src/protocols/http/listener';
+import type { DoorHandler } from '../../../../src/protocols/http/types';
+
+const TOKEN = 'tok-listener-test';
+const ok: DoorHandler = async (_req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain' });
+  res.end('ok');
+};
+
+function rawSocket(port: number, send: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => {
+      if (send) s.write(send);
+      resolve(s);
+    });
+    s.on('error', () => undefined);
+    s.once('error', reject);
+    // Read what the server says (and so see its end): a paused socket never reaches 'close'.
+    s.resume();
+  });
+}
+
+const closed = (s: net.Socket) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
+
+describe('listener connection slots and timeouts', () => {
+  let listener: Listener;
+  const held: net.Socket[] = [];
+
+  before(async () => {
+    listener = await startListener({
+      port: 0,
+      tokens: new Map([[TOKEN, 'p']]),
+      doors: [{ prefix: '/x', handler: ok, problemStyle: 'problem+json' }],
+      limits: { maxConnections: 8, headersTimeoutMs: 400, requestTimeoutMs: 5_000 },
+    });
+  });
+  after(async () => {
+    for (const s of held) s.destroy();
+    await listener.close();
+  });
+
+  test('sockets without a token holding every slot do not keep an authenticated client out', async () => {
+    // Eight sockets that say nothing, and eight that start a request and never finish it.
+    for (let i = 0; i < 8; i++) held.push(await rawSocket(listener.port, ''));
+    for (let i = 0; i < 8; i++) held.push(await rawSocket(listener.port, 'GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n'));
+    const res = await fetch(`${listener.url}/x`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'ok');
+  });
+
+  test('a request whose headers never finish is closed at the configured header timeout', async () => {
+    const started = Date.now();
+    const s = await rawSocket(listener.port, 'GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+    held.push(s);
+    await closed(s);
+    // Node checks every connectionsCheckingInterval; its default (30 s) would close it after 30 s at the earliest.
+    assert.ok(Date.now() - started < 15_000, `closed after ${Date.now() - started} ms`);
+  });
+});
