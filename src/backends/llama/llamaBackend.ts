@@ -404,7 +404,7 @@ export class LlamaBackend implements ModelBackend {
       seed: request.seed,
       grammarEvaluationState,
       // llama.cpp's penalties subtract frequency × count + presence × (count > 0) from a logit, OpenAI's formula,
-      // over the last PENALTY_WINDOW output tokens (docs/runtime.md, "Sampling").
+      // over the last PENALTY_WINDOW output tokens (docs/hardware.md, "Sampling and log-probabilities").
       ...(penalized
         ? {
             repeatPenalty: {
