@@ -363,7 +363,7 @@ export class LlamaBackend implements ModelBackend {
       grammarEvaluationState = state;
     }
     // A JSON grammar ends the document with END_OF_JSON: a stop like the client's, never delivered.
-    const stops = new StopText([...(request.stop ?? []), ...(request.format ? [END_OF_JSON] : [])]);
+    const stops = new StopText([...(request.stop ?? []), ...(request.format ? [END_OF_JSON] : [])], resumeFrom?.text);
 
     const stream = new TokenTextStream(
       (tokens, lastTokens) => model.detokenize(tokens as Token[], false, lastTokens as Token[]),

@@ -4,7 +4,8 @@
 // released whole, so a piece's tokens and log-probabilities stay with its text; nothing is lost — `flush` releases
 // what is held when the output ends for another reason. On a stop the last piece carries the text before the stop and
 // every token still held (the stop string's tokens were generated and count as output), with the log-probabilities of
-// the held pieces that reach into that text.
+// the held pieces that reach into that text. After a resume, the end of the text delivered before is kept as context:
+// a stop string that began there and completes now still ends the output (what was delivered stays delivered).
 
 import type { TokenLogprob } from '../../runtime/backend';
 
@@ -19,9 +20,15 @@ export class StopText {
   private heldText = '';
   private readonly stops: string[];
   private stopped = false;
+  /** The end of what was delivered before this generation (resume), where a stop string may have begun. */
+  private carry: string;
+  /** How much of the delivered text can hold the start of a stop string: the longest one less one character. */
+  private readonly keep: number;
 
-  constructor(stops: readonly string[]) {
+  constructor(stops: readonly string[], deliveredBefore = '') {
     this.stops = stops.filter((s) => s.length > 0);
+    this.keep = Math.max(0, ...this.stops.map((s) => s.length - 1));
+    this.carry = this.tail(deliveredBefore);
   }
 
   /** True when nothing is held back. */
@@ -35,16 +42,20 @@ export class StopText {
     if (this.stops.length === 0) return { pieces: [piece], stopped: false };
     this.held.push(piece);
     this.heldText += piece.text;
+    const seen = this.carry + this.heldText;
     let at = -1;
     for (const s of this.stops) {
-      const i = this.heldText.indexOf(s);
+      // Only occurrences that end in the held text: the carried part was delivered without completing one.
+      const i = seen.indexOf(s, Math.max(0, this.carry.length - s.length + 1));
       if (i >= 0 && (at < 0 || i < at)) at = i;
     }
     if (at >= 0) {
       this.stopped = true;
-      return { pieces: this.releaseUpTo(at, true), stopped: true };
+      return { pieces: this.releaseUpTo(Math.max(0, at - this.carry.length), true), stopped: true };
     }
-    return { pieces: this.releaseUpTo(this.heldText.length - this.pendingPrefix(), false), stopped: false };
+    const released = this.releaseUpTo(this.heldText.length - Math.min(this.heldText.length, this.pendingPrefix(seen)), false);
+    this.carry = this.tail(this.carry + released.map((p) => p.text).join(''));
+    return { pieces: released, stopped: false };
   }
 
   /** Releases everything held (the output ended without a stop string). */
@@ -55,12 +66,16 @@ export class StopText {
     return out;
   }
 
-  /** Length of the longest end of the held text that is the start of a stop string. */
-  private pendingPrefix(): number {
+  private tail(text: string): string {
+    return this.keep > 0 ? text.slice(-this.keep) : '';
+  }
+
+  /** Length of the longest end of `text` that is the start of a stop string. */
+  private pendingPrefix(text: string): number {
     let best = 0;
     for (const s of this.stops) {
-      for (let n = Math.min(s.length - 1, this.heldText.length); n > best; n--) {
-        if (this.heldText.endsWith(s.slice(0, n))) {
+      for (let n = Math.min(s.length - 1, text.length); n > best; n--) {
+        if (text.endsWith(s.slice(0, n))) {
           best = n;
           break;
         }

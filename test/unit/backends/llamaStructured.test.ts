@@ -1,10 +1,13 @@
 // Structured output, sampling, stop strings, log-probabilities and context checks of LlamaBackend on the demo model
 // (random weights: whatever it generates under a grammar must still validate).
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import Ajv from 'ajv';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { RequestRefusedError, type GenerateRequest, type OutputFormat, type TokenLogprob } from '../../../src/runtime/backend';
+import { RequestRefusedError, type GenerateRequest, type GenerationSnapshot, type OutputFormat, type TokenLogprob } from '../../../src/runtime/backend';
 import { testModelPath } from '../../fixtures/testModel';
 
 const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
@@ -142,6 +145,38 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
       resumed++;
     }
     assert.ok(resumed >= 2, `only ${resumed} generations were cut mid-JSON`);
+  });
+
+  it('resumes mid-JSON from a snapshot too (the grammar state is rebuilt from the delivered text)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-structured-'));
+    try {
+      const validate = validator().compile(SCHEMAS.defs!);
+      const req = request({ format: format('defs'), seed: 7, temperature: 1, maxOutputTokens: 800 });
+      const ac = new AbortController();
+      const snaps: GenerationSnapshot[] = [];
+      const part = collector((r) => {
+        if (r.tokens >= 20) ac.abort();
+      });
+      const first = await backend.generate(req, {
+        signal: ac.signal,
+        onText: part.onText,
+        snapshots: { dir, everyMs: 0, minReevalMs: 0, onSnapshot: (s) => snaps.push(s) },
+      });
+      assert.equal(first.finishReason, 'aborted');
+      const snap = snaps.at(-1);
+      assert.ok(snap && snap.outputTokens > 0 && part.run.text.startsWith(snap.text));
+      const rest = collector();
+      const second = await backend.generate(req, {
+        signal: never(),
+        onText: rest.onText,
+        resumeFrom: { snapshot: snap, text: part.run.text, outputTokens: part.run.tokens },
+      });
+      assert.equal(second.finishReason, 'stop');
+      const doc = JSON.parse(part.run.text + rest.run.text) as unknown;
+      assert.ok(validate(doc), `${part.run.text}|${rest.run.text}`);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('refuses what the grammar cannot enforce, before anything runs', () => {
