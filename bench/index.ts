@@ -36,6 +36,8 @@ async function main() {
   if (mcp) suites.push(['mcp', () => mcp({ modelPath })]);
   const remote = optional('./remote', 'remoteBench');
   if (remote) suites.push(['remote', () => remote({ modelPath })]);
+  const structured = optional('./structured', 'structuredBench');
+  if (structured) suites.push(['structured', () => structured({ modelPath })]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

@@ -25,15 +25,16 @@ const MAX_IDLE_CONTEXTS = 2;
 const DISPATCH_AT_ONCE = { dispatchSchedule: (dispatch: () => void) => queueMicrotask(dispatch) };
 
 /** A context with one sequence whose decodes are dispatched at once (above): tasks', calibration's and the probe's. */
-export function oneSequenceContext(model: LlamaModel, contextSize: number, threads: number): Promise<LlamaContext> {
+export function oneSequenceContext(model: LlamaModel, contextSize: number | 'auto', threads: number): Promise<LlamaContext> {
   return model.createContext({ contextSize, threads, sequences: 1, batching: DISPATCH_AT_ONCE });
 }
 
 /**
  * A context the size tasks will use, made before the thread count is known (one thread, a placeholder) to prove
- * that it fits, e.g. in free VRAM. The caller disposes it.
+ * that it fits, e.g. in free VRAM; with 'auto', node-llama-cpp sizes it to what free memory allows, up to the trained
+ * context, and its `contextSize` is then the size tasks use. The caller disposes it.
  */
-export function probeContext(model: LlamaModel, contextSize: number): Promise<LlamaContext> {
+export function probeContext(model: LlamaModel, contextSize: number | 'auto'): Promise<LlamaContext> {
   return oneSequenceContext(model, contextSize, 1);
 }
 

@@ -99,8 +99,8 @@ export async function placeModel(
   params: {
     modelPath: string;
     gpuLayers: GpuLayersChoice;
-    /** The context size tasks will use on this model. */
-    contextSize: (model: LlamaModel) => number;
+    /** The context size tasks will use on this model ('auto': fitted to free memory by node-llama-cpp). */
+    contextSize: (model: LlamaModel) => number | 'auto';
     signal?: AbortSignal;
     onProgress: (progress: number) => void;
   },

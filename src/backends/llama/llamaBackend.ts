@@ -6,23 +6,27 @@
 //   threadCalibration.ts  the thread count, measured at load and cached
 //   contextPool.ts   where a generation gets its sequence (and gives it back)
 //   snapshots.ts     resume snapshots: saving and restoring a sequence's state
+//   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
+//   stopText.ts      stop strings (held-back text)
 // Invariants: a load's one-time costs (context allocation, GPU pipeline compilation) fall inside `loading`, never
 // into a task's first token; delivered text is never generated or emitted again on resume; error texts carry no
 // absolute paths (they reach problem details and task errors). Figures: docs/hardware.md, docs/gpu.md.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import type { ChatWrapper, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import type { GenerateOptions, GenerateRequest, GenerateResult, LoadOptions, ModelBackend, ModelHardware, ModelInfo } from '../../runtime/backend';
-import { describeHardware } from '../../runtime/backend';
+import type { ChatWrapper, Llama, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { GenerateOptions, GenerateRequest, GenerateResult, LoadOptions, ModelBackend, ModelHardware, ModelInfo, TokenLogprob } from '../../runtime/backend';
+import { describeHardware, RequestRefusedError } from '../../runtime/backend';
 import { errorText } from '../../runtime/problems';
 import { isModelUri } from '../modelSource';
-import { OneSequenceContextPool, type SequencePool } from './contextPool';
+import { OneSequenceContextPool, probeContext, type SequencePool } from './contextPool';
+import { acceptDeliveredTokens, END_OF_JSON, GrammarCache, grammarSchemaFor } from './grammar';
 import { placeModel, selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
 import { ModelEntries, type LlamaModelConfig, type ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
 import { chatHistory, plainTextPrompt } from './prompt';
 import { modelFingerprint, restoreSnapshot, SnapshotWriter } from './snapshots';
+import { StopText, type Piece } from './stopText';
 import { ThreadCalibrator, timingPrompt } from './threadCalibration';
 import { TokenTextStream } from './tokenTextStream';
 
@@ -36,8 +40,11 @@ export interface LlamaBackendOptions {
   gpuLayers?: GpuLayersChoice;
   /** Where the thread calibration is cached (the data directory); without it, it is kept in memory only. */
   cacheDir?: string;
-  /** Context size per generation; default min(trained context, 4096). */
-  contextSize?: number;
+  /**
+   * Context size per generation: 'auto' (default) = the trained context as far as free memory allows when the model
+   * loads (node-llama-cpp's fitting), or at most this many tokens.
+   */
+  contextSize?: number | 'auto';
   /** Where model URIs are downloaded to. Required for URI sources. */
   modelsDir?: string;
   log?: (msg: string) => void;
@@ -49,11 +56,17 @@ export interface LlamaBackendOptions {
   suppressEndOfGeneration?: boolean;
 }
 
-const DEFAULT_MAX_CONTEXT = 4096;
 const DEFAULT_TEMPERATURE = 0.8;
+/** Recent output tokens the repeat/frequency/presence penalties look at (node-llama-cpp's default window). */
+const PENALTY_WINDOW = 64;
+/** What a token absent from the sampled distribution is reported with (OpenAI's floor; JSON has no -Infinity). */
+const MIN_LOGPROB = -9999;
 
 interface LoadedModel {
+  llama: Llama;
   model: LlamaModel;
+  /** Output grammars compiled for this model. */
+  grammars: GrammarCache;
   trainContextSize: number;
   contextSize: number;
   hardware: ModelHardware;
@@ -101,6 +114,27 @@ export class LlamaBackend implements ModelBackend {
 
   isLoaded(modelId: string): boolean {
     return this.entries.get(modelId)?.state === 'loaded';
+  }
+
+  /**
+   * Refuses what cannot run as asked: a format whose schema the grammar cannot enforce (jsonSchema.ts), and, once
+   * the model is loaded, a prompt plus max_output_tokens beyond its context.
+   */
+  checkRequest(request: GenerateRequest): void {
+    if (request.format) grammarSchemaFor(request.format);
+    const id = this.resolveModel(request.model);
+    const loaded = id ? this.entries.get(id)?.loaded : undefined;
+    if (!loaded) return;
+    const prompt = this.promptTokens(loaded, request).length;
+    const output = Math.max(1, request.maxOutputTokens ?? 1);
+    if (prompt + output > loaded.contextSize) {
+      throw new RequestRefusedError(
+        'context_length_exceeded',
+        `This model's context is ${loaded.contextSize} tokens; the input is ${prompt} tokens` +
+          (request.maxOutputTokens !== undefined ? ` and max_output_tokens asks ${request.maxOutputTokens} more.` : '.'),
+        'input',
+      );
+    }
   }
 
   load(modelId: string, options: LoadOptions = {}): Promise<void> {
@@ -171,8 +205,8 @@ export class LlamaBackend implements ModelBackend {
       const fingerprint = modelFingerprint(modelPath);
       // Weights: 0.8 of what is left after a download; calibration and warm-up the rest.
       const weightsShare = (1 - base) * 0.8;
-      const contextSizeFor = (m: LlamaModel) =>
-        Math.min(m.trainContextSize, this.options.contextSize ?? Math.min(m.trainContextSize, DEFAULT_MAX_CONTEXT));
+      const setting = this.options.contextSize ?? 'auto';
+      const contextSizeFor = (m: LlamaModel) => (setting === 'auto' ? 'auto' : Math.min(m.trainContextSize, setting));
       const { model, probe, fallbackReason } = await placeModel(selection, {
         modelPath,
         gpuLayers: this.options.gpuLayers ?? 'auto',
@@ -180,7 +214,16 @@ export class LlamaBackend implements ModelBackend {
         signal: options.signal,
         onProgress: (p) => report(base + weightsShare * p),
       });
-      const contextSize = contextSizeFor(model);
+      // The size a probe context got is the size tasks use; 'auto' on the CPU path is fitted the same way here.
+      let contextSize: number;
+      const wanted = contextSizeFor(model);
+      if (probe) contextSize = probe.contextSize;
+      else if (wanted === 'auto') {
+        const fitted = await probeContext(model, 'auto');
+        contextSize = fitted.contextSize;
+        await fitted.dispose();
+      } else contextSize = wanted;
+      contextSize = Math.min(contextSize, model.trainContextSize);
       const template = model.fileInfo.metadata.tokenizer?.chat_template;
       const chatWrapper = template ? nlc.resolveChatWrapper(model) : undefined;
       const totalLayers = model.fileInsights.totalLayers ?? null;
@@ -207,7 +250,7 @@ export class LlamaBackend implements ModelBackend {
       // chosen one, so that memory errors surface here, not in the first generation.
       if (probe) await probe.dispose();
       const pool = new OneSequenceContextPool(model, contextSize, threads);
-      const loaded: LoadedModel = { model, trainContextSize: model.trainContextSize, contextSize, hardware, chatWrapper, fingerprint, pool };
+      const loaded: LoadedModel = { llama: selection.llama, model, grammars: new GrammarCache(selection.llama), trainContextSize: model.trainContextSize, contextSize, hardware, chatWrapper, fingerprint, pool };
       hardware.warmupMs = await this.warmUp(loaded);
       if (onGpu) {
         const vram = await selection.llama.getVramState().catch(() => undefined);
@@ -271,8 +314,12 @@ export class LlamaBackend implements ModelBackend {
     let text = '';
     /** Context tokens a restored snapshot covers. */
     let covered = 0;
+    /** Tokens of the delivered text (resume): they advance the grammar and the penalties' window. */
+    let delivered: Token[] = [];
     const prompt = this.promptTokens(loaded, request);
     const inputTokens = prompt.length;
+    // Without the dummy-prefix space SentencePiece tokenizers add: the text continues the output, it starts nothing.
+    const tokenizeOutput = (t: string) => (t ? model.tokenize(t, false, 'trimLeadingSpace') : []);
     if (resumeFrom) {
       // Delivered text is fed back, never generated (or emitted) again.
       outputTokens = resumeFrom.outputTokens;
@@ -284,12 +331,13 @@ export class LlamaBackend implements ModelBackend {
           : undefined;
       if (restored) {
         const rest = resumeFrom.text.slice(snapshot!.text.length);
-        input = [restored.lastToken, ...(rest ? model.tokenize(rest, false) : [])];
+        input = [restored.lastToken, ...tokenizeOutput(rest)];
         covered = restored.contextTokens - 1;
       } else {
         // No usable snapshot: prompt + delivered text, evaluated again (the text is durable in the event log).
-        input = [...prompt, ...(resumeFrom.text ? model.tokenize(resumeFrom.text, false) : [])];
+        input = [...prompt, ...tokenizeOutput(resumeFrom.text)];
       }
+      delivered = tokenizeOutput(resumeFrom.text);
     } else {
       input = prompt;
     }
@@ -305,14 +353,37 @@ export class LlamaBackend implements ModelBackend {
     const limit = Math.min(requested, outputTokens + room);
     const limitReason = 'max_output_tokens' as const;
 
+    // Structured output: a grammar state per generation, brought past the delivered text on resume.
+    let grammarEvaluationState: SequenceEvaluateOptions['grammarEvaluationState'];
+    if (request.format) {
+      const grammar = await loaded.grammars.get(request.format);
+      const nlc = await importNodeLlamaCpp();
+      const state = new nlc.LlamaGrammarEvaluationState({ model, grammar });
+      acceptDeliveredTokens(state, delivered);
+      grammarEvaluationState = state;
+    }
+    // A JSON grammar ends the document with END_OF_JSON: a stop like the client's, never delivered.
+    const stops = new StopText([...(request.stop ?? []), ...(request.format ? [END_OF_JSON] : [])], resumeFrom?.text);
+
     const stream = new TokenTextStream(
       (tokens, lastTokens) => model.detokenize(tokens as Token[], false, lastTokens as Token[]),
       sequence.contextTokens.concat(input),
     );
+    /** Log-probabilities of tokens pushed into the stream and not yet released with a piece. */
+    const pendingLogprobs: TokenLogprob[] = [];
+    const wantLogprobs = request.topLogprobs !== undefined;
+    let stopped = false;
+    const deliver = (p: Piece) => {
+      text += p.text;
+      if (p.logprobs) onText(p.text, p.tokens, p.logprobs);
+      else onText(p.text, p.tokens);
+    };
     const emit = (piece: { text: string; tokens: number } | undefined) => {
       if (!piece) return;
-      text += piece.text;
-      onText(piece.text, piece.tokens);
+      const logprobs = wantLogprobs ? pendingLogprobs.splice(0, piece.tokens) : undefined;
+      const out = stops.push({ ...piece, ...(logprobs ? { logprobs } : {}) });
+      for (const p of out.pieces) deliver(p);
+      if (out.stopped) stopped = true;
     };
 
     const snapshotWriter = snapshots ? new SnapshotWriter(snapshots, loaded.fingerprint, covered) : undefined;
@@ -321,10 +392,30 @@ export class LlamaBackend implements ModelBackend {
     const batchTokens = input.length;
     let reevalRate = 0;
 
+    /** Output tokens the penalties look at (the delivered ones first, on resume). */
+    const recent: Token[] = delivered.slice(-PENALTY_WINDOW);
+    const penalized =
+      request.repeatPenalty !== undefined || request.frequencyPenalty !== undefined || request.presencePenalty !== undefined;
     const evaluateOptions: SequenceEvaluateOptions = {
       temperature: request.temperature ?? DEFAULT_TEMPERATURE,
       topP: request.topP,
+      topK: request.topK,
+      minP: request.minP,
       seed: request.seed,
+      grammarEvaluationState,
+      // llama.cpp's penalties subtract frequency × count + presence × (count > 0) from a logit, OpenAI's formula,
+      // over the last PENALTY_WINDOW output tokens (docs/hardware.md, "Sampling and log-probabilities").
+      ...(penalized
+        ? {
+            repeatPenalty: {
+              punishTokens: () => recent,
+              maxPunishTokens: PENALTY_WINDOW,
+              penalty: request.repeatPenalty ?? 1,
+              frequencyPenalty: request.frequencyPenalty ?? 0,
+              presencePenalty: request.presencePenalty ?? 0,
+            },
+          }
+        : {}),
       // Documented node-llama-cpp option: an end-of-generation token is yielded (and evaluated on) instead of
       // ending evaluate(). Sampling is untouched, so the text up to that token is what it would have been.
       yieldEogToken: this.options.suppressEndOfGeneration === true,
@@ -333,12 +424,26 @@ export class LlamaBackend implements ModelBackend {
     if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens };
     if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens };
 
+    /** The last tokens before the current one, for a token's own text (leading spaces depend on them). */
+    let previous: Token[] = sequence.contextTokens.concat(input).slice(-4);
+    const logprobOf = (token: Token, probabilities: Map<Token, number> | undefined): TokenLogprob => {
+      const entry = (t: Token, p: number | undefined) => {
+        const tokenText = model.detokenize([t], false, previous);
+        return { token: tokenText, logprob: p && p > 0 ? Math.log(p) : MIN_LOGPROB, bytes: [...Buffer.from(tokenText, 'utf8')] };
+      };
+      const top = [...(probabilities ?? new Map<Token, number>())].slice(0, request.topLogprobs ?? 0);
+      return { ...entry(token, probabilities?.get(token)), top_logprobs: top.map(([t, p]) => entry(t, p)) };
+    };
+
     let finishReason: GenerateResult['finishReason'] = 'stop';
+    const metadata = wantLogprobs ? ({ probabilities: true } as const) : ({} as const);
     // evaluate() ends by itself on an end-of-generation token (not yielded, not counted), unless suppressed.
-    for await (const token of sequence.evaluate(input, evaluateOptions)) {
+    for await (const result of sequence.evaluateWithMetadata(input, metadata, evaluateOptions)) {
+      const token = result.token;
       if (!reevalRate) reevalRate = batchTokens / Math.max(1e-3, (performance.now() - batchStarted) / 1000);
-      // Here every earlier token is evaluated into the sequence, this one is not: a consistent point to save.
-      if (snapshotWriter && stream.clean && snapshotWriter.due(sequence.nextTokenIndex, reevalRate)) {
+      // Here every earlier token is evaluated into the sequence, this one is not: a consistent point to save, once
+      // every earlier token's text is delivered (none held by the text stream or a possible stop string).
+      if (snapshotWriter && stream.clean && stops.empty && snapshotWriter.due(sequence.nextTokenIndex, reevalRate)) {
         await snapshotWriter.save(sequence, { text, outputTokens });
       }
       if (signal.aborted) {
@@ -346,7 +451,14 @@ export class LlamaBackend implements ModelBackend {
         break;
       }
       outputTokens++;
+      if (wantLogprobs) pendingLogprobs.push(logprobOf(token, (result as { probabilities?: Map<Token, number> }).probabilities));
+      previous = [...previous.slice(-3), token];
+      if (penalized) {
+        recent.push(token);
+        if (recent.length > PENALTY_WINDOW) recent.shift();
+      }
       emit(stream.push(token));
+      if (stopped) break;
       if (outputTokens >= limit) {
         finishReason = limitReason;
         break;
@@ -356,7 +468,9 @@ export class LlamaBackend implements ModelBackend {
         break;
       }
     }
-    emit(stream.flush());
+    if (!stopped) emit(stream.flush());
+    if (stopped) finishReason = 'stop';
+    else for (const p of stops.flush()) deliver(p);
     return { finishReason, inputTokens, outputTokens };
   }
 }

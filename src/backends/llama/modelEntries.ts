@@ -21,6 +21,8 @@ export interface LoadedModelInfo {
   hardware: ModelHardware;
   /** The model's trained context length. */
   trainContextSize: number;
+  /** The context each generation runs with (tokens). */
+  contextSize: number;
 }
 
 export interface ModelEntry<Loaded extends LoadedModelInfo> {
@@ -69,6 +71,7 @@ export class ModelEntries<Loaded extends LoadedModelInfo> {
       source: e.source,
       state: e.state,
       maxContextLength: e.maxContextLength,
+      contextLength: e.loaded?.contextSize ?? null,
       demo: e.demo,
       ...(e.loaded ? { hardware: e.loaded.hardware } : {}),
     }));

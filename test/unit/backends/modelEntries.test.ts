@@ -7,7 +7,7 @@ import { defaultModelId, ModelEntries, type LoadedModelInfo } from '../../../src
 import type { ModelHardware } from '../../../src/runtime/backend';
 
 const hardware: ModelHardware = { compute: 'cpu', devices: [], gpuLayers: 0, totalLayers: 2, threads: 1, threadsFrom: 'setting' };
-const loadedInfo = (trainContextSize: number): LoadedModelInfo => ({ hardware, trainContextSize });
+const loadedInfo = (trainContextSize: number): LoadedModelInfo => ({ hardware, trainContextSize, contextSize: trainContextSize });
 
 /** A load that ends when told to. */
 function pendingLoad() {
@@ -69,10 +69,10 @@ describe('ModelEntries', () => {
     const p2 = entries.load('a', start);
     assert.equal(p1, p2);
     assert.equal(starts, 1);
-    assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loading', maxContextLength: null, demo: false }]);
+    assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loading', maxContextLength: null, contextLength: null, demo: false }]);
     load.resolve(loadedInfo(2048));
     await p1;
-    assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loaded', maxContextLength: 2048, demo: false, hardware }]);
+    assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loaded', maxContextLength: 2048, contextLength: 2048, demo: false, hardware }]);
     await entries.load('a', start);
     assert.equal(starts, 1, 'a loaded model is not loaded again');
   });
