@@ -54,6 +54,8 @@ export interface EngineRequestFields {
   sampling: Partial<Record<SamplingField, string>>;
   /** The `response_format` types it constrains output with (the OpenAI chat shapes). */
   formats: ReadonlyArray<'json_object' | 'json_schema'>;
+  /** The response_format sent for json_object where `{"type": "json_object"}` alone does not constrain the output. */
+  jsonObject?: Record<string, unknown>;
   /**
    * `logprobs: true, top_logprobs: N` honoured on streams (each chunk's `choices[0].logprobs.content`); `minTop`:
    * the smallest N that still reports the chosen tokens (llama.cpp server reports nothing at 0); false: none.
@@ -79,7 +81,9 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
   // Request fields (tools/server/README.md "POST /v1/chat/completions" and /completion options; server-common.cpp
   // of the bundled source): llama.cpp's own top_k, min_p, repeat_penalty (1 = off) next to OpenAI's; response_format
   // json_object and json_schema (json_schema.schema becomes a grammar); logprobs + top_logprobs become n_probs, and
-  // with n_probs 0 no probabilities at all are reported, so at least 1 is asked and the alternatives trimmed.
+  // with n_probs 0 no probabilities at all are reported, so at least 1 is asked and the alternatives trimmed. A bare
+  // {"type": "json_object"} becomes the schema {} there, which is no grammar at all (an empty object counts as "no
+  // schema"; measured on the bundled server in test/remote): json_object is sent with the schema of any object.
   'llama.cpp': {
     label: 'llama.cpp server',
     slotsPath: '/props',
@@ -88,6 +92,7 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
     request: {
       sampling: { ...OPENAI_SAMPLING, topK: 'top_k', minP: 'min_p', repeatPenalty: 'repeat_penalty' },
       formats: ['json_object', 'json_schema'],
+      jsonObject: { type: 'json_object', schema: { type: 'object' } },
       logprobs: { minTop: 1 },
     },
   },

@@ -176,7 +176,7 @@ export function requestFields(kind: EngineKind, request: GenerateRequest): Recor
     if (request[f] !== undefined && name) out[name] = request[f];
   }
   const format = request.format;
-  if (format?.type === 'json_object') out.response_format = { type: 'json_object' };
+  if (format?.type === 'json_object') out.response_format = can.jsonObject ?? { type: 'json_object' };
   else if (format?.type === 'json_schema') {
     const js: Record<string, unknown> = { name: format.name, schema: format.schema };
     if (format.strict !== undefined) js.strict = format.strict;
