@@ -9,8 +9,12 @@
 //   HTTP error, redirect, non-SSE body, bad JSON/shape,
 //   oversized event, no complete event for idleMs       → failed, with a message that names the engine, not the key
 //   prompt longer than the context (any engine's words)  → failed, context_length_exceeded
+// Log-probabilities (`choices[0].logprobs.content`) are read only when the request asked for them; then a malformed
+// entry fails the stream like any other bad shape (a client that asked must not get silently wrong numbers), and
+// entries that arrive on a chunk without content (an engine holding text back) go with the next content piece —
+// those still pending at the end belonged to text never sent (a stop sequence) and are dropped.
 // What engines send (error shapes, overflow messages, finish reasons) is data in quirks.ts.
-import { BackendError, type FinishReason } from '../../runtime/backend';
+import { BackendError, type FinishReason, type TokenLogprob } from '../../runtime/backend';
 import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, type EngineErrorInfo } from './quirks';
 import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
 
@@ -31,7 +35,10 @@ export interface ChatStreamRequest {
   signal: AbortSignal;
   timeouts: StreamTimeouts;
   maxEventBytes: number;
-  onDelta(text: string): void;
+  /** Read each chunk's log-probabilities (the body asks for them). */
+  logprobs?: boolean;
+  /** Each content piece, with the log-probabilities of its tokens when `logprobs` is set and the engine sent them. */
+  onDelta(text: string, logprobs?: TokenLogprob[]): void;
 }
 
 export interface ChatStreamResult {
@@ -191,7 +198,7 @@ async function readStream(
   const parser = new SseParser(req.maxEventBytes);
   const idle = `sent no complete event for ${formatMs(req.timeouts.idleMs)}`;
   const reader = body.getReader();
-  const st: ChatStreamState = { chunks: 0 };
+  const st: ChatStreamState = { chunks: 0, logprobs: req.logprobs };
   let done = false;
   arm(req.timeouts.idleMs, idle);
   try {
@@ -244,6 +251,10 @@ export interface ChatStreamState {
   outputTokens?: number;
   /** Content chunks (an estimate of output tokens when the engine reports no usage). */
   chunks: number;
+  /** Read `choices[0].logprobs.content` (the request asked for log-probabilities). */
+  logprobs?: boolean;
+  /** Log-probabilities received on chunks without content, for the next content piece. */
+  pendingLogprobs?: TokenLogprob[];
 }
 
 /** An event that is not a valid chat chunk (`info` unset), or one that carries the engine's error. */
@@ -263,7 +274,7 @@ export class ChatEventError extends Error {
  * reason and usage in `st`. Returns true for `[DONE]`. Throws ChatEventError for anything malformed or an error
  * event. Pure apart from `onDelta`, so the bench measures exactly this parse.
  */
-export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text: string) => void): boolean {
+export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text: string, logprobs?: TokenLogprob[]) => void): boolean {
   if (data === '[DONE]') return true;
   let chunk: unknown;
   try {
@@ -285,6 +296,10 @@ export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text
   const choice = choices[0] as unknown;
   if (choice === undefined) return false;
   if (!isObject(choice)) throw new ChatEventError('sent a malformed choice.');
+  if (st.logprobs) {
+    const got = logprobsOf(choice.logprobs);
+    if (got.length) st.pendingLogprobs = [...(st.pendingLogprobs ?? []), ...got];
+  }
   const delta = choice.delta;
   if (delta !== undefined && delta !== null) {
     if (!isObject(delta)) throw new ChatEventError('sent a malformed delta.');
@@ -292,7 +307,10 @@ export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text
     if (content !== undefined && content !== null && typeof content !== 'string') throw new ChatEventError('sent a delta whose content is not text.');
     if (content) {
       st.chunks++;
-      onDelta(content);
+      const lp = st.pendingLogprobs;
+      st.pendingLogprobs = undefined;
+      if (lp) onDelta(content, lp);
+      else onDelta(content);
     }
   }
   const fr = choice.finish_reason;
@@ -304,6 +322,32 @@ export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text
     st.finishReason = meaning;
   }
   return false;
+}
+
+/** A chunk's `logprobs` ({content: [...]} or null) as TokenLogprobs; throws ChatEventError for a malformed one. */
+function logprobsOf(v: unknown): TokenLogprob[] {
+  if (v === undefined || v === null) return [];
+  if (!isObject(v)) throw new ChatEventError('sent logprobs that are not an object.');
+  const content = v.content;
+  if (content === undefined || content === null) return [];
+  if (!Array.isArray(content)) throw new ChatEventError('sent logprobs whose "content" is not a list.');
+  return content.map((e) => {
+    const entry = tokenLogprobOf(e);
+    const top = isObject(e) ? e.top_logprobs : undefined;
+    if (top !== undefined && top !== null && !Array.isArray(top)) throw new ChatEventError('sent "top_logprobs" that is not a list.');
+    return { ...entry, top_logprobs: (top ?? []).map(tokenLogprobOf) };
+  });
+}
+
+/** One {token, logprob, bytes} entry; bytes absent or null (OpenAI allows it) are the token's UTF-8. */
+function tokenLogprobOf(e: unknown): { token: string; logprob: number; bytes: number[] } {
+  if (!isObject(e) || typeof e.token !== 'string') throw new ChatEventError('sent a logprobs entry without a token.');
+  if (typeof e.logprob !== 'number' || !Number.isFinite(e.logprob)) throw new ChatEventError('sent a logprobs entry whose logprob is not a number.');
+  let bytes: number[];
+  if (e.bytes === undefined || e.bytes === null) bytes = [...Buffer.from(e.token, 'utf8')];
+  else if (Array.isArray(e.bytes) && e.bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) bytes = e.bytes as number[];
+  else throw new ChatEventError('sent a logprobs entry whose bytes are not a list of bytes.');
+  return { token: e.token, logprob: e.logprob, bytes };
 }
 
 function streamFailure(label: string, e: ChatEventError, apiKey?: string): BackendError {

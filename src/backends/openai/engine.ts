@@ -5,7 +5,7 @@
 // and probed back in with GET {base}/models once its backoff has passed. A request that never reached an endpoint
 // is tried on the next one at once: nothing was generated, so nothing is lost.
 import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
-import { EndpointUnreachable, engineText, streamChat, type ChatStreamResult, type StreamTimeouts } from './chatStream';
+import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
 import { ENGINE_PROFILES, engineErrorOf, kindFromModelList, type EngineKind } from './quirks';
 
@@ -276,7 +276,8 @@ export class RemoteEngine {
     model: string,
     body: Record<string, unknown>,
     signal: AbortSignal,
-    onDelta: (text: string) => void,
+    onDelta: ChatStreamRequest['onDelta'],
+    logprobs = false,
   ): Promise<ChatStreamResult & { endpoint: string }> {
     // Endpoints whose backoff passed are probed: awaited only when no healthy one could take the task.
     const probes = this.probeDue();
@@ -298,6 +299,7 @@ export class RemoteEngine {
           signal,
           timeouts: this.timeouts,
           maxEventBytes: this.config.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+          logprobs,
           onDelta,
         });
         return { ...r, endpoint: ep.url };

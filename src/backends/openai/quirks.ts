@@ -1,5 +1,6 @@
-// What OpenAI-compatible engines actually send, kept as data: engine kinds (what each one can do), the shapes of
-// their error bodies, how each says "the prompt is longer than the context", and their finish reasons. The stream
+// What OpenAI-compatible engines actually send and take, kept as data: engine kinds (what each one can do, which
+// request fields it honours and under which names), the shapes of their error bodies, how each says "the prompt is
+// longer than the context", and their finish reasons. The stream
 // reader (chatStream.ts), the pool (engine.ts) and the backend (remoteBackend.ts) read these tables; nothing else
 // branches on an engine's name. Each row names the engine and version it comes from; each is covered by the
 // scripted engine's flavours (test/fixtures/fakeEngine.ts, test/unit/backends/engineKinds.test.ts).
@@ -25,7 +26,50 @@ export interface EngineProfile {
   noResumeReason?: string;
   /** `owned_by` values of its GET /v1/models entries, to suggest a kind in the log when none is configured. */
   ownedBy: string[];
+  /** The request fields beyond the OpenAI baseline (messages, max_tokens, temperature, top_p) it honours. */
+  request: EngineRequestFields;
 }
+
+/** GenerateRequest's sampling fields that not every engine honours. */
+export const SAMPLING_FIELDS = ['seed', 'stop', 'topK', 'minP', 'repeatPenalty', 'frequencyPenalty', 'presencePenalty'] as const;
+export type SamplingField = (typeof SAMPLING_FIELDS)[number];
+
+/** Where each sampling field comes from in a stored request (the `param` of a refusal). */
+export const SAMPLING_PARAMS: Record<SamplingField, string> = {
+  seed: 'task_runtime.seed',
+  stop: 'task_runtime.stop',
+  topK: 'task_runtime.top_k',
+  minP: 'task_runtime.min_p',
+  repeatPenalty: 'task_runtime.repeat_penalty',
+  frequencyPenalty: 'task_runtime.frequency_penalty',
+  presencePenalty: 'task_runtime.presence_penalty',
+};
+
+/**
+ * What an engine kind honours on POST /v1/chat/completions. A field it does not list is refused at create
+ * (RequestRefusedError unsupported_capability), never sent and silently ignored.
+ */
+export interface EngineRequestFields {
+  /** The chat/completions field each sampling field goes in; absent: the engine has none. */
+  sampling: Partial<Record<SamplingField, string>>;
+  /** The `response_format` types it constrains output with (the OpenAI chat shapes). */
+  formats: ReadonlyArray<'json_object' | 'json_schema'>;
+  /** The response_format sent for json_object where `{"type": "json_object"}` alone does not constrain the output. */
+  jsonObject?: Record<string, unknown>;
+  /**
+   * `logprobs: true, top_logprobs: N` honoured on streams (each chunk's `choices[0].logprobs.content`); `minTop`:
+   * the smallest N that still reports the chosen tokens (llama.cpp server reports nothing at 0); false: none.
+   */
+  logprobs: false | { minTop: number };
+}
+
+/** OpenAI's own chat/completions fields for these (platform.openai.com/docs/api-reference/chat/create). */
+const OPENAI_SAMPLING: Partial<Record<SamplingField, string>> = {
+  seed: 'seed',
+  stop: 'stop',
+  frequencyPenalty: 'frequency_penalty',
+  presencePenalty: 'presence_penalty',
+};
 
 /** The request fields that make an engine continue the final assistant message instead of starting a new turn. */
 export const CONTINUE_FINAL_MESSAGE = { continue_final_message: true, add_generation_prompt: false } as const;
@@ -34,10 +78,39 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
   // llama.cpp server: assistant prefill is on by default (--no-prefill-assistant turns it off) and it parses
   // continue_final_message / add_generation_prompt; GET /props has total_slots; /v1/models entries carry
   // meta.n_ctx_train and owned_by "llamacpp".
-  'llama.cpp': { label: 'llama.cpp server', slotsPath: '/props', continuesFinalMessage: true, ownedBy: ['llamacpp'] },
+  // Request fields (tools/server/README.md "POST /v1/chat/completions" and /completion options; server-common.cpp
+  // of the bundled source): llama.cpp's own top_k, min_p, repeat_penalty (1 = off) next to OpenAI's; response_format
+  // json_object and json_schema (json_schema.schema becomes a grammar); logprobs + top_logprobs become n_probs, and
+  // with n_probs 0 no probabilities at all are reported, so at least 1 is asked and the alternatives trimmed. A bare
+  // {"type": "json_object"} becomes the schema {} there, which is no grammar at all (an empty object counts as "no
+  // schema"; measured on the bundled server in test/remote): json_object is sent with the schema of any object.
+  'llama.cpp': {
+    label: 'llama.cpp server',
+    slotsPath: '/props',
+    continuesFinalMessage: true,
+    ownedBy: ['llamacpp'],
+    request: {
+      sampling: { ...OPENAI_SAMPLING, topK: 'top_k', minP: 'min_p', repeatPenalty: 'repeat_penalty' },
+      formats: ['json_object', 'json_schema'],
+      jsonObject: { type: 'json_object', schema: { type: 'object' } },
+      logprobs: { minTop: 1 },
+    },
+  },
   // vLLM: continue_final_message: true with add_generation_prompt: false (it refuses both true); /v1/models entries
   // carry max_model_len and owned_by "vllm"; no slot count (it batches; set concurrency).
-  vllm: { label: 'vLLM', continuesFinalMessage: true, ownedBy: ['vllm'] },
+  // Request fields (docs.vllm.ai "OpenAI-Compatible Server", Extra Parameters; vllm/entrypoints/openai/protocol.py
+  // ChatCompletionRequest "chat-completion-sampling-params"): top_k, min_p and repetition_penalty (its name for the
+  // multiplicative penalty, 1 = off); response_format json_object / json_schema (structured outputs); logprobs.
+  vllm: {
+    label: 'vLLM',
+    continuesFinalMessage: true,
+    ownedBy: ['vllm'],
+    request: {
+      sampling: { ...OPENAI_SAMPLING, topK: 'top_k', minP: 'min_p', repeatPenalty: 'repetition_penalty' },
+      formats: ['json_object', 'json_schema'],
+      logprobs: { minTop: 0 },
+    },
+  },
   // Ollama's /v1: no continue_final_message parameter; whether a trailing assistant message is continued or answered
   // depends on each model's template, so a "resumed" text could silently start a new turn. /v1/models entries have
   // only id/object/created/owned_by (the model's namespace, "library" for official models); no /props.
@@ -46,6 +119,11 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
     continuesFinalMessage: false,
     noResumeReason: 'Ollama has no continue_final_message; whether it continues a final assistant message depends on the model\'s template',
     ownedBy: ['library'],
+    // Request fields (docs/api/openai-compatibility.mdx, "Supported request fields"; openai/openai.go
+    // ChatCompletionRequest): frequency_penalty, presence_penalty, response_format (JSON mode and json_schema), seed,
+    // stop — no top_k, min_p or repeat penalty on /v1 (only in the native API's options). Logprobs since v0.12.11
+    // (release notes; ollama#16867: the page's unchecked box is stale, openai.go reads logprobs/top_logprobs).
+    request: { sampling: { ...OPENAI_SAMPLING }, formats: ['json_object', 'json_schema'], logprobs: { minTop: 0 } },
   },
   // LM Studio: no documented way to continue a final assistant message; /v1/models entries have only id/object/
   // owned_by "organization_owner"; unknown routes answer 200 with {"error": "Unexpected endpoint or method. (…)"}.
@@ -54,8 +132,25 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
     continuesFinalMessage: false,
     noResumeReason: 'LM Studio does not document continuing a final assistant message',
     ownedBy: ['organization_owner'],
+    // Request fields (lmstudio-ai/docs 1_developer/3_openai-compat/chat-completions.md, "Supported payload
+    // parameters": top_p, top_k, stop, presence_penalty, frequency_penalty, logit_bias, repeat_penalty, seed — no
+    // min_p, no logprobs); structured-output.md: response_format json_schema only — json_object is answered 400
+    // "'response_format.type' must be 'json_schema' or 'text'" (lmstudio-bug-tracker#189, open).
+    request: {
+      sampling: { ...OPENAI_SAMPLING, topK: 'top_k', repeatPenalty: 'repeat_penalty' },
+      formats: ['json_schema'],
+      logprobs: false,
+    },
   },
-  openai: { label: 'OpenAI-compatible server', slotsPath: '/props', continuesFinalMessage: undefined, ownedBy: [] },
+  // Any other OpenAI-compatible server: only what OpenAI's chat/completions defines (seed, stop, the two penalties,
+  // response_format json_object / json_schema, logprobs) — a server-specific field could be ignored unseen.
+  openai: {
+    label: 'OpenAI-compatible server',
+    slotsPath: '/props',
+    continuesFinalMessage: undefined,
+    ownedBy: [],
+    request: { sampling: { ...OPENAI_SAMPLING }, formats: ['json_object', 'json_schema'], logprobs: { minTop: 0 } },
+  },
 };
 
 export function isEngineKind(v: unknown): v is EngineKind {

@@ -7,8 +7,12 @@
 // and LM Studio. The delivered text is sent back as that message and the engine generates on, in the same output
 // item. Elsewhere "resume" is refused at create with unsupported_capability. `retry` runs tasks again on a healthy
 // endpoint.
+// Sampling, output formats and log-probabilities go to the engine under the names its kind takes (quirks.ts
+// ENGINE_PROFILES[kind].request); what its kind cannot honour is refused by checkRequest before the task is stored,
+// so nothing is sent that the engine would ignore.
 import {
   BackendError,
+  RequestRefusedError,
   type ChatMessage,
   type GenerateOptions,
   type GenerateRequest,
@@ -16,10 +20,11 @@ import {
   type LoadOptions,
   type ModelBackend,
   type ModelInfo,
+  type TokenLogprob,
 } from '../../runtime/backend';
 import { checkEngineConfig, type EngineConfig } from './config';
 import { RemoteEngine, type EngineRuntimeOptions } from './engine';
-import { CONTINUE_FINAL_MESSAGE, resumeOffered } from './quirks';
+import { CONTINUE_FINAL_MESSAGE, ENGINE_PROFILES, resumeOffered, SAMPLING_FIELDS, SAMPLING_PARAMS, type EngineKind } from './quirks';
 
 export class RemoteBackend implements ModelBackend {
   readonly name = 'remote';
@@ -74,6 +79,12 @@ export class RemoteBackend implements ModelBackend {
     this.listeners.add(listener);
   }
 
+  /** Refuses sampling fields, formats and log-probabilities the model's engine kind does not honour. */
+  checkRequest(request: GenerateRequest): void {
+    const engine = this.route(request.model)?.engine;
+    if (engine) checkForKind(engine.config.kind ?? 'openai', request);
+  }
+
   isLoaded(modelId: string): boolean {
     const r = this.route(modelId);
     return !!r && r.engine.up.some((e) => !e.models || e.models.some((m) => m.id === r.model));
@@ -106,15 +117,25 @@ export class RemoteBackend implements ModelBackend {
       Object.assign(body, CONTINUE_FINAL_MESSAGE);
     }
     if (request.maxOutputTokens !== undefined) body.max_tokens = Math.max(1, request.maxOutputTokens - before);
-    if (request.temperature !== undefined) body.temperature = request.temperature;
-    if (request.topP !== undefined) body.top_p = request.topP;
-    if (request.seed !== undefined) body.seed = request.seed;
+    const kind = r.engine.config.kind ?? 'openai';
+    try {
+      // Checked at create; again here for a task stored before the engine's kind was configured otherwise.
+      checkForKind(kind, request);
+    } catch (e) {
+      if (e instanceof RequestRefusedError) throw new BackendError('failed', e.code, e.message);
+      throw e;
+    }
+    Object.assign(body, requestFields(kind, request));
+    const top = request.topLogprobs;
     let counted = 0;
     try {
-      const result = await r.engine.chat(r.model, body, options.signal, (text) => {
-        counted++;
-        options.onText(text, 1);
-      });
+      const onDelta = (text: string, logprobs?: TokenLogprob[]) => {
+        const n = logprobs?.length ? logprobs.length : 1;
+        counted += n;
+        if (top === undefined) options.onText(text, n);
+        else options.onText(text, n, (logprobs ?? []).map((l) => (l.top_logprobs.length > top ? { ...l, top_logprobs: l.top_logprobs.slice(0, top) } : l)));
+      };
+      const result = await r.engine.chat(r.model, body, options.signal, onDelta, top !== undefined);
       return {
         finishReason: result.finishReason,
         inputTokens: result.inputTokens ?? 0,
@@ -129,6 +150,44 @@ export class RemoteBackend implements ModelBackend {
   async dispose(): Promise<void> {
     this.listeners.clear();
   }
+}
+
+/** Throws RequestRefusedError for the first field of `request` that engines of `kind` cannot honour. */
+export function checkForKind(kind: EngineKind, request: GenerateRequest): void {
+  const { label, request: can } = ENGINE_PROFILES[kind];
+  const refuse = (what: string, param: string) => {
+    throw new RequestRefusedError('unsupported_capability', `${what} is not supported by engines of kind "${kind}" (${label}).`, param);
+  };
+  for (const f of SAMPLING_FIELDS) {
+    if (request[f] !== undefined && !can.sampling[f]) refuse(`"${SAMPLING_PARAMS[f]}"`, SAMPLING_PARAMS[f]);
+  }
+  if (request.format && !can.formats.includes(request.format.type)) refuse(`"text.format" of type "${request.format.type}"`, 'text.format');
+  if (request.topLogprobs !== undefined && !can.logprobs) refuse('Log-probabilities ("top_logprobs")', 'top_logprobs');
+}
+
+/** The chat/completions fields for `request`'s sampling, format and log-probabilities, named as `kind` takes them. */
+export function requestFields(kind: EngineKind, request: GenerateRequest): Record<string, unknown> {
+  const can = ENGINE_PROFILES[kind].request;
+  const out: Record<string, unknown> = {};
+  if (request.temperature !== undefined) out.temperature = request.temperature;
+  if (request.topP !== undefined) out.top_p = request.topP;
+  for (const f of SAMPLING_FIELDS) {
+    const name = can.sampling[f];
+    if (request[f] !== undefined && name) out[name] = request[f];
+  }
+  const format = request.format;
+  if (format?.type === 'json_object') out.response_format = can.jsonObject ?? { type: 'json_object' };
+  else if (format?.type === 'json_schema') {
+    const js: Record<string, unknown> = { name: format.name, schema: format.schema };
+    if (format.strict !== undefined) js.strict = format.strict;
+    if (format.description !== undefined) js.description = format.description;
+    out.response_format = { type: 'json_schema', json_schema: js };
+  }
+  if (request.topLogprobs !== undefined && can.logprobs) {
+    out.logprobs = true;
+    out.top_logprobs = Math.max(request.topLogprobs, can.logprobs.minTop);
+  }
+  return out;
 }
 
 /** Instructions become a leading system message; `developer` is sent as `system` (not every engine knows it). */

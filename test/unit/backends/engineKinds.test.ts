@@ -2,14 +2,15 @@
 // (fixtures/fakeEngine.ts FLAVORS): their model lists and context lengths, slot probing only where it exists, usage
 // with include_usage, their error bodies (context overflow → context_length_exceeded, model not found), their odd
 // answers (LM Studio's 200 for unknown routes and errors, vLLM's old error objects and "abort" finish, Ollama's null
-// model list and its silent mid-stream failures), and on_restart "resume" offered or refused per kind.
+// model list and its silent mid-stream failures), on_restart "resume" offered or refused per kind, and the request
+// fields of each kind (sampling under its names, response_format, logprobs) sent or refused at create.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { streamChat } from '../../../src/backends/openai/chatStream';
 import { DEFAULT_TIMEOUTS } from '../../../src/backends/openai/engine';
-import { engineErrorOf, isContextOverflow, kindFromModelList, resumeOffered } from '../../../src/backends/openai/quirks';
+import { engineErrorOf, isContextOverflow, kindFromModelList, resumeOffered, type EngineKind, type SamplingField } from '../../../src/backends/openai/quirks';
 import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
-import { BackendError } from '../../../src/runtime/backend';
+import { BackendError, RequestRefusedError, type GenerateRequest, type TokenLogprob } from '../../../src/runtime/backend';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import type { TaskRecord } from '../../../src/runtime/task';
@@ -291,5 +292,181 @@ describe('engine kinds as data', () => {
     assert.ok(isContextOverflow({ message: 'x', code: 'context_length_exceeded' }));
     assert.ok(!isContextOverflow({ message: "'messages' field is required" }));
     assert.equal(kindFromModelList({ data: [{ id: 'a', owned_by: 'someone' }] }), undefined);
+  });
+});
+
+// What each kind's documentation says it takes (the sources are cited in quirks.ts), written out again here so that a
+// changed table must be changed on purpose: the chat/completions name of each sampling field (null: none), the
+// response_format types, and whether logprobs are reported (with the least top_logprobs that reports them).
+const TAKES: Record<EngineKind, { sampling: Record<SamplingField, string | null>; formats: string[]; logprobs: false | { minTop: number } }> = {
+  'llama.cpp': {
+    sampling: { seed: 'seed', stop: 'stop', topK: 'top_k', minP: 'min_p', repeatPenalty: 'repeat_penalty', frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    formats: ['json_object', 'json_schema'],
+    logprobs: { minTop: 1 },
+  },
+  vllm: {
+    sampling: { seed: 'seed', stop: 'stop', topK: 'top_k', minP: 'min_p', repeatPenalty: 'repetition_penalty', frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    formats: ['json_object', 'json_schema'],
+    logprobs: { minTop: 0 },
+  },
+  ollama: {
+    sampling: { seed: 'seed', stop: 'stop', topK: null, minP: null, repeatPenalty: null, frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    formats: ['json_object', 'json_schema'],
+    logprobs: { minTop: 0 },
+  },
+  lmstudio: {
+    sampling: { seed: 'seed', stop: 'stop', topK: 'top_k', minP: null, repeatPenalty: 'repeat_penalty', frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    formats: ['json_schema'],
+    logprobs: false,
+  },
+  openai: {
+    sampling: { seed: 'seed', stop: 'stop', topK: null, minP: null, repeatPenalty: null, frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    formats: ['json_object', 'json_schema'],
+    logprobs: { minTop: 0 },
+  },
+};
+
+const VALUES: Record<SamplingField, unknown> = { seed: 11, stop: ['END', '\n\n'], topK: 40, minP: 0.05, repeatPenalty: 1.1, frequencyPenalty: 0.5, presencePenalty: -0.5 };
+const PARAMS: Record<SamplingField, string> = {
+  seed: 'task_runtime.seed',
+  stop: 'task_runtime.stop',
+  topK: 'task_runtime.top_k',
+  minP: 'task_runtime.min_p',
+  repeatPenalty: 'task_runtime.repeat_penalty',
+  frequencyPenalty: 'task_runtime.frequency_penalty',
+  presencePenalty: 'task_runtime.presence_penalty',
+};
+const SCHEMA_FORMAT = { type: 'json_schema' as const, name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }, strict: true, description: 'An answer.' };
+
+/** An engine of `kind` (the OpenAI-shaped vLLM stream for `openai`, with the default model list) and its backend. */
+async function kindEngine(kind: EngineKind, pieces = ['Hel', 'lo']): Promise<{ e: FakeEngine; b: RemoteBackend }> {
+  const flavor = kind === 'openai' ? undefined : FLAVORS[kind];
+  const e = await startFakeEngine(flavorStream(flavor ?? FLAVORS.vllm, pieces), ['m1'], flavor);
+  engines.push(e);
+  const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind }]);
+  await b.refresh();
+  return { e, b };
+}
+
+/** Runs `over` on the backend directly; what onText received and the chat body the engine got. */
+async function generate(e: FakeEngine, b: RemoteBackend, over: Partial<GenerateRequest>) {
+  const pieces: Array<{ text: string; tokens: number; logprobs?: TokenLogprob[] }> = [];
+  const before = e.requests.length;
+  const result = await b.generate(
+    { model: 'e/m1', messages: [{ role: 'user', content: 'Hi' }], maxOutputTokens: 16, ...over },
+    { signal: new AbortController().signal, onText: (text, tokens, logprobs) => pieces.push({ text, tokens, logprobs }) },
+  );
+  const chat = e.requests.slice(before).filter((q) => q.path === '/v1/chat/completions');
+  assert.equal(chat.length, 1);
+  return { result, pieces, body: chat[0].body as Record<string, unknown> };
+}
+
+const BASELINE = ['messages', 'stream', 'stream_options', 'max_tokens', 'model'];
+const extraFields = (body: Record<string, unknown>) => Object.fromEntries(Object.entries(body).filter(([k]) => !BASELINE.includes(k)));
+
+function refusedFor(kind: EngineKind, param: string) {
+  return (err: unknown) =>
+    err instanceof RequestRefusedError && err.code === 'unsupported_capability' && err.param === param && err.message.includes(`"${kind}"`) && err.message.includes(param);
+}
+
+for (const kind of Object.keys(TAKES) as EngineKind[]) {
+  const takes = TAKES[kind];
+  describe(`request fields for an engine of kind "${kind}"`, () => {
+    it('each sampling field goes under the name the kind takes, or is refused before anything is sent', async () => {
+      const { e, b } = await kindEngine(kind);
+      for (const f of Object.keys(VALUES) as SamplingField[]) {
+        const req = { [f]: VALUES[f], temperature: 1, topP: 0.9 } as Partial<GenerateRequest>;
+        const name = takes.sampling[f];
+        if (name) {
+          b.checkRequest({ model: 'e/m1', messages: [], ...req });
+          const { body } = await generate(e, b, req);
+          assert.deepEqual(extraFields(body), { temperature: 1, top_p: 0.9, [name]: VALUES[f] }, f);
+        } else {
+          assert.throws(() => b.checkRequest({ model: 'e/m1', messages: [], ...req }), refusedFor(kind, PARAMS[f]), f);
+          const sent = e.requests.length;
+          await assert.rejects(b.generate({ model: 'e/m1', messages: [], ...req }, { signal: new AbortController().signal, onText: () => {} }), (err) => err instanceof BackendError && err.kind === 'failed' && err.code === 'unsupported_capability');
+          assert.equal(e.requests.length, sent, `${f}: nothing sent`);
+        }
+      }
+    });
+
+    it(`output formats: ${takes.formats.join(' and ')} as response_format${takes.formats.length < 2 ? ', the other refused' : ''}`, async () => {
+      const { e, b } = await kindEngine(kind);
+      const wire: Record<string, unknown> = {
+        // llama.cpp server's bare json_object is no grammar (quirks.ts): it gets the schema of any object.
+        json_object: kind === 'llama.cpp' ? { type: 'json_object', schema: { type: 'object' } } : { type: 'json_object' },
+        json_schema: { type: 'json_schema', json_schema: { name: 'answer', schema: SCHEMA_FORMAT.schema, strict: true, description: 'An answer.' } },
+      };
+      for (const format of [{ type: 'json_object' as const }, SCHEMA_FORMAT]) {
+        if (takes.formats.includes(format.type)) {
+          b.checkRequest({ model: 'e/m1', messages: [], format });
+          const { body } = await generate(e, b, { format });
+          assert.deepEqual(body.response_format, wire[format.type]);
+        } else {
+          assert.throws(() => b.checkRequest({ model: 'e/m1', messages: [], format }), refusedFor(kind, 'text.format'));
+        }
+      }
+      const { body } = await generate(e, b, { format: { type: 'json_schema', name: 'n', schema: {} } });
+      assert.deepEqual(body.response_format === undefined ? undefined : (body.response_format as { json_schema: unknown }).json_schema, takes.formats.includes('json_schema') ? { name: 'n', schema: {} } : undefined, 'strict and description only when given');
+    });
+
+    const lp = takes.logprobs;
+    if (lp) {
+      it(`log-probabilities: logprobs + top_logprobs (at least ${lp.minTop}), each piece with its token's entry and N alternatives`, async () => {
+        const { e, b } = await kindEngine(kind, ['Hél', 'lo']);
+        for (const top of [0, 2]) {
+          b.checkRequest({ model: 'e/m1', messages: [], topLogprobs: top });
+          const { body, pieces } = await generate(e, b, { topLogprobs: top });
+          assert.equal(body.logprobs, true);
+          assert.equal(body.top_logprobs, Math.max(top, lp.minTop));
+          assert.deepEqual(pieces.map((p) => p.text), ['Hél', 'lo']);
+          for (const p of pieces) {
+            assert.equal(p.tokens, 1);
+            assert.deepEqual(p.logprobs, [
+              {
+                token: p.text,
+                logprob: -0.25,
+                bytes: [...Buffer.from(p.text, 'utf8')],
+                top_logprobs: Array.from({ length: top }, (_, i) => {
+                  const token = i ? `${p.text}~${i}` : p.text;
+                  return { token, logprob: -0.25 - i, bytes: [...Buffer.from(token, 'utf8')] };
+                }),
+              },
+            ]);
+          }
+        }
+        const { body, pieces } = await generate(e, b, {});
+        assert.ok(!('logprobs' in body) && !('top_logprobs' in body), 'not asked without topLogprobs');
+        assert.ok(pieces.every((p) => p.logprobs === undefined));
+      });
+    } else {
+      it('log-probabilities are refused: the kind reports none', async () => {
+        const { b } = await kindEngine(kind);
+        assert.throws(() => b.checkRequest({ model: 'e/m1', messages: [], topLogprobs: 0 }), refusedFor(kind, 'top_logprobs'));
+      });
+    }
+  });
+}
+
+describe('request fields through the runtime', () => {
+  it('a refused field is a create error naming it (nothing stored, nothing sent); an accepted one reaches the engine under its name', async () => {
+    const { e, b } = await kindEngine('lmstudio');
+    const r = await open(b);
+    const input = (extra: Record<string, unknown>) => ({ model: 'e/m1', input: 'Hi', max_output_tokens: 16, ...extra });
+    assert.throws(
+      () => create(r, { input: input({ task_runtime: { min_p: 0.1 } }) }),
+      (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'task_runtime.min_p' && /"lmstudio"/.test(err.message),
+    );
+    assert.throws(() => create(r, { input: input({ text: { format: { type: 'json_object' } } }) }), (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'text.format');
+    assert.throws(() => create(r, { input: input({ include: ['message.output_text.logprobs'] }) }), (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'top_logprobs');
+    assert.equal(r.listTasks({ principal: 'p' }).tasks.length, 0);
+    assert.ok(!e.requests.some((q) => q.path === '/v1/chat/completions'));
+    const done = await r.waitForTerminal(create(r, { input: input({ task_runtime: { repeat_penalty: 1.2, top_k: 7, stop: 'END' }, text: { format: SCHEMA_FORMAT } }) }).id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    const body = e.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
+    assert.equal(body.repeat_penalty, 1.2);
+    assert.equal(body.top_k, 7);
+    assert.deepEqual(body.stop, ['END']);
+    assert.deepEqual(body.response_format, { type: 'json_schema', json_schema: { name: 'answer', schema: SCHEMA_FORMAT.schema, strict: true, description: 'An answer.' } });
   });
 });

@@ -9,6 +9,7 @@ import { CompositeBackend } from '../../../src/backends/composite';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { normalizeEngineUrl, parseKey } from '../../../src/backends/openai/config';
 import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
+import { BackendError, type TokenLogprob } from '../../../src/runtime/backend';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { TaskRuntime, type RuntimeOptions } from '../../../src/runtime/runtime';
 import type { TaskRecord } from '../../../src/runtime/task';
@@ -70,7 +71,7 @@ describe('remote backend through the runtime', () => {
     await b.refresh();
     assert.deepEqual(b.listModels().map((m) => [m.id, m.state, m.maxContextLength, m.engine]), [['gpu/m1', 'loaded', 1024, 'gpu']]);
     const r = await open(b);
-    const t = create(r, 'gpu/m1', { input: { model: 'gpu/m1', input: 'Hi', instructions: 'Be brief.', max_output_tokens: 16, temperature: 0.5, seed: 3 } });
+    const t = create(r, 'gpu/m1', { input: { model: 'gpu/m1', input: 'Hi', instructions: 'Be brief.', max_output_tokens: 16, temperature: 0.5, task_runtime: { seed: 3 } } });
     const done = await r.waitForTerminal(t.id);
     assert.equal(done.status, 'succeeded');
     assert.deepEqual(done.usage, { input_tokens: 7, output_tokens: 3, total_tokens: 10 });
@@ -469,4 +470,73 @@ describe('faults and bad input end as failed tasks with clear errors', () => {
     assert.equal(done.status, 'succeeded');
     assert.ok(r.readEvents(t.id).some((ev) => ev.type === 'task_runtime:task.status' && /Loading model/.test(JSON.stringify(ev.data))));
   });
+});
+
+describe('log-probabilities from the engine', () => {
+  /** A content chunk (or one without content when `content` is null) carrying `logprobs` as given. */
+  const lpChunk = (content: string | null, logprobs: unknown, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: content === null ? {} : { content }, logprobs, finish_reason: finish }] })}\n\n`;
+  const entry = (token: string, extra: Record<string, unknown> = {}) => ({ token, logprob: -1, bytes: [...Buffer.from(token)], top_logprobs: [], ...extra });
+
+  async function run(handler: Parameters<typeof startFakeEngine>[0], topLogprobs?: number) {
+    const e = await engine(handler);
+    const b = new RemoteBackend([{ name: 'gpu', urls: [e.base] }]);
+    await b.refresh();
+    const pieces: Array<{ text: string; tokens: number; logprobs?: TokenLogprob[] }> = [];
+    const result = b.generate(
+      { model: 'gpu/m1', messages: [{ role: 'user', content: 'Hi' }], maxOutputTokens: 16, topLogprobs },
+      { signal: new AbortController().signal, onText: (text, tokens, logprobs) => pieces.push({ text, tokens, logprobs }) },
+    );
+    return { result, pieces };
+  }
+
+  it('entries held back by the engine go with the next piece; a piece of several tokens counts them; those left at the end are dropped; bytes: null is the UTF-8', async () => {
+    const { result, pieces } = await run((_q, res) => {
+      sseHead(res);
+      res.write(lpChunk(null, { content: [entry('He')] }));
+      res.write(lpChunk('Hello', { content: [entry('llo', { bytes: null, top_logprobs: [{ token: 'y', logprob: -2, bytes: null }] })] }));
+      res.write(lpChunk('!', null));
+      res.write(lpChunk(null, { content: [entry('END')] }, 'stop'));
+      res.end('data: [DONE]\n\n');
+    }, 1);
+    assert.equal((await result).finishReason, 'stop');
+    assert.deepEqual(pieces, [
+      { text: 'Hello', tokens: 2, logprobs: [entry('He'), entry('llo', { top_logprobs: [{ token: 'y', logprob: -2, bytes: [121] }] })] },
+      { text: '!', tokens: 1, logprobs: [] },
+    ]);
+  });
+
+  it('more alternatives than asked are cut to top_logprobs', async () => {
+    const alts = [1, 2, 3].map((i) => ({ token: `t${i}`, logprob: -i, bytes: [116, 48 + i] }));
+    const { result, pieces } = await run((_q, res) => {
+      sseHead(res);
+      res.write(lpChunk('a', { content: [entry('a', { top_logprobs: alts })] }, 'stop'));
+      res.end('data: [DONE]\n\n');
+    }, 2);
+    await result;
+    assert.deepEqual(pieces[0].logprobs?.[0].top_logprobs, alts.slice(0, 2));
+  });
+
+  const malformed: Array<[string, unknown, RegExp]> = [
+    ['logprobs that are not an object', 'nope', /logprobs that are not an object/],
+    ['content that is not a list', { content: { token: 'a' } }, /"content" is not a list/],
+    ['an entry without a token', { content: [{ logprob: -1 }] }, /without a token/],
+    ['a logprob that is not a number', { content: [{ token: 'a', logprob: 'NaN' }] }, /logprob is not a number/],
+    ['bytes that are not bytes', { content: [{ token: 'a', logprob: -1, bytes: [300] }] }, /bytes are not a list of bytes/],
+    ['alternatives that are not a list', { content: [{ token: 'a', logprob: -1, top_logprobs: 3 }] }, /"top_logprobs" that is not a list/],
+  ];
+  for (const [name, logprobs, detail] of malformed) {
+    it(`${name}: the generation fails when they were asked for, and they are ignored when not`, async () => {
+      const handler: Parameters<typeof startFakeEngine>[0] = (_q, res) => {
+        sseHead(res);
+        res.write(lpChunk('a', logprobs, 'stop'));
+        res.end('data: [DONE]\n\n');
+      };
+      const asked = await run(handler, 0);
+      await assert.rejects(asked.result, (err) => err instanceof BackendError && err.kind === 'failed' && err.code === 'backend_error' && detail.test(err.message));
+      const ignored = await run(handler);
+      assert.equal((await ignored.result).finishReason, 'stop');
+      assert.deepEqual(ignored.pieces, [{ text: 'a', tokens: 1, logprobs: undefined }]);
+    });
+  }
 });
