@@ -20,7 +20,22 @@ export class HttpProblem extends Error {
   }
 }
 
+/** OpenAI's error `type` for an HTTP status (OPENAI-WIRE §0.1). */
+function openAiErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 429) return 'rate_limit_error';
+  return status >= 500 ? 'server_error' : 'invalid_request_error';
+}
+
+/**
+ * The problem object, plus the extension member `error` in OpenAI's envelope (`{message, type, param, code}`):
+ * Responses clients read only `body.error`, so without it the OpenAI SDK reports "400 status code (no body)" and
+ * neither the code nor the param. RFC 9457 lets problem types carry extension members; problem clients ignore it.
+ */
 export function problemBody(p: HttpProblem, instance?: string): Record<string, unknown> {
+  const param = p.extra.param ?? null;
   return {
     type: PROBLEM_TYPE_BASE + p.code,
     title: p.extra.title ?? STATUS_CODES[p.status] ?? 'Error',
@@ -28,7 +43,8 @@ export function problemBody(p: HttpProblem, instance?: string): Record<string, u
     detail: p.detail,
     instance,
     code: p.code,
-    param: p.extra.param ?? null,
+    param,
+    error: { message: p.detail, type: openAiErrorType(p.status), param, code: p.code },
   };
 }
 

@@ -114,8 +114,12 @@ export function toModelObject(model: ModelInfo): Record<string, unknown> {
     capabilities: { tools: false, vision: false, reasoning: false },
     owned_by: model.engine ?? 'local',
     demo: model.demo,
-    // Vendor member: what the loaded model runs on (absent before the first load).
-    ...(model.hardware ? { task_runtime: { hardware: hardwareObject(model.hardware) } } : {}),
+    // Vendor member: the context a task runs with (prompt + output must fit it; null until known) and what the
+    // loaded model runs on (absent before the first load).
+    task_runtime: {
+      context_length: model.contextLength ?? null,
+      ...(model.hardware ? { hardware: hardwareObject(model.hardware) } : {}),
+    },
   };
 }
 

@@ -8,7 +8,7 @@ import { toResponseObject, wireResponse } from './format';
 import { idempotencyOf } from './idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, VENDOR_PREFIX } from './lmspConstants';
 import { lmspProblem, translateAsync } from './problems';
-import { parseBody, rejectUnsupported, responseCreateSchema, toRuntimeRequest } from './schemas';
+import { checkRequestRules, parseBody, rejectUnsupported, responseCreateSchema, toRuntimeRequest } from './schemas';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
 
@@ -17,6 +17,7 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
   const idempotency = idempotencyOf(req, IDEMPOTENCY_SCOPES.responses, body);
   rejectUnsupported(body);
   const parsed = parseBody(responseCreateSchema, body);
+  checkRequestRules(parsed);
   const stream = parsed.stream === true;
   const input = toRuntimeRequest(parsed);
   // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.

@@ -1,7 +1,12 @@
 // Validation of everything a client sends to the LMSP door (bodies, headers, query parameters).
+// What is checked here is what needs no backend: shapes, ranges, sizes, and the rules OpenAI applies at the door
+// (json_object needs the word "json"; only the include values we can honour). Whether a backend can enforce a schema's
+// keywords or fit the prompt is its own check (ModelBackend.checkRequest), answered as a 400 by the runtime too.
+// The sampling ranges of the `task_runtime` member follow llama.cpp's server (docs/lmsp.md, "Sampling").
 import { z } from 'zod';
-import { RESTART_POLICIES, type ResponseRequest } from '../../runtime/task';
+import { INCLUDE_OUTPUT_LOGPROBS, RESTART_POLICIES, type ResponseRequest } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
+import { jsonSchemaArg } from '../jsonSchemaArg';
 import { DEFAULTS, EDITOR_ORIGIN, LMSP_TASK_STATUSES, TASK_TYPE_RESPONSE, VENDOR_MEMBER, type LmspTaskStatus } from './lmspConstants';
 
 const text = z.string().max(1_000_000);
@@ -25,6 +30,37 @@ const metadata = z
   .record(z.string().min(1).max(64), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 metadata keys' });
 
+/** `text.format` (OPENAI-WIRE §2.1): free text, any JSON object, or a document valid against a named schema. */
+const textFormat = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('text') }),
+  z.strictObject({ type: z.literal('json_object') }),
+  z.strictObject({
+    type: z.literal('json_schema'),
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'name must be 1-64 letters, digits, "_" or "-"' }),
+    schema: jsonSchemaArg,
+    strict: z.boolean().nullable().optional(),
+    description: z.string().max(10_000).optional(),
+  }),
+]);
+
+/** Up to 4 stop sequences (OpenAI's chat limit), each 1–256 characters. */
+const stopSequence = z.string().min(1).max(256);
+
+/**
+ * Sampling the Responses API has no field for, named as llama.cpp's server and OpenAI's chat completions name them.
+ * Ranges: seed any safe integer; top_k 0 (off)–1000; min_p 0 (off)–1; repeat_penalty in (0, 2] with 1 = off (llama.cpp
+ * divides positive logits by it, so 0 is refused); frequency/presence penalties −2..2 as OpenAI's.
+ */
+export const samplingExtrasSchema = z.strictObject({
+  seed: z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).optional(),
+  stop: z.union([stopSequence, z.array(stopSequence).min(1).max(4)]).optional(),
+  top_k: z.number().int().min(0).max(1000).optional(),
+  min_p: z.number().min(0).max(1).optional(),
+  repeat_penalty: z.number().gt(0).max(2).optional(),
+  frequency_penalty: z.number().min(-2).max(2).optional(),
+  presence_penalty: z.number().min(-2).max(2).optional(),
+});
+
 /** Body of POST /lmsp/v1/responses (profile §6.1, the subset this runtime serves). */
 export const responseCreateSchema = z.strictObject({
   model: z.string().min(1).max(256),
@@ -40,7 +76,10 @@ export const responseCreateSchema = z.strictObject({
   tools: z.array(z.unknown()).max(0, { message: 'tools are not supported' }).optional(),
   tool_choice: z.enum(['none', 'auto']).optional(),
   parallel_tool_calls: z.boolean().optional(),
-  text: z.strictObject({ format: z.strictObject({ type: z.literal('text') }) }).optional(),
+  text: z.strictObject({ format: textFormat.optional() }).nullable().optional(),
+  top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
+  include: z.array(z.string().max(256)).max(16).nullable().optional(),
+  [VENDOR_MEMBER]: samplingExtrasSchema.optional(),
   user: z.string().max(256).optional(),
 });
 export type ResponseCreateBody = z.infer<typeof responseCreateSchema>;
@@ -74,14 +113,43 @@ export function rejectUnsupported(request: unknown, at = ''): void {
   }
 }
 
+/**
+ * The door's rules on a shape-valid request that OpenAI also applies before generating (`at`: "" or "input."):
+ * only the include values this runtime can honour; json_object needs the word "json" in the prompt (OPENAI-WIRE §2.2),
+ * else a model may emit whitespace until the token limit.
+ */
+export function checkRequestRules(body: ResponseCreateBody, at = ''): void {
+  for (const [i, value] of (body.include ?? []).entries()) {
+    if (value !== INCLUDE_OUTPUT_LOGPROBS) {
+      throw new HttpProblem(400, 'unsupported_capability', `The include value "${value}" is not supported by this server (only "${INCLUDE_OUTPUT_LOGPROBS}").`, {
+        param: `${at}include.${i}`,
+      });
+    }
+  }
+  if (body.text?.format?.type === 'json_object' && !/json/i.test(promptText(body))) {
+    throw new HttpProblem(400, 'invalid_request', "The input or instructions must contain the word 'json' in some form to use 'text.format' of type 'json_object'.", {
+      param: `${at}text.format`,
+    });
+  }
+}
+
+function promptText(body: ResponseCreateBody): string {
+  const parts = [body.instructions ?? ''];
+  if (typeof body.input === 'string') parts.push(body.input);
+  else for (const item of body.input) parts.push(typeof item.content === 'string' ? item.content : item.content.map((c) => c.text).join('\n'));
+  return parts.join('\n');
+}
+
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   let issue = parsed.error.issues[0];
   let path: PropertyKey[] = [...(issue.path ?? [])];
-  // For a union, point at the deepest problem among its branches (`input.0.role`, not just `input`).
+  // For a union, point at the deepest problem among its branches (`input.0.role`, not just `input`); at equal depth,
+  // the branch whose type matched (`at most 4 items`, not `expected string`).
+  const typeMismatch = (i: z.core.$ZodIssue) => (i.code === 'invalid_type' ? 1 : 0);
   while (issue.code === 'invalid_union' && issue.errors.length) {
-    const branch = issue.errors.flat().sort((a, b) => b.path.length - a.path.length)[0];
+    const branch = issue.errors.flat().sort((a, b) => b.path.length - a.path.length || typeMismatch(a) - typeMismatch(b))[0];
     if (!branch) break;
     path = [...path, ...branch.path];
     issue = branch;
@@ -161,5 +229,10 @@ export function canonicalJson(value: unknown): string {
 export function toRuntimeRequest(body: ResponseCreateBody): ResponseRequest {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(body)) if (k !== 'stream' && v !== null && v !== undefined) out[k] = v;
+  const format = body.text?.format;
+  if (format?.type === 'json_schema' && (format.strict === null || format.strict === undefined)) {
+    const { strict: _unset, ...rest } = format;
+    out.text = { ...body.text, format: rest };
+  }
   return out as ResponseRequest;
 }

@@ -1,5 +1,6 @@
 // /lmsp/v1/tasks: create (202, persisted first), read, list, cancel, delete, events (ch.7).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HttpProblem } from '../http/problem';
 import type { RequestContext } from '../http/types';
 import { readJsonBody } from '../http/body';
 import type { LmspDeps } from './deps';
@@ -7,7 +8,7 @@ import { runtimeStatuses, toTaskObject } from './format';
 import { idempotencyOf } from './idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, LMSP_PREFIX, OBJECTS, PATHS, QUERY, VENDOR_MEMBER } from './lmspConstants';
 import { lmspProblem, translate, translateAsync } from './problems';
-import { parseBody, parseLastEventId, parseListQuery, rejectUnsupported, taskCreateSchema, toRuntimeRequest } from './schemas';
+import { checkRequestRules, parseBody, parseLastEventId, parseListQuery, rejectUnsupported, taskCreateSchema, toRuntimeRequest } from './schemas';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
 
@@ -16,6 +17,7 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
   const idempotency = idempotencyOf(req, IDEMPOTENCY_SCOPES.tasks, body);
   if (typeof body === 'object' && body !== null) rejectUnsupported((body as Record<string, unknown>).input, 'input.');
   const parsed = parseBody(taskCreateSchema, body);
+  checkRequestRules(parsed.input, 'input.');
   const onRestart = parsed.on_restart ?? 'fail';
   const advertised = deps.runtime.limits.onRestart.includes(onRestart) && (onRestart !== 'resume' || deps.runtime.supportsResume);
   if (!advertised) {
@@ -32,10 +34,22 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
   // Answered once the create is durable; the task may already be starting on the backend meanwhile.
   const result = await translateAsync(() =>
     deps.runtime.createTaskAsync({ origin, principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),
-  );
+  ).catch((e: unknown) => {
+    throw inInput(e);
+  });
   const headers: Record<string, string> = { Location: `${LMSP_PREFIX}${PATHS.tasks}/${result.task.id}` };
   if (result.replayed) headers[HEADERS.idempotentReplayed] = 'true';
   sendJson(res, 202, toTaskObject(result.task), headers);
+}
+
+/**
+ * The runtime names request fields as a /responses body has them (`model`, `text.format.schema…`); here that body is
+ * `input`, so its params get the prefix (on_restart is this body's own).
+ */
+function inInput(e: unknown): unknown {
+  const param = e instanceof HttpProblem ? e.extra.param : undefined;
+  if (!(e instanceof HttpProblem) || !param || param === 'on_restart') return e;
+  return new HttpProblem(e.status, e.code, e.detail, { ...e.extra, param: `input.${param}` });
 }
 
 export function getTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {

@@ -40,6 +40,8 @@ export function toMcpError(e: unknown): McpError {
       case 'invalid_request':
       case 'model_not_found':
       case 'unsupported_capability':
+      case 'invalid_json_schema':
+      case 'context_length_exceeded':
       case 'idempotency_key_reused':
       case 'invalid_last_event_id':
       case 'event_history_expired':

@@ -102,7 +102,13 @@ export function responseText(response: Record<string, unknown> | null): string {
 }
 
 /** Runtime failure codes that mean the tools/call request itself was unacceptable: a JSON-RPC error, not a tool error. */
-const REQUEST_ERROR_CODES = new Set(['invalid_request', 'context_length_exceeded', 'model_not_found', 'unsupported_capability']);
+const REQUEST_ERROR_CODES = new Set(['invalid_request', 'invalid_json_schema', 'context_length_exceeded', 'model_not_found', 'unsupported_capability']);
+
+/**
+ * `_meta` key of a structured-output result: the task details that sit in structuredContent otherwise (there the
+ * parsed answer must stand alone, to validate against the caller's schema).
+ */
+export const RUN_META_KEY = 'task-runtime/run';
 
 export type ToolOutcome = { result: CallToolResult } | { error: { code: number; message: string; data?: unknown } };
 
@@ -120,6 +126,7 @@ export function toolOutcome(task: TaskRecord): ToolOutcome | undefined {
   };
   switch (task.status) {
     case 'succeeded':
+      if (task.input.text?.format && task.input.text.format.type !== 'text') return structuredOutcome(task, text, base);
       return {
         result: {
           content: [{ type: 'text', text }],
@@ -159,4 +166,37 @@ export function toolOutcome(task: TaskRecord): ToolOutcome | undefined {
     default:
       return undefined;
   }
+}
+
+/**
+ * A generation asked for JSON (`output_schema`): structuredContent is the parsed answer, the text stays in content.
+ * Output that does not parse — cut off at max_output_tokens, or from an engine that did not constrain it — is a tool
+ * error with the text, never a structuredContent that fails the caller's schema.
+ */
+function structuredOutcome(task: TaskRecord, text: string, base: Record<string, unknown>): ToolOutcome {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const incomplete = task.response?.['status'] === 'incomplete';
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    const why = incomplete ? 'it stopped at max_output_tokens; raise it' : 'it is not a JSON object';
+    return {
+      result: {
+        content: [{ type: 'text', text: `The output does not follow output_schema: ${why}.\n\nOutput:\n${text}` }],
+        structuredContent: { status: incomplete ? 'incomplete' : 'invalid_output', text, ...base },
+        isError: true,
+      },
+    };
+  }
+  return {
+    result: {
+      content: [{ type: 'text', text }],
+      structuredContent: parsed as Record<string, unknown>,
+      isError: false,
+      _meta: { [RUN_META_KEY]: { status: 'completed', ...base } },
+    },
+  };
 }

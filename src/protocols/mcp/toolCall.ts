@@ -4,13 +4,14 @@ import type { CallToolResult, CreateTaskResult, ProgressToken } from '@modelcont
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallerContext, McpContext } from './context';
 import type { CreateTaskParams } from '../../runtime/api';
+import { isRuntimeError, RuntimeError } from '../../runtime/errors';
 import type { TaskRecord } from '../../runtime/task';
 import { invalidParams, methodNotFound, toMcpError } from './errors';
 import type { SendNotification } from './notifier';
 import { getTaskText, listModels } from './readTools';
 import { waitTerminal, taskView } from './taskMethods';
 import { toolOutcome } from './taskView';
-import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs } from './tools';
+import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs } from './tools';
 
 export interface ToolCallParams {
   name: string;
@@ -110,6 +111,8 @@ export function createToolTask(
   try {
     return ctx.runtime.createTask({ origin: 'mcp', principal: caller.principal, ...params, onRestart: params.onRestart ?? 'fail' }).task;
   } catch (e) {
+    // A refusal names the request field; the caller knows it as a tool argument (output_schema.properties.x…).
+    if (isRuntimeError(e) && e.param) throw toMcpError(new RuntimeError(e.code, e.message, argumentOf(e.param)));
     throw toMcpError(e);
   }
 }

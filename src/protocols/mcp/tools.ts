@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ResponseRequest } from '../../runtime/task';
+import { jsonSchemaArg } from '../jsonSchemaArg';
 
 export type TaskSupport = 'forbidden' | 'optional' | 'required';
 
@@ -38,6 +39,13 @@ function generationArgs(defaultMaxTokens: number) {
         .optional()
         .describe(`Upper bound on generated tokens (default ${defaultMaxTokens}).`),
       temperature: z.number().min(0).max(2).optional().describe('Sampling temperature, 0..2.'),
+      output_schema: jsonSchemaArg
+        .refine((s) => s['type'] === 'object', { message: 'the root of output_schema must be {"type": "object", …}' })
+        .optional()
+        .describe(
+          'A JSON Schema (root type "object") the answer must follow: the model is constrained to it and the result ' +
+            'carries the parsed JSON as structuredContent. A keyword the server cannot enforce is refused (-32602).',
+        ),
     })
     .strict()
     .refine((a) => (a.prompt === undefined) !== (a.messages === undefined), {
@@ -73,7 +81,8 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     name: 'generate',
     description:
       'Generate a response with a local model. Runs as an MCP task when the client asks for one, otherwise waits ' +
-      'for the answer. Returns the text and, in structuredContent, the task id, model and token usage.',
+      'for the answer. Returns the text and, in structuredContent, the task id, model and token usage — or, with ' +
+      'output_schema, the answer parsed as JSON valid against that schema (the task details then in _meta).',
     taskSupport: 'optional',
     args: GENERATE_ARGS,
     readOnly: false,
@@ -83,7 +92,7 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     name: 'generate_long',
     description:
       'Long-form generation with a local model (larger default output). Always runs as an MCP task: poll ' +
-      'tasks/get, then fetch the text with tasks/result.',
+      'tasks/get, then fetch the text with tasks/result. Takes output_schema like generate.',
     taskSupport: 'required',
     args: GENERATE_LONG_ARGS,
     readOnly: false,
@@ -132,6 +141,14 @@ export function describeIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'arguments'}: ${i.message}`).join('; ');
 }
 
+/** The `text.format` name an MCP `output_schema` is stored under (a Responses format must be named). */
+export const OUTPUT_SCHEMA_NAME = 'output_schema';
+
+/** Where a request field of the runtime's (Responses) vocabulary is in a generation tool's arguments. */
+export function argumentOf(param: string): string {
+  return param.startsWith('text.format.schema') ? `output_schema${param.slice('text.format.schema'.length)}` : param;
+}
+
 export function toResponseRequest(args: GenerationArgs, defaultMaxTokens: number): ResponseRequest {
   const request: ResponseRequest = {
     input: args.prompt ?? (args.messages ?? []).map((m) => ({ type: 'message', role: m.role, content: m.content })),
@@ -140,5 +157,8 @@ export function toResponseRequest(args: GenerationArgs, defaultMaxTokens: number
   if (args.model !== undefined) request.model = args.model;
   if (args.instructions !== undefined) request.instructions = args.instructions;
   if (args.temperature !== undefined) request.temperature = args.temperature;
+  if (args.output_schema !== undefined) {
+    request.text = { format: { type: 'json_schema', name: OUTPUT_SCHEMA_NAME, schema: args.output_schema, strict: true } };
+  }
   return request;
 }
