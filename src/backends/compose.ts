@@ -51,8 +51,7 @@ export async function composeBackend(options: ComposeOptions): Promise<ComposedB
   const members: ModelBackend[] = [];
   let engines: readonly RemoteEngine[] = [];
   if (models.length) {
-    const { contextSize, ...llama } = options.llama;
-    members.push(new LlamaBackend({ models, ...llama, contextSize: contextSize === 'auto' ? undefined : contextSize, cacheDir: dataDir, modelsDir, log }));
+    members.push(new LlamaBackend({ models, ...options.llama, cacheDir: dataDir, modelsDir, log }));
   }
   if (options.engines.length) {
     const remote = new RemoteBackend([...options.engines], { log });

@@ -1,6 +1,7 @@
 // The one backend the runtime sees when models come from more than one place: the in-process llama backend and the
 // remote engines. Each model id belongs to the first backend that resolves it (remote ids are `NAME/model-id`, local
 // ids never contain "/"), and every call for it goes there; the default model is the first backend's default.
+import type { RestartPolicy } from '../runtime/task';
 import {
   type GenerateOptions,
   type GenerateRequest,
@@ -39,8 +40,8 @@ export class CompositeBackend implements ModelBackend {
     return undefined;
   }
 
-  checkRequest(request: GenerateRequest): void {
-    this.owner(request.model)?.checkRequest?.(request);
+  checkRequest(request: GenerateRequest, task: { onRestart: RestartPolicy }): void {
+    this.owner(request.model)?.checkRequest?.(request, task);
   }
 
   supportsResume(modelId?: string): boolean {

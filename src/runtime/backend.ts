@@ -1,6 +1,6 @@
 // The runtime's view of a model backend. Backends live in src/backends and are handed to the runtime by a
 // composition root; the runtime never imports one.
-import type { InputRequest, InputResponse } from './task';
+import type { InputRequest, InputResponse, RestartPolicy } from './task';
 
 export type ModelState = 'unloaded' | 'loading' | 'loaded' | 'error';
 
@@ -261,7 +261,7 @@ export interface ModelBackend {
    * enforce, the sampling it supports; the context, when the model is loaded): throws RequestRefusedError. Absent:
    * everything is accepted here and problems surface when the task runs.
    */
-  checkRequest?(request: GenerateRequest): void;
+  checkRequest?(request: GenerateRequest, task: { onRestart: RestartPolicy }): void;
   listModels(): ModelInfo[];
   /** Resolve a request's `model` (undefined = default) to a known model id, or undefined when unknown. */
   resolveModel(model: string | undefined): string | undefined;

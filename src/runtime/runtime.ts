@@ -22,7 +22,7 @@ import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/dat
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
 import { newTaskRecord } from './newTask';
-import { TASK_STATUSES, isTerminal, type InputResponse, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import { TASK_STATUSES, isTerminal, type InputResponse, type RestartPolicy, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import { TaskTransitions } from './transitions';
 
 export interface RuntimeOptions {
@@ -218,7 +218,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (onRestart === 'resume' && !this.options.backend.supportsResume(model)) {
       throw new RuntimeError('unsupported_capability', `on_restart "resume" is not supported for the model "${model}".`, 'on_restart');
     }
-    this.checkWithBackend(p.input, model);
+    this.checkWithBackend(p.input, model, onRestart);
     if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {
       throw new RuntimeError('queue_full', `The queue is full (${this.limits.maxQueuedTasks} tasks).`);
     }
@@ -243,9 +243,9 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   /** The backend's own check of what it is asked (formats, schema keywords, sampling, context), before anything is stored. */
-  private checkWithBackend(input: CreateTaskParams['input'], model: string): void {
+  private checkWithBackend(input: CreateTaskParams['input'], model: string, onRestart: RestartPolicy): void {
     try {
-      this.options.backend.checkRequest?.(generateRequestOf(input, model));
+      this.options.backend.checkRequest?.(generateRequestOf(input, model), { onRestart });
     } catch (e) {
       if (e instanceof RequestRefusedError) throw new RuntimeError(e.code, e.message, e.param ?? undefined);
       throw e;

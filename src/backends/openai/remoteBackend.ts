@@ -10,6 +10,7 @@
 // Sampling, output formats and log-probabilities go to the engine under the names its kind takes (quirks.ts
 // ENGINE_PROFILES[kind].request); what its kind cannot honour is refused by checkRequest before the task is stored,
 // so nothing is sent that the engine would ignore.
+import type { RestartPolicy } from '../../runtime/task';
 import {
   BackendError,
   RequestRefusedError,
@@ -79,10 +80,22 @@ export class RemoteBackend implements ModelBackend {
     this.listeners.add(listener);
   }
 
-  /** Refuses sampling fields, formats and log-probabilities the model's engine kind does not honour. */
-  checkRequest(request: GenerateRequest): void {
+  /**
+   * Refuses sampling fields, formats and log-probabilities the model's engine kind does not honour, and on_restart
+   * "resume" with a format: an engine continues a final assistant message without its grammar's state, so the
+   * continued JSON could be invalid (the local backend resumes inside the grammar).
+   */
+  checkRequest(request: GenerateRequest, task?: { onRestart: RestartPolicy }): void {
     const engine = this.route(request.model)?.engine;
-    if (engine) checkForKind(engine.config.kind ?? 'openai', request);
+    if (!engine) return;
+    checkForKind(engine.config.kind ?? 'openai', request);
+    if (request.format && task?.onRestart === 'resume') {
+      throw new RequestRefusedError(
+        'unsupported_capability',
+        `on_restart "resume" cannot be combined with text.format on a remote engine (its continuation would start outside the format); use "retry".`,
+        'on_restart',
+      );
+    }
   }
 
   isLoaded(modelId: string): boolean {
