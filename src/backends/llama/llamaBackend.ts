@@ -118,7 +118,10 @@ export class LlamaBackend implements ModelBackend {
 
   /**
    * Refuses what cannot run as asked: a format whose schema the grammar cannot enforce (jsonSchema.ts), and, once
-   * the model is loaded, a prompt plus max_output_tokens beyond its context.
+   * the model is loaded, a prompt that leaves no room for output in its context. A max_output_tokens beyond the
+   * room is not refused: the output ends where the context does (`incomplete`, reason max_output_tokens), as
+   * llama.cpp's server does — refusing it would depend on whether the model happens to be loaded (the prompt's
+   * tokens are known only then) and would refuse the MCP tools' default budgets on small-context models.
    */
   checkRequest(request: GenerateRequest): void {
     if (request.format) grammarSchemaFor(request.format);
@@ -126,12 +129,10 @@ export class LlamaBackend implements ModelBackend {
     const loaded = id ? this.entries.get(id)?.loaded : undefined;
     if (!loaded) return;
     const prompt = this.promptTokens(loaded, request).length;
-    const output = Math.max(1, request.maxOutputTokens ?? 1);
-    if (prompt + output > loaded.contextSize) {
+    if (prompt + 1 > loaded.contextSize) {
       throw new RequestRefusedError(
         'context_length_exceeded',
-        `This model's context is ${loaded.contextSize} tokens; the input is ${prompt} tokens` +
-          (request.maxOutputTokens !== undefined ? ` and max_output_tokens asks ${request.maxOutputTokens} more.` : '.'),
+        `This model's context is ${loaded.contextSize} tokens; the input is ${prompt} tokens, which leaves no room for output.`,
         'input',
       );
     }

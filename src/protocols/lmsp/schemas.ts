@@ -213,13 +213,22 @@ export function parseListQuery(params: URLSearchParams): ListQuery {
   return parseBody(listQuerySchema, raw);
 }
 
-/** Canonical JSON (sorted keys) for the idempotency fingerprint. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+/**
+ * Deepest nesting a request body may have: far beyond any valid body (a json_schema is bounded at 64 levels), far
+ * below what recursion over it could not take (the fingerprint is computed before the body is validated).
+ */
+export const MAX_BODY_DEPTH = 256;
+
+/** Canonical JSON (sorted keys) for the idempotency fingerprint; a body nested deeper than MAX_BODY_DEPTH is a 400. */
+export function canonicalJson(value: unknown, depth = 0): string {
+  if (depth > MAX_BODY_DEPTH) {
+    throw new HttpProblem(400, 'invalid_request', `The request body nests deeper than ${MAX_BODY_DEPTH} levels.`, { param: null });
+  }
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v, depth + 1)).join(',')}]`;
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value as object)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k], depth + 1)}`);
     return `{${entries.join(',')}}`;
   }
   return JSON.stringify(value);

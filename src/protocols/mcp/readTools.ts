@@ -64,6 +64,17 @@ export function listModels(runtime: TaskRuntimeApi): CallToolResult {
   const lines = models.map((m) => `${m.id} (${m.state}${m.engine ? `, remote engine ${m.engine}` : ''}${m.demo ? ', demo weights' : ''})${m.hardware ? `: ${describeHardware(m.hardware)}` : ''}`);
   return {
     content: [{ type: 'text', text: lines.length ? lines.join('\n') : 'No models configured.' }],
-    structuredContent: { models },
+    // Only what a client needs: never `source` (a local path names the user's folders; an engine URL its network).
+    structuredContent: {
+      models: models.map((m) => ({
+        id: m.id,
+        state: m.state,
+        demo: m.demo,
+        maxContextLength: m.maxContextLength,
+        contextLength: m.contextLength ?? null,
+        ...(m.engine ? { engine: m.engine } : {}),
+        ...(m.hardware ? { hardware: m.hardware } : {}),
+      })),
+    },
   };
 }

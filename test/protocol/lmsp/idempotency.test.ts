@@ -66,6 +66,16 @@ describe('LMSP idempotency', () => {
     assert.equal((await call(server, 'GET', '/tasks?limit=100')).json.data.length, before);
   });
 
+  it('a deeply nested body with an Idempotency-Key is a 400 like without one, never a 500', async () => {
+    // 5 000 levels: the fingerprint is computed before validation; recursion over it overflowed the stack at ~3 100.
+    const deep = '{"type":"response","input":{"model":"m","input":"x","metadata":' + '{"a":'.repeat(5000) + '1' + '}'.repeat(5000) + '}}';
+    for (const headers of [{ 'idempotency-key': 'deep-1' }, {}] as Array<Record<string, string>>) {
+      const r = await call(server, 'POST', '/tasks', { rawBody: deep, headers: { 'content-type': 'application/json', ...headers } });
+      assert.equal(r.status, 400, r.text.slice(0, 200));
+      assert.equal(r.json.code, 'invalid_request');
+    }
+  });
+
   it('POST /responses replays a finished response for the same key', async () => {
     const req = { model: server.model, input: 'r', max_output_tokens: 3 };
     const a = await call(server, 'POST', '/responses', { body: req, headers: { 'idempotency-key': 'resp-key' } });

@@ -410,6 +410,18 @@ for (const kind of Object.keys(TAKES) as EngineKind[]) {
       assert.deepEqual(body.response_format === undefined ? undefined : (body.response_format as { json_schema: unknown }).json_schema, takes.formats.includes('json_schema') ? { name: 'n', schema: {} } : undefined, 'strict and description only when given');
     });
 
+    it('on_restart "resume" with a format is refused (the engine would continue outside its grammar); "retry" is not', async () => {
+      const { b } = await kindEngine(kind);
+      const format = { type: 'json_schema' as const, name: 'n', schema: { type: 'object' } };
+      if (!takes.formats.includes('json_schema')) return assert.throws(() => b.checkRequest({ model: 'e/m1', messages: [], format }, { onRestart: 'retry' }), refusedFor(kind, 'text.format'));
+      b.checkRequest({ model: 'e/m1', messages: [], format }, { onRestart: 'retry' });
+      b.checkRequest({ model: 'e/m1', messages: [] }, { onRestart: 'resume' });
+      assert.throws(
+        () => b.checkRequest({ model: 'e/m1', messages: [], format }, { onRestart: 'resume' }),
+        (e: Error) => e instanceof RequestRefusedError && e.code === 'unsupported_capability' && e.param === 'on_restart',
+      );
+    });
+
     const lp = takes.logprobs;
     if (lp) {
       it(`log-probabilities: logprobs + top_logprobs (at least ${lp.minTop}), each piece with its token's entry and N alternatives`, async () => {
