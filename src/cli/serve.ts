@@ -120,7 +120,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   const checkpointBytes = envInt(ENV_CHECKPOINT_BYTES);
 
   const tokenFile = path.resolve(args.tokenFile ?? path.join(dataDir, 'token'));
-  const tokens = loadOrCreateTokens(tokenFile, log);
+  const tokens = loadOrCreateTokens(tokenFile);
 
   for (const source of args.models) {
     if (!isModelUri(source) && !fs.existsSync(source)) throw new UsageError(`--model ${source}: no such file.`);

@@ -15,15 +15,16 @@ export function principalOfToken(token: string): string {
 }
 
 /** Reads the token file, creating it with one fresh token when it does not exist. */
-export function loadOrCreateTokens(file: string, warn: (msg: string) => void): Map<string, string> {
+export function loadOrCreateTokens(file: string): Map<string, string> {
   if (!fs.existsSync(file)) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, generateToken() + '\n', { mode: 0o600, flag: 'wx' });
   }
   const stat = fs.statSync(file);
   if (!stat.isFile()) throw new UsageError(`Token file ${file} is not a regular file.`);
+  // Like ssh with a private key: a token others can read is a token others may have used. Refused, not warned.
   if (process.platform !== 'win32' && (stat.mode & 0o077) !== 0) {
-    warn(`warning: token file ${file} is readable by other users; run chmod 600 on it.`);
+    throw new UsageError(`Token file ${file} is readable or writable by other users (mode ${(stat.mode & 0o777).toString(8)}); run chmod 600 on it.`);
   }
   return parseTokens(fs.readFileSync(file, 'utf8'), file);
 }

@@ -14,6 +14,7 @@
 // entries that arrive on a chunk without content (an engine holding text back) go with the next content piece —
 // those still pending at the end belonged to text never sent (a stop sequence) and are dropped.
 // What engines send (error shapes, overflow messages, finish reasons) is data in quirks.ts.
+import { scrubKey } from './scrubKey';
 import { BackendError, type FinishReason, type TokenLogprob } from '../../runtime/backend';
 import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, type EngineErrorInfo } from './quirks';
 import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
@@ -60,10 +61,11 @@ export class EndpointUnreachable extends BackendError {
 
 const MAX_ERROR_TEXT = 300;
 
-/** Engine-provided text made safe for task errors: no control characters, no key, bounded. */
+/** Engine-provided text made safe for task errors: no control characters, no key in any spelling (scrubKey.ts), bounded. */
 export function engineText(raw: unknown, apiKey?: string): string {
-  let s = typeof raw === 'string' ? raw : JSON.stringify(raw ?? '');
-  if (apiKey) s = s.split(apiKey).join('[key]');
+  // Bounded before the scan: an engine's error text can be a whole body.
+  let s = (typeof raw === 'string' ? raw : JSON.stringify(raw ?? '')).slice(0, 16 * MAX_ERROR_TEXT);
+  s = scrubKey(s, apiKey);
   s = s.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
   return s.length > MAX_ERROR_TEXT ? `${s.slice(0, MAX_ERROR_TEXT)}…` : s;
 }

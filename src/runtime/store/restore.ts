@@ -40,7 +40,10 @@ export interface RestoredStore {
 
 /** Loads the newest usable image from `dir` (created if missing), migrates it and replays the journals after it. */
 export function restoreStore(SQL: SqlJsStatic, dir: string, log?: (msg: string) => void): RestoredStore {
-  fs.mkdirSync(dir, { recursive: true });
+  // The store holds every prompt and output: only its owner may list or read it, also when an earlier version (or
+  // the user) made the folder with the umask's 0755.
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (process.platform !== 'win32' && (fs.statSync(dir).mode & 0o077) !== 0) fs.chmodSync(dir, 0o700);
   const report: OpenReport = {
     checkpointSeq: 0,
     schemaFrom: 0,

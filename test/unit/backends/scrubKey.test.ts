@@ -1,0 +1,44 @@
+// The engine key in every spelling an engine might echo it in is scrubbed from what clients and logs see.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { engineText } from '../../../src/backends/openai/chatStream';
+import { scrubKey } from '../../../src/backends/openai/scrubKey';
+
+const KEY = 'sk-live_4f9QZ2m+/x7Lp0Ra8vWc=Tq3';
+
+test('the key as is, URL-encoded, JSON-escaped, in base64 (both alphabets, also as Basic auth) and cut short is replaced', () => {
+  const spellings = [
+    KEY,
+    encodeURIComponent(KEY),
+    JSON.stringify(KEY).slice(1, -1),
+    Buffer.from(KEY).toString('base64'),
+    Buffer.from(KEY).toString('base64url'),
+    Buffer.from(`:${KEY}`).toString('base64'),
+    Buffer.from(KEY).toString('base64').replace(/=+$/, ''),
+    KEY.slice(0, 12),
+    KEY.slice(5, 20),
+    Buffer.from(KEY).toString('base64').slice(0, 16),
+  ];
+  for (const s of spellings) {
+    const out = scrubKey(`invalid api key "${s}" (check your Authorization header)`, KEY);
+    assert.ok(out.includes('[key]'), `${s} → ${out}`);
+    assert.ok(!out.includes(s), `${s} still in ${out}`);
+    assert.match(out, /^invalid api key "\[key\]" \(check your Authorization header\)$/, s);
+  }
+});
+
+test('text without the key is unchanged, and so is everything with no key configured', () => {
+  const text = 'upstream 401: Unauthorized (model llama-3.1-8b, slot 2)';
+  assert.equal(scrubKey(text, KEY), text);
+  assert.equal(scrubKey(`with ${KEY}`, undefined), `with ${KEY}`);
+  // Short runs that the key happens to share with ordinary words are kept.
+  assert.equal(scrubKey('sk-live is a prefix', KEY), 'sk-live is a prefix');
+});
+
+test('engineText scrubs before it cuts and strips control characters', () => {
+  const body = `${'x'.repeat(290)} ${Buffer.from(KEY).toString('base64')}\n${KEY}`;
+  const out = engineText(body, KEY);
+  assert.ok(!out.includes(KEY.slice(0, 8)), out);
+  assert.ok(!out.includes(Buffer.from(KEY).toString('base64').slice(0, 8)), out);
+  assert.ok(out.length <= 301, String(out.length));
+});
