@@ -6,7 +6,10 @@ import { request as httpRequest } from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
+import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { EventSource } from 'eventsource';
+import OpenAI from 'openai';
 import { TERMINAL_EVENT_TYPES } from '../../../src/protocols/lmsp/lmspConstants';
 import { testModelPath } from '../../fixtures/testModel';
 import { builtCli } from '../../support/prerequisites';
@@ -277,4 +280,29 @@ export function assertContiguous(events: SseEvent[], from = 0): void {
 
 export function removeDir(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * For a describe block: a fresh server before its tests and the unmodified `openai` client on its LMSP URL (token of
+ * principal A, no retries); stopped (exit 0) and removed after them. Read `.server` and `.client` inside tests.
+ */
+export function openAiServer(): { readonly server: Server; readonly client: OpenAI } {
+  const ctx: { server?: Server; client?: OpenAI } = {};
+  before(async () => {
+    ctx.server = await startServer();
+    ctx.client = new OpenAI({ apiKey: ctx.server.tokenA, baseURL: ctx.server.lmsp, maxRetries: 0 });
+  });
+  after(async () => {
+    if (!ctx.server) return;
+    assert.equal(await ctx.server.stop(), 0);
+    removeDir(ctx.server.dataDir);
+  });
+  return {
+    get server() {
+      return ctx.server!;
+    },
+    get client() {
+      return ctx.client!;
+    },
+  };
 }

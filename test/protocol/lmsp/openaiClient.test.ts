@@ -1,37 +1,28 @@
 // An unmodified Responses client (the `openai` npm package) against /lmsp/v1.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { removeDir, startServer, type Server } from './harness';
+import { openAiServer } from './harness';
 
 describe('openai npm client against LMSP', () => {
-  let server: Server;
-  let client: OpenAI;
-  before(async () => {
-    server = await startServer();
-    client = new OpenAI({ apiKey: server.tokenA, baseURL: server.lmsp, maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-    removeDir(server.dataDir);
-  });
+  const ctx = openAiServer();
 
   it('responses.create (plain) and responses.retrieve', async () => {
-    const r = await client.responses.create({ model: server.model, input: 'Say hello', max_output_tokens: 8 });
+    const r = await ctx.client.responses.create({ model: ctx.server.model, input: 'Say hello', max_output_tokens: 8 });
     assert.match(r.id, /^resp_/);
     assert.equal(r.object, 'response');
     assert.ok(['completed', 'incomplete'].includes(r.status!));
     assert.equal(typeof r.output_text, 'string');
     assert.ok(r.output_text.length > 0);
     assert.ok(r.usage!.output_tokens > 0 && r.usage!.output_tokens <= 8);
-    const back = await client.responses.retrieve(r.id);
+    const back = await ctx.client.responses.retrieve(r.id);
     assert.equal(back.id, r.id);
     assert.equal(back.output_text, r.output_text);
   });
 
   it('responses.create with stream: true yields deltas and the final response', async () => {
-    const stream = await client.responses.create({
-      model: server.model,
+    const stream = await ctx.client.responses.create({
+      model: ctx.server.model,
       input: [{ role: 'user', content: 'Stream please' }],
       instructions: 'Be brief.',
       max_output_tokens: 12,
@@ -48,12 +39,12 @@ describe('openai npm client against LMSP', () => {
     assert.equal(types[0], 'response.created');
     assert.ok(final, `no terminal event in ${types.join(',')}`);
     assert.equal((final!.output[0] as any).content[0].text, text);
-    const back = await client.responses.retrieve(final!.id);
+    const back = await ctx.client.responses.retrieve(final!.id);
     assert.equal((back.output[0] as any).content[0].text, text);
   });
 
   it('responses.stream helper accumulates the same text', async () => {
-    const runner = client.responses.stream({ model: server.model, input: 'again', max_output_tokens: 6 });
+    const runner = ctx.client.responses.stream({ model: ctx.server.model, input: 'again', max_output_tokens: 6 });
     let deltas = '';
     runner.on('response.output_text.delta', (e) => (deltas += e.delta));
     const final = await runner.finalResponse();
@@ -63,10 +54,10 @@ describe('openai npm client against LMSP', () => {
 
   it('errors arrive as typed API errors', async () => {
     await assert.rejects(
-      () => client.responses.retrieve('resp_doesnotexist000'),
+      () => ctx.client.responses.retrieve('resp_doesnotexist000'),
       (e: unknown) => e instanceof OpenAI.NotFoundError && (e as any).status === 404,
     );
-    const bad = new OpenAI({ apiKey: 'not-the-token-at-all', baseURL: server.lmsp, maxRetries: 0 });
-    await assert.rejects(() => bad.responses.create({ model: server.model, input: 'x' }), OpenAI.AuthenticationError);
+    const bad = new OpenAI({ apiKey: 'not-the-token-at-all', baseURL: ctx.server.lmsp, maxRetries: 0 });
+    await assert.rejects(() => bad.responses.create({ model: ctx.server.model, input: 'x' }), OpenAI.AuthenticationError);
   });
 });

@@ -4,11 +4,11 @@
 // The demo model's weights are noise: only grammar-constrained output is checkable, so the tests that parse the
 // output rely on the local backend constraining generation to the schema.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { call, removeDir, startServer, type Server } from './harness';
+import { call, openAiServer } from './harness';
 
 const personSchema = {
   type: 'object',
@@ -30,22 +30,13 @@ function refused(code: string, param: string) {
 }
 
 describe('structured output and sampling through LMSP (openai SDK)', () => {
-  let server: Server;
-  let client: OpenAI;
-  before(async () => {
-    server = await startServer();
-    client = new OpenAI({ apiKey: server.tokenA, baseURL: server.lmsp, maxRetries: 0 });
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-    removeDir(server.dataDir);
-  });
+  const ctx = openAiServer();
 
   it('json_schema: the response echoes the format and top_logprobs; output_text is JSON of the schema (grammar)', async () => {
-    const r = await client.responses.create({
-      model: server.model,
+    const r = await ctx.client.responses.create({
+      model: ctx.server.model,
       input: 'A person, please.',
-      max_output_tokens: 64,
+      max_output_tokens: 1024,
       text: { format: personFormat },
       ...({ top_logprobs: 2 } as object),
     });
@@ -61,10 +52,10 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
 
   it('responses.parse with zodTextFormat gives output_parsed (grammar)', async () => {
     const Person = z.object({ name: z.string().max(12), tags: z.array(z.enum(['a', 'b'])).max(3), score: z.number() });
-    const r = await client.responses.parse({
-      model: server.model,
+    const r = await ctx.client.responses.parse({
+      model: ctx.server.model,
       input: 'Describe someone.',
-      max_output_tokens: 96,
+      max_output_tokens: 1024,
       text: { format: zodTextFormat(Person, 'someone') },
     });
     assert.ok(r.output_parsed, r.output_text);
@@ -72,10 +63,10 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
   });
 
   it('a json_schema stream has the Responses event types, and its text is JSON (grammar)', async () => {
-    const stream = await client.responses.create({
-      model: server.model,
+    const stream = await ctx.client.responses.create({
+      model: ctx.server.model,
       input: 'Stream a person.',
-      max_output_tokens: 64,
+      max_output_tokens: 1024,
       text: { format: personFormat },
       stream: true,
     });
@@ -106,7 +97,7 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
   it('a schema keyword the backend cannot enforce is 400 invalid_json_schema naming it (backend check)', async () => {
     const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' } }, required: ['code'], additionalProperties: false };
     await assert.rejects(
-      () => client.responses.create({ model: server.model, input: 'x', text: { format: { type: 'json_schema', name: 'code', schema, strict: true } } }),
+      () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', text: { format: { type: 'json_schema', name: 'code', schema, strict: true } } }),
       (e: unknown) => {
         assert.ok(e instanceof OpenAI.BadRequestError, String(e));
         assert.equal(e.code, 'invalid_json_schema', e.message);
@@ -129,16 +120,16 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
       [{ type: 'json_schema', name: 'person', schema: personSchema, colour: 'red' }, 'text.format.colour'],
     ];
     for (const [format, param] of cases) {
-      await assert.rejects(() => client.responses.create({ model: server.model, input: 'x', text: { format: format as never } }), refused('invalid_request', param));
+      await assert.rejects(() => ctx.client.responses.create({ model: ctx.server.model, input: 'x', text: { format: format as never } }), refused('invalid_request', param));
     }
   });
 
   it('json_object needs the word "json" in the input or instructions (as OpenAI)', async () => {
     await assert.rejects(
-      () => client.responses.create({ model: server.model, input: 'hello', text: { format: { type: 'json_object' } } }),
+      () => ctx.client.responses.create({ model: ctx.server.model, input: 'hello', text: { format: { type: 'json_object' } } }),
       refused('invalid_request', 'text.format'),
     );
-    const r = await client.responses.create({ model: server.model, input: 'hello', instructions: 'Answer in JSON.', max_output_tokens: 2, text: { format: { type: 'json_object' } } });
+    const r = await ctx.client.responses.create({ model: ctx.server.model, input: 'hello', instructions: 'Answer in JSON.', max_output_tokens: 2, text: { format: { type: 'json_object' } } });
     assert.deepEqual(r.text?.format, { type: 'json_object' });
   });
 
@@ -160,13 +151,13 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
     ];
     for (const [extras, param] of bad) {
       await assert.rejects(
-        () => client.responses.create({ model: server.model, input: 'x', ...({ task_runtime: extras } as object) }),
+        () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', ...({ task_runtime: extras } as object) }),
         refused('invalid_request', param),
       );
     }
-    await assert.rejects(() => client.responses.create({ model: server.model, input: 'x', ...({ top_logprobs: 21 } as object) }), refused('invalid_request', 'top_logprobs'));
-    const ok = await client.responses.create({
-      model: server.model,
+    await assert.rejects(() => ctx.client.responses.create({ model: ctx.server.model, input: 'x', ...({ top_logprobs: 21 } as object) }), refused('invalid_request', 'top_logprobs'));
+    const ok = await ctx.client.responses.create({
+      model: ctx.server.model,
       input: 'x',
       max_output_tokens: 3,
       ...({ task_runtime: { seed: 7, stop: ['\n\n'], top_k: 40, min_p: 0.05, repeat_penalty: 1.1, frequency_penalty: 0.5, presence_penalty: -0.5 } } as object),
@@ -176,13 +167,13 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
 
   it('include: only message.output_text.logprobs; another value is 400 unsupported_capability naming it', async () => {
     await assert.rejects(
-      () => client.responses.create({ model: server.model, input: 'x', include: ['message.output_text.logprobs', 'file_search_call.results'] }),
+      () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', include: ['message.output_text.logprobs', 'file_search_call.results'] }),
       (e: unknown) => refused('unsupported_capability', 'include.1')(e) && /file_search_call\.results/.test((e as Error).message),
     );
   });
 
   it('POST /tasks: the same checks, the params under input.', async () => {
-    const input = { model: server.model, input: 'x', max_output_tokens: 2 };
+    const input = { model: ctx.server.model, input: 'x', max_output_tokens: 2 };
     const cases: Array<[Record<string, unknown>, number, string, string]> = [
       [{ task_runtime: { top_k: 5000 } }, 400, 'invalid_request', 'input.task_runtime.top_k'],
       [{ text: { format: { type: 'json_schema', name: '', schema: personSchema } } }, 400, 'invalid_request', 'input.text.format.name'],
@@ -190,7 +181,7 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
       [{ include: ['reasoning.encrypted_content'] }, 400, 'unsupported_capability', 'input.include.0'],
     ];
     for (const [extra, status, code, param] of cases) {
-      const r = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { ...input, ...extra } } });
+      const r = await call(ctx.server, 'POST', '/tasks', { body: { type: 'response', input: { ...input, ...extra } } });
       assert.equal(r.status, status, r.text);
       assert.match(String(r.headers['content-type']), /^application\/problem\+json/);
       assert.equal(r.json.code, code);
@@ -201,39 +192,39 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
   });
 
   it('POST /tasks: a backend refusal names the param under input. (backend check)', async () => {
-    const input = { model: server.model, input: 'x', max_output_tokens: 2 };
+    const input = { model: ctx.server.model, input: 'x', max_output_tokens: 2 };
     const pattern = { type: 'object', properties: { a: { type: 'string', pattern: 'x+' } }, required: ['a'], additionalProperties: false };
-    const r = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { ...input, text: { format: { type: 'json_schema', name: 'p', schema: pattern } } } } });
+    const r = await call(ctx.server, 'POST', '/tasks', { body: { type: 'response', input: { ...input, text: { format: { type: 'json_schema', name: 'p', schema: pattern } } } } });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.json.code, 'invalid_json_schema');
     assert.match(r.json.param, /^input\.text\.format\.schema/);
   });
 
   it('the idempotency fingerprint covers text.format and the sampling member', async () => {
-    const body = (extra: Record<string, unknown>) => ({ model: server.model, input: 'same', max_output_tokens: 2, ...extra });
-    const first = await call(server, 'POST', '/responses', { body: body({ task_runtime: { seed: 1 } }), headers: { 'idempotency-key': 'fp-sampling' } });
+    const body = (extra: Record<string, unknown>) => ({ model: ctx.server.model, input: 'same', max_output_tokens: 2, ...extra });
+    const first = await call(ctx.server, 'POST', '/responses', { body: body({ task_runtime: { seed: 1 } }), headers: { 'idempotency-key': 'fp-sampling' } });
     assert.equal(first.status, 200, first.text);
-    const seed = await call(server, 'POST', '/responses', { body: body({ task_runtime: { seed: 2 } }), headers: { 'idempotency-key': 'fp-sampling' } });
+    const seed = await call(ctx.server, 'POST', '/responses', { body: body({ task_runtime: { seed: 2 } }), headers: { 'idempotency-key': 'fp-sampling' } });
     assert.equal(seed.status, 422);
     assert.equal(seed.json.code, 'idempotency_key_reused');
-    const format = await call(server, 'POST', '/responses', {
+    const format = await call(ctx.server, 'POST', '/responses', {
       body: body({ task_runtime: { seed: 1 }, text: { format: { type: 'json_object' } }, instructions: 'json' }),
       headers: { 'idempotency-key': 'fp-sampling' },
     });
     assert.equal(format.status, 422);
-    const again = await call(server, 'POST', '/responses', { body: body({ task_runtime: { seed: 1 } }), headers: { 'idempotency-key': 'fp-sampling' } });
+    const again = await call(ctx.server, 'POST', '/responses', { body: body({ task_runtime: { seed: 1 } }), headers: { 'idempotency-key': 'fp-sampling' } });
     assert.equal(again.status, 200);
     assert.equal(again.json.id, first.json.id);
   });
 
   it('GET /models shows the context a task runs with (vendor member, null until known)', async () => {
-    await client.responses.create({ model: server.model, input: 'load it', max_output_tokens: 1 });
-    const r = await call(server, 'GET', `/models/${encodeURIComponent(server.model)}`);
+    await ctx.client.responses.create({ model: ctx.server.model, input: 'load it', max_output_tokens: 1 });
+    const r = await call(ctx.server, 'GET', `/models/${encodeURIComponent(ctx.server.model)}`);
     assert.equal(r.status, 200);
     assert.ok('context_length' in r.json.task_runtime, JSON.stringify(r.json));
     const n = r.json.task_runtime.context_length;
     assert.ok(n === null || (Number.isInteger(n) && n > 0), String(n));
-    const list = await call(server, 'GET', '/models');
+    const list = await call(ctx.server, 'GET', '/models');
     assert.ok(list.json.data.every((m: { task_runtime?: object }) => m.task_runtime && 'context_length' in m.task_runtime));
   });
 });

@@ -1,6 +1,7 @@
 // Test servers for the MCP door: an in-process listener (door options under test control, two principals) and
 // a real `task-runtime serve` process (restart tests): the product's dist/cli.js, or with the conformance fixtures
 // the test entry point out/test/fixtures/conformance/serve.js (the same serve). Plus a raw JSON-RPC-over-HTTP helper.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -8,6 +9,7 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { CompositeBackend } from '../../../src/backends/composite';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { startListener, type Listener } from '../../../src/protocols/http/listener';
@@ -241,4 +243,15 @@ export class RawSession {
     const r = await this.post({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) });
     return r.messages.find((m) => m.id === id) ?? { status: r.status, messages: r.messages };
   }
+}
+
+/** The McpError a request fails with (fails the test when it succeeds or fails otherwise). */
+export async function rpcError(p: Promise<unknown>): Promise<McpError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof McpError, `expected McpError, got ${String(e)}`);
+    return e;
+  }
+  assert.fail('expected the request to fail');
 }

@@ -13,7 +13,7 @@ import {
   type Task,
 } from '@modelcontextprotocol/sdk/types.js';
 import { sleep, until } from '../../support/wait';
-import { connect, connectWatchingStream, MODEL_ID, startInProcess, TOKENS, type InProcessServer } from './harness';
+import { connect, connectWatchingStream, MODEL_ID, rpcError, startInProcess, TOKENS, type InProcessServer } from './harness';
 
 async function createTask(client: Client, name: string, args: Record<string, unknown>, ttl?: number): Promise<Task> {
   const r = await client.request(
@@ -23,15 +23,6 @@ async function createTask(client: Client, name: string, args: Record<string, unk
   return r.task;
 }
 
-async function rpcError(p: Promise<unknown>): Promise<McpError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof McpError, `expected McpError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail('expected the request to fail');
-}
 
 async function tokensOf(client: Client, taskId: string): Promise<number> {
   const r = await client.callTool({ name: 'get_task_text', arguments: { taskId } });
