@@ -4,6 +4,7 @@
 // reader (chatStream.ts), the pool (engine.ts) and the backend (remoteBackend.ts) read these tables; nothing else
 // branches on an engine's name. Each row names the engine and version it comes from; each is covered by the
 // scripted engine's flavours (test/fixtures/fakeEngine.ts, test/unit/backends/engineKinds.test.ts).
+import { SAMPLING_EXTRAS, type SamplingField } from '../../runtime/responses';
 
 /** Kinds of engine a configuration may name; `openai` is any other OpenAI-compatible server (the default). */
 export const ENGINE_KINDS = ['llama.cpp', 'vllm', 'ollama', 'lmstudio', 'openai'] as const;
@@ -30,20 +31,12 @@ export interface EngineProfile {
   request: EngineRequestFields;
 }
 
-/** GenerateRequest's sampling fields that not every engine honours. */
-export const SAMPLING_FIELDS = ['seed', 'stop', 'topK', 'minP', 'repeatPenalty', 'frequencyPenalty', 'presencePenalty'] as const;
-export type SamplingField = (typeof SAMPLING_FIELDS)[number];
+/** GenerateRequest's sampling fields that not every engine honours (the request's `task_runtime` member). */
+export const SAMPLING_FIELDS = Object.keys(SAMPLING_EXTRAS) as SamplingField[];
+export type { SamplingField };
 
 /** Where each sampling field comes from in a stored request (the `param` of a refusal). */
-export const SAMPLING_PARAMS: Record<SamplingField, string> = {
-  seed: 'task_runtime.seed',
-  stop: 'task_runtime.stop',
-  topK: 'task_runtime.top_k',
-  minP: 'task_runtime.min_p',
-  repeatPenalty: 'task_runtime.repeat_penalty',
-  frequencyPenalty: 'task_runtime.frequency_penalty',
-  presencePenalty: 'task_runtime.presence_penalty',
-};
+export const SAMPLING_PARAMS = Object.fromEntries(SAMPLING_FIELDS.map((f) => [f, `task_runtime.${SAMPLING_EXTRAS[f]}`])) as Record<SamplingField, string>;
 
 /**
  * What an engine kind honours on POST /v1/chat/completions. A field it does not list is refused at create
