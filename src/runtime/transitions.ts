@@ -75,30 +75,10 @@ export class TaskTransitions {
     const events = queuedEvents(task);
     const ops = this.store.createTaskOps(task, queueOrder, events, task.createdAt);
     if (o.extraOps?.length) ops.push(...o.extraOps);
-    const tell = () => {
-      this.bus.publish(events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: task.createdAt })));
-      this.bus.publishChange(task);
-    };
-    const defer = o.defer;
-    if (!defer) {
-      this.store.database.write(ops);
-      return tell();
-    }
-    this.holdEvents(task.id, 0);
-    this.store.database.write(ops, {
-      defer: {
-        onDurable: () => {
-          this.releaseEvents(task.id);
-          tell();
-          defer.onDurable();
-        },
-        onFailed: (e) => {
-          this.releaseEvents(task.id);
-          defer.onFailed(e);
-        },
-      },
-    });
+    const stored = events.map((e, i) => ({ taskId: task.id, seq: i, type: e.type, data: e.data, createdAt: task.createdAt }));
+    this.commit([{ next: task, ops, stored }], o.defer);
   }
+
 
   // ---------------- one run: queued → loading → running ----------------
 
@@ -406,8 +386,8 @@ export class TaskTransitions {
     return { next, ops, stored };
   }
 
-  /** One durable write for all planned steps, then listeners hear of each, in order. */
-  private commit(planned: Planned[], defer?: DeferredTransition): TaskRecord {
+  /** One durable write for all planned steps, then listeners hear of each, in order (with `defer`: once durable). */
+  private commit(planned: Planned[], defer?: DeferredTransition & { onDurable?(): void }): TaskRecord {
     const tell = () => {
       for (const p of planned) {
         this.bus.publish(p.stored);
@@ -423,6 +403,7 @@ export class TaskTransitions {
           onDurable: () => {
             this.releaseEvents(id);
             tell();
+            defer.onDurable?.();
           },
           onFailed: (e) => {
             this.releaseEvents(id);
