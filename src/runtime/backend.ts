@@ -58,8 +58,46 @@ export function describeHardware(h: ModelHardware): string {
 }
 
 export interface ChatMessage {
-  role: 'system' | 'developer' | 'user' | 'assistant';
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** role `assistant`: the function calls it made (after its text, if any). */
+  toolCalls?: ToolCall[];
+  /** role `tool`: the call this message answers (`function_call_output`). */
+  callId?: string;
+}
+
+/** A function call the model made (Responses `function_call` item). */
+export interface ToolCall {
+  callId: string;
+  name: string;
+  /** The arguments as the JSON text the model produced. */
+  arguments: string;
+}
+
+/** A function the model may call. */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object; absent: any object. */
+  parameters?: Record<string, unknown>;
+  /** Arguments must validate against `parameters` (local backends always constrain forced calls by grammar). */
+  strict?: boolean;
+}
+
+/** `auto`: the model decides (its chat template's tool syntax); `required`: at least one call; a name: that call. */
+export type ToolChoice = 'auto' | 'required' | { name: string };
+
+/**
+ * Where a piece of generated text goes: absent = the answer (the message item's output_text); `reasoning` = the
+ * model's thought segment (a `reasoning` item); `function_call` = the raw JSON arguments of that call (one
+ * `function_call` item per callId, in the order the calls were started).
+ */
+export type OutputChannel = { kind: 'reasoning' } | { kind: 'function_call'; callId: string; name: string };
+
+/** Text delivered on one channel, in the order it was emitted (consecutive pieces of one channel joined). */
+export interface OutputSegment {
+  channel?: OutputChannel;
+  text: string;
 }
 
 export interface GenerateRequest {
@@ -89,6 +127,14 @@ export interface GenerateRequest {
   topLogprobs?: number;
   /** Constrain the output to JSON (any object, or a document valid against a schema); absent: free text. */
   format?: OutputFormat;
+  /** Functions the model may call; absent or empty: none (also for tool_choice `none`: they are not offered). */
+  tools?: ToolDefinition[];
+  /** Absent: `auto` when tools are given. */
+  toolChoice?: ToolChoice;
+  /** At most one call per response when false (default true). */
+  parallelToolCalls?: boolean;
+  /** Reasoning effort asked for (a backend refuses it in checkRequest when the model has no such control). */
+  reasoningEffort?: 'none' | 'minimal' | 'low' | 'medium' | 'high';
 }
 
 /**
@@ -136,9 +182,11 @@ export interface GenerateOptions {
   signal: AbortSignal;
   /**
    * Called for every decoded piece of text, in order. `tokens` is the number of tokens the piece covers;
-   * `logprobs`, when the request asked for them, one entry per token of the piece.
+   * `logprobs`, when the request asked for them, one entry per token of the piece (answer text only). `channel`
+   * says where the piece goes (absent: the answer): a function call's arguments are emitted as the raw JSON text,
+   * its callId (unique in the response, e.g. `call_` + random) chosen by the backend when the call starts.
    */
-  onText(text: string, tokens: number, logprobs?: TokenLogprob[]): void;
+  onText(text: string, tokens: number, logprobs?: TokenLogprob[], channel?: OutputChannel): void;
   /**
    * Continue an output that clients already received part of (only when `supportsResume`): the backend brings
    * the model to "prompt + delivered text" — from the snapshot plus the text after it when the snapshot is usable,
@@ -170,8 +218,14 @@ export interface GenerateOptions {
 export interface ResumeFrom {
   /** State saved by an earlier run; used when its text is a prefix of `text`, else (or absent) prompt + text are evaluated. */
   snapshot?: GenerationSnapshot;
-  /** All output text clients received. */
+  /** All answer text clients received (the message item's text). */
   text: string;
+  /**
+   * Everything clients received, by channel, in emission order (answer text, reasoning, function-call arguments);
+   * the backend re-feeds it in its own syntax so that the model continues where it stood (a call half written
+   * continues inside its grammar, in the same item). Absent: everything was answer text (`text`).
+   */
+  segments?: OutputSegment[];
   /** Output tokens counted for that text. */
   outputTokens: number;
 }

@@ -94,6 +94,26 @@ export interface ResponseSamplingExtras {
   presence_penalty?: number;
 }
 
+/** A function tool of a Responses request (OpenAI's flat Responses shape, not chat completions' nested one). */
+export interface ResponseFunctionTool {
+  type: 'function';
+  /** 1–64 of [A-Za-z0-9_-]. */
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object (absent: any object). */
+  parameters?: Record<string, unknown>;
+  strict?: boolean;
+}
+
+/** `tool_choice` of a Responses request. */
+export type ResponseToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; name: string };
+
+/** `reasoning` of a Responses request. */
+export interface ResponseReasoning {
+  effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high';
+  summary?: 'auto' | 'concise' | 'detailed' | null;
+}
+
 /** A Responses-style request, already validated by the door that accepted it; stored with the task as it is. */
 export interface ResponseRequest {
   model?: string;
@@ -107,6 +127,16 @@ export interface ResponseRequest {
   include?: string[];
   text?: { format?: ResponseTextFormat };
   task_runtime?: ResponseSamplingExtras;
+  /** Function tools the model may call (input items `function_call` / `function_call_output` carry a round trip). */
+  tools?: ResponseFunctionTool[];
+  tool_choice?: ResponseToolChoice;
+  /** Whether the model may make more than one call in one response (default true, as OpenAI). */
+  parallel_tool_calls?: boolean;
+  reasoning?: ResponseReasoning;
+  /** OpenAI background mode: the request was made as a background response (the task is the same either way). */
+  background?: boolean;
+  /** The stored response this one continues (its input and output come before `input`); resolved at create. */
+  previous_response_id?: string;
   metadata?: Record<string, string>;
   [key: string]: unknown;
 }
