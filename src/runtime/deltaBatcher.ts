@@ -5,7 +5,10 @@
 // since it; the window starts at `minWindowMs` (the runtime's `deltaFlushMs`, 16 ms) and follows the cost of a
 // write: about 20× the recent write time, at most `maxWindowMs` (100 ms), so that on a slow disk writes stay a
 // small share of generation time. A snapshot is written together with the text it covers (flush(snapshot)).
-import type { GenerationSnapshot, TokenLogprob } from './backend';
+// What is batched are output steps (outputItems.ts): consecutive deltas of the answer text, or of one item, join
+// into one; an item opened or closed is kept in its place among them.
+import type { GenerationSnapshot } from './backend';
+import type { OutputStep } from './outputItems';
 
 export const MAX_DELTA_WINDOW_MS = 100;
 
@@ -16,18 +19,14 @@ export interface DeltaBatcherOptions {
   maxWindowMs?: number;
   /** Monotonic ms clock for windows and write times (the runtime passes performance.now). */
   now: () => number;
-  /**
-   * Persists `text` (may be empty when only a snapshot is due), the log-probabilities of its tokens (when the pieces
-   * came with them) and the snapshot, in one durable write.
-   */
-  write(text: string, snapshot?: GenerationSnapshot, logprobs?: TokenLogprob[]): void;
+  /** Persists `steps` (may be empty when only a snapshot is due) and the snapshot, in one durable write. */
+  write(steps: OutputStep[], snapshot?: GenerationSnapshot): void;
   /** A write threw: told once; the batcher writes nothing after that. */
   onError(err: Error): void;
 }
 
 export class DeltaBatcher {
-  private pending = '';
-  private pendingLogprobs: TokenLogprob[] | undefined;
+  private pending: OutputStep[] = [];
   private lastWrite = Number.NEGATIVE_INFINITY;
   private writeMs = 0;
   private windowMs: number;
@@ -38,11 +37,10 @@ export class DeltaBatcher {
     this.windowMs = o.minWindowMs;
   }
 
-  /** Adds a piece of text (and its tokens' log-probabilities): written now when the window since the last write has passed, else when it has. */
-  add(text: string, logprobs?: TokenLogprob[]): void {
-    if (this.failed) return;
-    this.pending += text;
-    if (logprobs?.length) (this.pendingLogprobs ??= []).push(...logprobs);
+  /** Adds output steps: written now when the window since the last write has passed, else when it has. */
+  add(steps: readonly OutputStep[]): void {
+    if (this.failed || steps.length === 0) return;
+    for (const step of steps) this.merge(step);
     if (this.o.now() - this.lastWrite >= this.windowMs) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.windowMs);
   }
@@ -50,15 +48,13 @@ export class DeltaBatcher {
   /** Writes what is pending now, with `snapshot` when given (even without text). Nothing pending: no write. */
   flush(snapshot?: GenerationSnapshot): void {
     this.clearTimer();
-    if (this.failed || (!this.pending && !snapshot)) return;
-    const text = this.pending;
-    const logprobs = this.pendingLogprobs;
-    this.pending = '';
-    this.pendingLogprobs = undefined;
+    if (this.failed || (this.pending.length === 0 && !snapshot)) return;
+    const steps = this.pending;
+    this.pending = [];
     const started = this.o.now();
     this.lastWrite = started;
     try {
-      this.o.write(text, snapshot, logprobs);
+      this.o.write(steps, snapshot);
     } catch (e) {
       this.failed = true;
       this.o.onError(e instanceof Error ? e : new Error(String(e)));
@@ -68,7 +64,19 @@ export class DeltaBatcher {
     this.windowMs = Math.min(this.o.maxWindowMs ?? MAX_DELTA_WINDOW_MS, Math.max(this.o.minWindowMs, this.writeMs * 20));
   }
 
-  /** Stops the timer. Text still pending is dropped: flush() first. */
+  private merge(step: OutputStep): void {
+    const last = this.pending[this.pending.length - 1];
+    if (last?.kind === 'text' && step.kind === 'text') {
+      const logprobs = last.logprobs || step.logprobs ? [...(last.logprobs ?? []), ...(step.logprobs ?? [])] : undefined;
+      this.pending[this.pending.length - 1] = { kind: 'text', delta: last.delta + step.delta, ...(logprobs ? { logprobs } : {}) };
+    } else if (last?.kind === 'delta' && step.kind === 'delta' && last.index === step.index) {
+      this.pending[this.pending.length - 1] = { ...step, delta: last.delta + step.delta };
+    } else {
+      this.pending.push(step);
+    }
+  }
+
+  /** Stops the timer. Steps still pending are dropped: flush() first. */
   close(): void {
     this.clearTimer();
   }

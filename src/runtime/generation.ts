@@ -10,9 +10,11 @@ import {
   type GenerateResult,
   type GenerationSnapshot,
   type ModelBackend,
+  type OutputSegment,
   type RequestError,
   type TokenLogprob,
 } from './backend';
+import { OutputAssembler } from './outputItems';
 import { DeltaBatcher } from './deltaBatcher';
 import { newMessageId } from './ids';
 import { answersByName, checkInputRequests, newRound, sameRound, unansweredKeys } from './input';
@@ -46,6 +48,8 @@ export interface ResumePoint {
   messageId: string;
   /** Their log-probabilities, when the request asked for them. */
   logprobs?: TokenLogprob[];
+  /** Everything delivered by channel, when not all of it was answer text (Delivered.segments). */
+  segments?: OutputSegment[];
 }
 
 /**
@@ -64,7 +68,7 @@ export interface RequeueRequest {
 }
 
 /** How the backend's stream ended: the text and tokens delivered, and its result or what it threw. */
-type Streamed = { text: string; tokens: number; logprobs?: TokenLogprob[] } & ({ ok: true; result: GenerateResult } | { ok: false; error: unknown });
+type Streamed = { text: string; tokens: number; logprobs?: TokenLogprob[]; segments?: OutputSegment[] } & ({ ok: true; result: GenerateResult } | { ok: false; error: unknown });
 
 export class GenerationRun {
   readonly abort = new AbortController();
@@ -196,16 +200,17 @@ export class GenerationRun {
   private async stream(running: TaskRecord): Promise<Streamed> {
     const id = this.taskId;
     const resumed = this.resume;
-    let text = resumed ? resumed.text : '';
+    // The output so far (a resumed attempt's delivered segments first): turns pieces into steps and items.
+    const output = new OutputAssembler(this.messageId, resumed ? (resumed.segments ?? [{ text: resumed.text }]) : undefined);
     let tokens = resumed?.outputTokens ?? 0;
     // Log-probabilities of every delivered token, when the request asked for them (the final output part carries them).
     let logprobs = resumed?.logprobs ? [...resumed.logprobs] : undefined;
     const batcher = new DeltaBatcher({
       minWindowMs: this.settings.deltaFlushMs,
       now: () => performance.now(),
-      write: (delta, snapshot, lp) =>
+      write: (steps, snapshot) =>
         // A task waiting for input keeps saying so.
-        this.transitions.progress(id, { messageId: this.messageId, tokens, delta, logprobs: lp, snapshot, waiting: this.waiting !== undefined }),
+        this.transitions.progress(id, { messageId: this.messageId, tokens, output: steps, snapshot, waiting: this.waiting !== undefined }),
       // Writes run from timers and backend callbacks: a failed one must stop the generation, not escape there.
       onError: (e) => {
         this.storeError = e;
@@ -221,12 +226,13 @@ export class GenerationRun {
         generateRequestOf(running.input, running.model),
         {
           signal: this.abort.signal,
-          resumeFrom: resumed ? { snapshot: resumed.snapshot, text: resumed.text, outputTokens: resumed.outputTokens } : undefined,
-          onText: (piece, n, lp) => {
-            if (lp) (logprobs ??= []).push(...lp);
-            text += piece;
+          resumeFrom: resumed
+            ? { snapshot: resumed.snapshot, text: resumed.text, outputTokens: resumed.outputTokens, ...(resumed.segments ? { segments: resumed.segments } : {}) }
+            : undefined,
+          onText: (piece, n, lp, channel) => {
+            if (lp && !channel) (logprobs ??= []).push(...lp);
             tokens += n;
-            batcher.add(piece, lp);
+            batcher.add(output.push(piece, channel, channel ? undefined : lp));
           },
           snapshots: snapshotsWanted
             ? {
@@ -240,9 +246,11 @@ export class GenerationRun {
           requestInput: (requests, options) => this.requestInput(requests, options?.message),
         },
       );
-      return { text, tokens, logprobs, ok: true, result };
+      // The last item closes with the response: written with the text before the terminal batch.
+      if (result.finishReason !== 'max_output_tokens') batcher.add(output.finish());
+      return { text: output.text, segments: output.segments, tokens, logprobs, ok: true, result };
     } catch (error) {
-      return { text, tokens, logprobs, ok: false, error };
+      return { text: output.text, segments: output.segments, tokens, logprobs, ok: false, error };
     } finally {
       this.flushText = undefined;
       batcher.flush();
@@ -306,7 +314,13 @@ export class GenerationRun {
   /** The terminal transition for how the stream ended; rejects with the store error when a write failed. */
   private finish(streamed: Streamed): void {
     const id = this.taskId;
-    const delivered = { text: streamed.text, tokens: streamed.tokens, messageId: this.messageId, logprobs: streamed.logprobs };
+    const delivered = {
+      text: streamed.text,
+      tokens: streamed.tokens,
+      messageId: this.messageId,
+      logprobs: streamed.logprobs,
+      ...(streamed.segments ? { segments: streamed.segments } : {}),
+    };
     if (this.storeError) throw this.storeError;
     if (!streamed.ok) {
       if (this.stopReason) return this.finishStopped(delivered);

@@ -53,7 +53,7 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
     }
     if (task.onRestart === 'resume' && backend.supportsResume(task.model)) {
       const snapshot = store.snapshotOf(task.id);
-      const { text, messageId, logprobs } = transitions.delivered(task);
+      const { text, messageId, logprobs, segments } = transitions.delivered(task);
       // Everything clients received is in the event log: the attempt continues in the same output item, from the
       // snapshot when it covers a prefix of that text, else from prompt + text evaluated again. Only a task that
       // never opened its output item (nothing delivered) starts a new attempt.
@@ -65,6 +65,7 @@ export function recoverTasks(store: TaskStore, transitions: TaskTransitions, bac
           outputTokens: task.outputTokens,
           messageId,
           ...(logprobs ? { logprobs } : {}),
+          ...(segments ? { segments } : {}),
         });
         out.resumed++;
         continue;

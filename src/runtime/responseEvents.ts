@@ -3,6 +3,7 @@
 // operations (transitions.ts) are the only writers; doors read the types from here, never spell them.
 import { responseObject, taskStatusSnapshot } from './responses';
 import type { TokenLogprob } from './backend';
+import { itemObject, type OutputItem, type OutputStep } from './outputItems';
 import type { NewEvent } from './taskStore';
 import type { Problem, TaskRecord } from './task';
 
@@ -16,6 +17,10 @@ export const EVENT = {
   outputTextDone: 'response.output_text.done',
   contentPartDone: 'response.content_part.done',
   outputItemDone: 'response.output_item.done',
+  functionCallArgumentsDelta: 'response.function_call_arguments.delta',
+  functionCallArgumentsDone: 'response.function_call_arguments.done',
+  reasoningTextDelta: 'response.reasoning_text.delta',
+  reasoningTextDone: 'response.reasoning_text.done',
   completed: 'response.completed',
   incomplete: 'response.incomplete',
   failed: 'response.failed',
@@ -72,13 +77,57 @@ export function textDeltaEvent(messageId: string, delta: string, logprobs?: Toke
   return { type: EVENT.outputTextDelta, data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: lp } };
 }
 
+/** The events of output steps (outputItems.ts), in order: answer text deltas and the items after the message. */
+export function outputStepEvents(messageId: string, steps: readonly OutputStep[]): NewEvent[] {
+  const events: NewEvent[] = [];
+  for (const step of steps) {
+    if (step.kind === 'text') {
+      events.push(textDeltaEvent(messageId, step.delta, step.logprobs));
+      continue;
+    }
+    const { index: output_index, item } = step;
+    if (step.kind === 'open') {
+      events.push({ type: EVENT.outputItemAdded, data: { output_index, item: itemObject(item) } });
+    } else if (step.kind === 'delta') {
+      events.push(
+        item.type === 'reasoning'
+          ? { type: EVENT.reasoningTextDelta, data: { item_id: item.id, output_index, content_index: 0, delta: step.delta } }
+          : { type: EVENT.functionCallArgumentsDelta, data: { item_id: item.id, output_index, delta: step.delta } },
+      );
+    } else {
+      events.push(...itemDoneEvents(output_index, item));
+    }
+  }
+  return events;
+}
+
+/** An item's closing events: its text or arguments done, then the item done (status from the item). */
+function itemDoneEvents(output_index: number, item: OutputItem, open: 'completed' | 'incomplete' = 'completed'): NewEvent[] {
+  const done =
+    item.type === 'reasoning'
+      ? { type: EVENT.reasoningTextDone, data: { item_id: item.id, output_index, content_index: 0, text: item.text } }
+      : { type: EVENT.functionCallArgumentsDone, data: { item_id: item.id, output_index, name: item.name, arguments: item.arguments } };
+  return [done, { type: EVENT.outputItemDone, data: { output_index, item: itemObject(item, open) } }];
+}
+
 /**
- * The events that close a finished output: text done, part done, item done, then completed (or incomplete).
+ * The events that close a finished output: an item still open after the message closed (completed, or incomplete
+ * at the token limit), then text done, part done, message item done, then completed (or incomplete).
  * `logprobs`: every token's, when asked for.
  */
-export function finishedEvents(t: TaskRecord, messageId: string, text: string, incomplete: boolean, logprobs: TokenLogprob[] = []): NewEvent[] {
+export function finishedEvents(
+  t: TaskRecord,
+  messageId: string,
+  text: string,
+  incomplete: boolean,
+  logprobs: TokenLogprob[] = [],
+  items: readonly OutputItem[] = [],
+): NewEvent[] {
   const part = { type: 'output_text', text, annotations: [], logprobs };
+  const open = items.findIndex((i) => !i.done);
+  const closing = open >= 0 ? itemDoneEvents(1 + open, items[open], incomplete ? 'incomplete' : 'completed') : [];
   return [
+    ...closing,
     { type: EVENT.outputTextDone, data: { item_id: messageId, output_index: 0, content_index: 0, text, logprobs } },
     { type: EVENT.contentPartDone, data: { item_id: messageId, output_index: 0, content_index: 0, part } },
     {

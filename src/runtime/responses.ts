@@ -1,5 +1,6 @@
 // Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
-import type { ChatMessage, GenerateRequest, TokenLogprob } from './backend';
+import type { ChatMessage, GenerateRequest, TokenLogprob, ToolCall } from './backend';
+import { itemObject, type OutputItem } from './outputItems';
 import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest, type ResponseSamplingExtras, type TaskRecord, type Usage } from './task';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -13,6 +14,8 @@ export interface ResponseParts {
   logprobs?: TokenLogprob[];
   messageId?: string;
   itemStatus?: 'in_progress' | 'completed' | 'incomplete';
+  /** Reasoning and function-call items after the message (outputItems.ts). */
+  items?: readonly OutputItem[];
   usage?: Usage | null;
   error?: { code: string; message: string } | null;
   incompleteReason?: string | null;
@@ -21,18 +24,21 @@ export interface ResponseParts {
 
 export function responseObject(task: TaskRecord, parts: ResponseParts): Record<string, unknown> {
   const input = task.input;
-  const output =
+  const itemStatus = parts.itemStatus ?? 'completed';
+  const output: Array<Record<string, unknown>> =
     parts.messageId !== undefined
       ? [
           {
             id: parts.messageId,
             type: 'message',
-            status: parts.itemStatus ?? 'completed',
+            status: itemStatus,
             role: 'assistant',
             content: [{ type: 'output_text', text: parts.text ?? '', annotations: [], logprobs: parts.logprobs ?? [] }],
           },
+          ...(parts.items ?? []).map((item) => itemObject(item, itemStatus)),
         ]
       : [];
+  const tools = input.tools ?? [];
   return {
     id: task.responseId,
     object: 'response',
@@ -48,9 +54,10 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     top_logprobs: input.top_logprobs ?? null,
     output,
     output_text: parts.text ?? '',
-    parallel_tool_calls: false,
-    tool_choice: 'none',
-    tools: [],
+    parallel_tool_calls: input.parallel_tool_calls ?? true,
+    tool_choice: input.tool_choice ?? (tools.length ? 'auto' : 'none'),
+    tools: tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null })),
+    reasoning: input.reasoning ? { effort: input.reasoning.effort ?? null, summary: input.reasoning.summary ?? null } : null,
     // The request's format as it was given (OpenAI echoes it; a schema comes back whole).
     text: { format: input.text?.format ?? { type: 'text' } },
     truncation: 'disabled',
@@ -92,18 +99,28 @@ function contentText(content: unknown): string {
   return '';
 }
 
-/** Chat messages for the backend from a Responses request (string input = one user message). */
+/**
+ * Chat messages for the backend from a Responses request (string input = one user message). A `function_call`
+ * input item joins the assistant message just before it (or makes one), a `function_call_output` is a `tool`
+ * message; reasoning items from an earlier turn are not given back to the model.
+ */
 export function toChatMessages(input: ResponseRequest): ChatMessage[] {
   if (typeof input.input === 'string') return [{ role: 'user', content: input.input }];
   const messages: ChatMessage[] = [];
   for (const item of input.input) {
     if (!item || typeof item !== 'object') continue;
-    const it = item as { type?: string; role?: string; content?: unknown; output?: unknown };
+    const it = item as { type?: string; role?: string; content?: unknown; output?: unknown; call_id?: unknown; name?: unknown; arguments?: unknown };
     if ((it.type === undefined || it.type === 'message') && typeof it.role === 'string') {
       const role = (['system', 'developer', 'user', 'assistant'] as const).find((r) => r === it.role) ?? 'user';
       messages.push({ role, content: contentText(it.content) });
+    } else if (it.type === 'function_call') {
+      const call: ToolCall = { callId: String(it.call_id ?? ''), name: String(it.name ?? ''), arguments: String(it.arguments ?? '') };
+      const last = messages[messages.length - 1];
+      if (last?.role === 'assistant') (last.toolCalls ??= []).push(call);
+      else messages.push({ role: 'assistant', content: '', toolCalls: [call] });
     } else if (it.type === 'function_call_output') {
-      messages.push({ role: 'user', content: typeof it.output === 'string' ? it.output : JSON.stringify(it.output) });
+      const output = typeof it.output === 'string' ? it.output : contentText(it.output) || JSON.stringify(it.output ?? '');
+      messages.push({ role: 'tool', callId: String(it.call_id ?? ''), content: output });
     }
   }
   return messages;
@@ -138,6 +155,8 @@ export function generateRequestOf(input: ResponseRequest, model: string): Genera
     topP: input.top_p,
     topLogprobs: wantLogprobs ? (input.top_logprobs ?? 0) : undefined,
     format: format && format.type !== 'text' ? format : undefined,
+    ...toolsOf(input),
+    reasoningEffort: input.reasoning?.effort,
   };
   const sampling = out as Record<SamplingField, unknown>;
   for (const [field, name] of Object.entries(SAMPLING_EXTRAS) as Array<[SamplingField, keyof ResponseSamplingExtras]>) sampling[field] = x[name];
@@ -146,6 +165,22 @@ export function generateRequestOf(input: ResponseRequest, model: string): Genera
   else if (!x.stop?.length) delete out.stop;
   for (const k of Object.keys(out) as Array<keyof GenerateRequest>) if (out[k] === undefined) delete out[k];
   return out;
+}
+
+/** The tools part of a GenerateRequest: none for tool_choice `none`. */
+function toolsOf(input: ResponseRequest): Pick<GenerateRequest, 'tools' | 'toolChoice' | 'parallelToolCalls'> {
+  const choice = input.tool_choice ?? 'auto';
+  if (!input.tools?.length || choice === 'none') return {};
+  return {
+    tools: input.tools.map((t) => ({
+      name: t.name,
+      ...(t.description !== undefined ? { description: t.description } : {}),
+      ...(t.parameters !== undefined ? { parameters: t.parameters } : {}),
+      ...(t.strict !== undefined ? { strict: t.strict } : {}),
+    })),
+    toolChoice: typeof choice === 'object' ? { name: choice.name } : choice,
+    ...(input.parallel_tool_calls !== undefined ? { parallelToolCalls: input.parallel_tool_calls } : {}),
+  };
 }
 
 /** A short title from the last user message. */

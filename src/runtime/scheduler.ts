@@ -242,8 +242,8 @@ export class Scheduler {
       transitions.newAttempt(current, () => statusMessage);
     } else {
       transitions.requeue(current, statusMessage);
-      const { text, tokens, messageId, logprobs } = r.delivered;
-      if (r.resume && messageId) this.resumePoints.set(id, { text, outputTokens: tokens, messageId, ...(logprobs ? { logprobs } : {}) });
+      const { text, tokens, messageId, logprobs, segments } = r.delivered;
+      if (r.resume && messageId) this.resumePoints.set(id, { text, outputTokens: tokens, messageId, ...(logprobs ? { logprobs } : {}), ...(segments ? { segments } : {}) });
     }
     const timer = setTimeout(() => {
       this.retryTimers.delete(id);

@@ -5,7 +5,8 @@
 // status (the operation returns undefined). A deferred operation (`defer`) is applied at once but synced in the
 // background (group commit, store/database.ts); its listeners hear of it once it is durable, and `defer.onFailed`
 // runs instead if it never becomes durable (rolled back; the store refuses writes).
-import type { GenerateResult, GenerationSnapshot, TokenLogprob } from './backend';
+import type { GenerateResult, GenerationSnapshot, OutputChannel, OutputSegment, TokenLogprob } from './backend';
+import { itemsOf, type OutputStep } from './outputItems';
 import type { RuntimeError } from './errors';
 import type { TaskEventBus } from './eventBus';
 import { pendingRequests, waitingMessage } from './input';
@@ -16,9 +17,9 @@ import {
   finishedEvents,
   modelLoadingEvent,
   outputOpenedEvents,
+  outputStepEvents,
   queuedEvents,
   statusEvent,
-  textDeltaEvent,
 } from './responseEvents';
 import { responseObject } from './responses';
 import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
@@ -40,6 +41,11 @@ export interface Delivered {
   tokens?: number;
   /** Log-probabilities of the delivered tokens, when the request asked for them. */
   logprobs?: TokenLogprob[];
+  /**
+   * Everything delivered by channel, in order, when some of it was not answer text (reasoning, function calls):
+   * the items after the message follow from it (outputItems.ts itemsOf). Absent: `text` is all there was.
+   */
+  segments?: OutputSegment[];
 }
 
 export const NOTHING_DELIVERED: Delivered = { text: '' };
@@ -113,13 +119,13 @@ export class TaskTransitions {
   }
 
   /**
-   * Progress of a running attempt: the output tokens so far, the text that arrived since the last call (one delta
-   * event), and the resume snapshot that covers it. `waiting`: the task waits for input, and its status message
-   * keeps saying so.
+   * Progress of a running attempt: the output tokens so far, the output that arrived since the last call (its steps:
+   * answer text deltas, items opened, growing and closed — outputItems.ts), and the resume snapshot that covers it.
+   * `waiting`: the task waits for input, and its status message keeps saying so.
    */
   progress(
     id: string,
-    o: { messageId: string; tokens: number; delta?: string; logprobs?: TokenLogprob[]; snapshot?: GenerationSnapshot; waiting?: boolean },
+    o: { messageId: string; tokens: number; output?: readonly OutputStep[]; snapshot?: GenerationSnapshot; waiting?: boolean },
   ): TaskRecord | undefined {
     return this.record(
       id,
@@ -128,7 +134,7 @@ export class TaskTransitions {
         ...(o.waiting ? {} : { statusMessage: `generating: ${o.tokens} tokens` }),
         ...(o.snapshot ? { snapshot: o.snapshot } : {}),
       },
-      () => (o.delta ? [textDeltaEvent(o.messageId, o.delta, o.logprobs)] : []),
+      () => (o.output?.length ? outputStepEvents(o.messageId, o.output) : []),
     );
   }
 
@@ -205,6 +211,7 @@ export class TaskTransitions {
   /** running (or input_required) → succeeded: the response completed, or incomplete at the token limit. */
   succeed(id: string, result: GenerateResult, delivered: Delivered & { messageId: string }): TaskRecord | undefined {
     const { text, messageId } = delivered;
+    const items = itemsOf(messageId, delivered.segments);
     const tokens = delivered.tokens ?? result.outputTokens;
     const incomplete = result.finishReason === 'max_output_tokens';
     const usage = { input_tokens: result.inputTokens, output_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens };
@@ -222,12 +229,13 @@ export class TaskTransitions {
           logprobs: delivered.logprobs,
           messageId,
           itemStatus: incomplete ? 'incomplete' : 'completed',
+          items: items.map((i) => (incomplete ? i : { ...i, done: true })),
           usage,
           incompleteReason: incomplete ? 'max_output_tokens' : null,
           completedAt,
         }),
       }),
-      events: (t) => finishedEvents(t, messageId, text, incomplete, delivered.logprobs),
+      events: (t) => finishedEvents(t, messageId, text, incomplete, delivered.logprobs, items),
     });
   }
 
@@ -245,6 +253,7 @@ export class TaskTransitions {
           text: delivered.text,
           messageId: delivered.messageId,
           itemStatus: 'incomplete',
+          items: delivered.messageId ? itemsOf(delivered.messageId, delivered.segments) : [],
           error: { code: err.code, message: err.detail },
         }),
       }),
@@ -269,7 +278,13 @@ export class TaskTransitions {
         statusMessage: 'cancelled',
         snapshot: null,
         ...(delivered.tokens !== undefined ? { outputTokens: delivered.tokens } : {}),
-        response: responseObject(cur, { status: 'cancelled', text: delivered.text, messageId: delivered.messageId, itemStatus: 'incomplete' }),
+        response: responseObject(cur, {
+          status: 'cancelled',
+          text: delivered.text,
+          messageId: delivered.messageId,
+          itemStatus: 'incomplete',
+          items: delivered.messageId ? itemsOf(delivered.messageId, delivered.segments) : [],
+        }),
       }),
       events: (t) => cancelledEvents(t),
     });
@@ -277,24 +292,49 @@ export class TaskTransitions {
 
   /** What the task's current attempt delivered, read back from its events (after a restart, or a run that is gone). */
   delivered(task: TaskRecord): Delivered {
-    // Text of the current attempt: deltas after its last response.created.
+    // The current attempt: the output after its last response.created, by channel in event order.
     let text = '';
     let messageId: string | undefined;
     let logprobs: TokenLogprob[] | undefined;
+    let segments: OutputSegment[] = [];
+    /** Channels of the items after the message, by item id. */
+    let channels = new Map<string, OutputChannel>();
+    const append = (channel: OutputChannel | undefined, piece: string) => {
+      const last = segments[segments.length - 1];
+      if (last && (last.channel === channel || (!last.channel && !channel))) last.text += piece;
+      else segments.push({ ...(channel ? { channel } : {}), text: piece });
+    };
     for (const ev of this.store.readEvents(task.id, task.oldestSeq - 1)) {
       if (ev.type === EVENT.created) {
         text = '';
         messageId = undefined;
         logprobs = undefined;
+        segments = [];
+        channels = new Map();
       } else if (ev.type === EVENT.outputItemAdded) {
-        messageId = (ev.data.item as { id?: string } | undefined)?.id;
+        const item = ev.data.item as { id?: string; type?: string; call_id?: unknown; name?: unknown } | undefined;
+        if (item?.type === 'message' || ev.data.output_index === 0) messageId = item?.id;
+        else if (item?.id && (item.type === 'reasoning' || item.type === 'function_call')) {
+          const channel: OutputChannel =
+            item.type === 'reasoning' ? { kind: 'reasoning' } : { kind: 'function_call', callId: String(item.call_id ?? ''), name: String(item.name ?? '') };
+          channels.set(item.id, channel);
+          segments.push({ channel, text: '' });
+        }
       } else if (ev.type === EVENT.outputTextDelta) {
-        text += String(ev.data.delta ?? '');
+        const delta = String(ev.data.delta ?? '');
+        text += delta;
+        append(undefined, delta);
         const lp = storedLogprobs(ev.data.logprobs);
         if (lp.length) (logprobs ??= []).push(...lp);
+      } else if (ev.type === EVENT.functionCallArgumentsDelta || ev.type === EVENT.reasoningTextDelta) {
+        const channel = channels.get(String(ev.data.item_id ?? ''));
+        if (channel) append(channel, String(ev.data.delta ?? ''));
       }
     }
-    return logprobs ? { text, messageId, logprobs } : { text, messageId };
+    const out: Delivered = { text, messageId };
+    if (logprobs) out.logprobs = logprobs;
+    if (segments.some((s) => s.channel)) out.segments = segments;
+    return out;
   }
 
   // ---------------- events not yet durable ----------------

@@ -16,6 +16,8 @@ const outputTextPart = z.strictObject({
   type: z.literal('output_text'),
   text,
   annotations: z.array(z.unknown()).max(0).optional(),
+  // A response's output given back as input carries them (the openai SDK passes `response.output` as it is).
+  logprobs: z.array(z.unknown()).max(100_000).optional(),
 });
 
 const messageItem = z.strictObject({
@@ -24,6 +26,61 @@ const messageItem = z.strictObject({
   status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
   role: z.enum(['user', 'assistant', 'system', 'developer']),
   content: z.union([text, z.array(z.union([inputTextPart, outputTextPart])).min(1).max(DEFAULTS.maxInputItems)]),
+});
+
+/** A function's name, as OpenAI allows it. */
+const toolName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'a function name must be 1-64 letters, digits, "_" or "-"' });
+const itemStatus = z.enum(['in_progress', 'completed', 'incomplete']).optional();
+const callId = z.string().min(1).max(256);
+
+/** A function call the model made in an earlier turn (a `function_call` output item given back). */
+const functionCallItem = z.strictObject({
+  type: z.literal('function_call'),
+  id: z.string().max(256).optional(),
+  status: itemStatus,
+  call_id: callId,
+  name: toolName,
+  arguments: text,
+});
+
+/** The result of a call, for the next turn. */
+const functionCallOutputItem = z.strictObject({
+  type: z.literal('function_call_output'),
+  id: z.string().max(256).nullable().optional(),
+  status: itemStatus.nullable(),
+  call_id: callId,
+  output: z.union([text, z.array(inputTextPart).min(1).max(DEFAULTS.maxInputItems)]),
+});
+
+/** A reasoning item of an earlier turn: accepted as OpenAI accepts it, not given to the model again. */
+const reasoningItem = z.strictObject({
+  type: z.literal('reasoning'),
+  id: z.string().max(256).optional(),
+  status: itemStatus,
+  summary: z.array(z.strictObject({ type: z.literal('summary_text'), text })).max(DEFAULTS.maxInputItems),
+  content: z.array(z.strictObject({ type: z.literal('reasoning_text'), text })).max(DEFAULTS.maxInputItems).optional(),
+  encrypted_content: z.string().max(1_000_000).nullable().optional(),
+});
+
+const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem, reasoningItem]);
+
+/** A function tool (OPENAI-WIRE §1): the Responses API's flat shape. */
+const functionTool = z.strictObject({
+  type: z.literal('function'),
+  name: toolName,
+  description: z.string().max(10_000).nullable().optional(),
+  parameters: jsonSchemaArg.nullable().optional(),
+  strict: z.boolean().nullable().optional(),
+});
+
+/** Most tools one request may offer (OpenAI allows 128 functions). */
+export const MAX_TOOLS = 128;
+
+const toolChoice = z.union([z.enum(['none', 'auto', 'required']), z.strictObject({ type: z.literal('function'), name: toolName })]);
+
+const reasoning = z.strictObject({
+  effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullable().optional(),
+  summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
 });
 
 const metadata = z
@@ -64,7 +121,7 @@ export const samplingExtrasSchema = z.strictObject({
 /** Body of POST /lmsp/v1/responses (profile §6.1, the subset this runtime serves). */
 export const responseCreateSchema = z.strictObject({
   model: z.string().min(1).max(256),
-  input: z.union([text, z.array(messageItem).min(1).max(DEFAULTS.maxInputItems)]),
+  input: z.union([text, z.array(inputItem).min(1).max(DEFAULTS.maxInputItems)]),
   instructions: text.nullable().optional(),
   stream: z.boolean().optional(),
   max_output_tokens: z.number().int().min(1).max(1_048_576).nullable().optional(),
@@ -73,9 +130,10 @@ export const responseCreateSchema = z.strictObject({
   metadata: metadata.nullable().optional(),
   store: z.boolean().optional(),
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
-  tools: z.array(z.unknown()).max(0, { message: 'tools are not supported' }).optional(),
-  tool_choice: z.enum(['none', 'auto']).optional(),
-  parallel_tool_calls: z.boolean().optional(),
+  tools: z.array(functionTool).max(MAX_TOOLS).nullable().optional(),
+  tool_choice: toolChoice.nullable().optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  reasoning: reasoning.nullable().optional(),
   text: z.strictObject({ format: textFormat.optional() }).nullable().optional(),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   include: z.array(z.string().max(256)).max(16).nullable().optional(),
@@ -97,9 +155,10 @@ export type TaskCreateBody = z.infer<typeof taskCreateSchema>;
 const UNSUPPORTED_FIELDS: Record<string, (v: unknown) => boolean> = {
   previous_response_id: (v) => v !== undefined && v !== null,
   background: (v) => v === true,
-  tools: (v) => Array.isArray(v) && v.length > 0,
-  reasoning: (v) => v !== undefined && v !== null,
 };
+
+/** Tool types of the Responses API other than `function`: OpenAI's hosted tools, which a local server does not have. */
+const isBuiltInTool = (t: unknown) => isRecord(t) && typeof t.type === 'string' && t.type !== 'function';
 
 /** Refuses Responses features this runtime cannot honour; `at` is the param prefix ("" or "input."). */
 export function rejectUnsupported(request: unknown, at = ''): void {
@@ -108,6 +167,16 @@ export function rejectUnsupported(request: unknown, at = ''): void {
     if (unsupported(request[field])) {
       throw new HttpProblem(400, 'unsupported_capability', `The field "${field}" is not supported by this server.`, {
         param: at + field,
+      });
+    }
+  }
+  // Named before the shape check, so that a hosted tool gets its own answer rather than "invalid value".
+  if (Array.isArray(request.tools)) {
+    const i = request.tools.findIndex(isBuiltInTool);
+    if (i >= 0) {
+      const type = String((request.tools[i] as { type: string }).type).slice(0, 64);
+      throw new HttpProblem(400, 'unsupported_capability', `The tool type "${type}" is not supported by this server; only "function" tools are.`, {
+        param: `${at}tools.${i}.type`,
       });
     }
   }
@@ -126,6 +195,7 @@ export function checkRequestRules(body: ResponseCreateBody, at = ''): void {
       });
     }
   }
+  checkTools(body, at);
   if (body.text?.format?.type === 'json_object' && !/json/i.test(promptText(body))) {
     throw new HttpProblem(400, 'invalid_request', "The input or instructions must contain the word 'json' in some form to use 'text.format' of type 'json_object'.", {
       param: `${at}text.format`,
@@ -133,10 +203,47 @@ export function checkRequestRules(body: ResponseCreateBody, at = ''): void {
   }
 }
 
+/**
+ * Tools as OpenAI checks them: names unique; a named or `required` choice needs the tools it names; every
+ * `function_call_output` answers a `function_call` before it (unless the calls are in the previous response).
+ */
+function checkTools(body: ResponseCreateBody, at: string): void {
+  const tools = body.tools ?? [];
+  const names = new Set<string>();
+  for (const [i, t] of tools.entries()) {
+    if (names.has(t.name)) throw new HttpProblem(400, 'invalid_request', `Duplicate function name "${t.name}" in tools.`, { param: `${at}tools.${i}.name` });
+    names.add(t.name);
+  }
+  const choice = body.tool_choice;
+  if (choice === 'required' && tools.length === 0) {
+    throw new HttpProblem(400, 'invalid_request', 'tool_choice "required" needs at least one tool in "tools".', { param: `${at}tool_choice` });
+  }
+  if (typeof choice === 'object' && choice !== null && !names.has(choice.name)) {
+    throw new HttpProblem(400, 'invalid_request', `tool_choice names the function "${choice.name}", which is not in "tools".`, { param: `${at}tool_choice.name` });
+  }
+  if (typeof body.input === 'string' || isRecord(body) && typeof (body as Record<string, unknown>).previous_response_id === 'string') return;
+  const calls = new Set<string>();
+  for (const [i, item] of body.input.entries()) {
+    if (item.type === 'function_call') calls.add(item.call_id);
+    else if (item.type === 'function_call_output' && !calls.has(item.call_id)) {
+      throw new HttpProblem(400, 'invalid_request', `No function call found for the function_call_output with call_id "${item.call_id.slice(0, 64)}".`, {
+        param: `${at}input.${i}.call_id`,
+      });
+    }
+  }
+}
+
 function promptText(body: ResponseCreateBody): string {
   const parts = [body.instructions ?? ''];
   if (typeof body.input === 'string') parts.push(body.input);
-  else for (const item of body.input) parts.push(typeof item.content === 'string' ? item.content : item.content.map((c) => c.text).join('\n'));
+  else {
+    for (const item of body.input) {
+      if (item.type === 'function_call') parts.push(item.arguments);
+      else if (item.type === 'function_call_output') parts.push(typeof item.output === 'string' ? item.output : item.output.map((c) => c.text).join('\n'));
+      else if (item.type === 'reasoning') continue;
+      else parts.push(typeof item.content === 'string' ? item.content : item.content.map((c) => c.text).join('\n'));
+    }
+  }
   return parts.join('\n');
 }
 
@@ -158,6 +265,11 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const param = path.length ? path.map(String).join('.') : null;
   const detail = issue.code === 'unrecognized_keys' ? `Unknown field "${param}".` : `Invalid value${param ? ` for "${param}"` : ''}: ${issue.message}.`;
   throw new HttpProblem(400, 'invalid_request', detail, { param });
+}
+
+/** An object's members that are not null (OpenAI's nullable members mean "not given"). */
+function withoutNulls<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as T;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -243,5 +355,7 @@ export function toRuntimeRequest(body: ResponseCreateBody): ResponseRequest {
     const { strict: _unset, ...rest } = format;
     out.text = { ...body.text, format: rest };
   }
+  if (body.tools) out.tools = body.tools.map((t) => withoutNulls(t));
+  if (body.reasoning) out.reasoning = withoutNulls(body.reasoning);
   return out as ResponseRequest;
 }

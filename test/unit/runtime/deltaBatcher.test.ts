@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import type { GenerationSnapshot } from '../../../src/runtime/backend';
 import { DeltaBatcher, MAX_DELTA_WINDOW_MS } from '../../../src/runtime/deltaBatcher';
+import type { OutputItem, OutputStep } from '../../../src/runtime/outputItems';
 
 interface Write {
   at: number;
@@ -19,14 +20,17 @@ function batcher(opts: { minWindowMs?: number; writeCostMs?: number; failAt?: nu
   const b = new DeltaBatcher({
     minWindowMs: opts.minWindowMs ?? 16,
     now: () => Date.now() + spent,
-    write: (text, snapshot) => {
+    write: (steps, snapshot) => {
       if (opts.failAt !== undefined && writes.length === opts.failAt) throw new Error('disk full');
+      const text = steps.map((s) => (s.kind === 'text' || s.kind === 'delta' ? s.delta : `<${s.kind} ${s.index}>`)).join('');
       writes.push({ at: Date.now(), text, snapshot });
       spent += opts.writeCostMs ?? 0;
     },
     onError: (e) => errors.push(e),
   });
-  return { b, writes, errors };
+  // Answer text pieces, as most tests add them.
+  const add = (text: string) => b.add([{ kind: 'text', delta: text }]);
+  return { b: { add, addSteps: (steps: OutputStep[]) => b.add(steps), flush: (s?: GenerationSnapshot) => b.flush(s), close: () => b.close() }, writes, errors };
 }
 
 const snap = (n: number): GenerationSnapshot => ({ statePath: `/snap/${n}`, text: 'x'.repeat(n), outputTokens: n });
@@ -138,5 +142,17 @@ describe('DeltaBatcher', () => {
     b.close();
     mock.timers.tick(1000);
     assert.deepEqual(writes.map((w) => w.text), ['a']);
+  });
+  it('joins deltas of the same target and keeps an item opened or closed in its place', () => {
+    const { b, writes } = batcher();
+    const call: OutputItem = { type: 'function_call', id: 'fc_1', callId: 'call_1', name: 'f', arguments: '', done: false };
+    b.add('a');
+    b.add('b');
+    b.addSteps([{ kind: 'open', index: 1, item: call }, { kind: 'delta', index: 1, item: call, delta: '{"x"' }]);
+    b.addSteps([{ kind: 'delta', index: 1, item: call, delta: ':1}' }, { kind: 'close', index: 1, item: { ...call, done: true } }]);
+    b.add('c');
+    b.add('d');
+    b.flush();
+    assert.deepEqual(writes.map((w) => w.text), ['a', 'b<open 1>{"x":1}<close 1>cd']);
   });
 });

@@ -21,7 +21,7 @@ function leave(parts: Parts, onRestart: RestartPolicy, stage: 'queued' | 'loadin
   transitions.progress(t.id, {
     messageId: `msg_${t.id}`,
     tokens: 2,
-    delta: text,
+    output: [{ kind: 'text', delta: text }],
     snapshot: { statePath: '/nowhere/state.bin', text, outputTokens: 2, contextTokens: 5 } as never,
   });
   if (stage === 'input') {

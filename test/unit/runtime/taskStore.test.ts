@@ -107,7 +107,7 @@ test('snapshots and input rounds are stored with the task and cleared by the wri
   const t = parts.add({ onRestart: 'resume' });
   parts.transitions.startRunning(t.id, { messageId: 'msg_1', fromQueued: true });
   const snapshot = { statePath: '/tmp/x', text: 'ab', outputTokens: 2 };
-  parts.transitions.progress(t.id, { messageId: 'msg_1', tokens: 2, delta: 'ab', snapshot });
+  parts.transitions.progress(t.id, { messageId: 'msg_1', tokens: 2, output: [{ kind: 'text', delta: 'ab' }], snapshot });
   assert.deepEqual(parts.store.snapshotOf(t.id), snapshot);
   const round = { round: 1, requests: { 'q.1': { method: 'roots/list' } }, responses: {} };
   parts.transitions.awaitInput(t.id, [], round);
