@@ -25,7 +25,7 @@ import { acceptDeliveredTokens, END_OF_JSON, GrammarCache, grammarSchemaFor } fr
 import { placeModel, selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
 import { ModelEntries, type LlamaModelConfig, type ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
-import { hasChannels, checkTools, planOutput } from './outputPlan';
+import { checkReasoning, checkTools, hasChannels, planOutput } from './outputPlan';
 import { availableFunctions, chatHistory, plainTextPrompt } from './prompt';
 import { modelFingerprint, restoreSnapshot, SnapshotWriter } from './snapshots';
 import { StopText, type Piece } from './stopText';
@@ -131,6 +131,7 @@ export class LlamaBackend implements ModelBackend {
     const id = this.resolveModel(request.model);
     const loaded = id ? this.entries.get(id)?.loaded : undefined;
     if (!loaded) return;
+    checkReasoning(request, loaded.chatWrapper);
     const prompt = this.promptTokens(loaded, request).length;
     if (prompt + 1 > loaded.contextSize) {
       throw new RequestRefusedError(
@@ -314,6 +315,8 @@ export class LlamaBackend implements ModelBackend {
   ): Promise<GenerateResult> {
     const { model } = loaded;
     const { signal, onText, snapshots, resumeFrom } = options;
+    // checkRequest could not tell before the model was loaded.
+    checkReasoning(request, loaded.chatWrapper);
     let input: Token[];
     let outputTokens = 0;
     let text = '';

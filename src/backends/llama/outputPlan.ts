@@ -45,6 +45,29 @@ export function checkTools(request: GenerateRequest): void {
   }
 }
 
+/**
+ * Thought tokens allowed per reasoning effort (then the template's thought suffix is forced by grammar, as
+ * node-llama-cpp's LlamaChat does with budgets.thoughtTokens); absent: no limit.
+ */
+export const THOUGHT_BUDGETS: Record<NonNullable<GenerateRequest['reasoningEffort']>, number | undefined> = {
+  none: 0,
+  minimal: 128,
+  low: 512,
+  medium: 2048,
+  high: undefined,
+};
+
+/** Refuses a reasoning effort the model has no control for: its template must have a thought segment. */
+export function checkReasoning(request: GenerateRequest, chatWrapper: ChatWrapper | undefined): void {
+  if (request.reasoningEffort !== undefined && !thoughtSyntaxOf(chatWrapper)) {
+    throw new RequestRefusedError(
+      'unsupported_capability',
+      "This model's chat template has no thought segment, so reasoning.effort cannot be applied.",
+      'reasoning.effort',
+    );
+  }
+}
+
 /** Segments say something beyond answer text (then they are re-rendered in the model's syntax). */
 export function hasChannels(segments: readonly OutputSegment[] | undefined): boolean {
   return !!segments?.some((s) => s.channel);
@@ -80,6 +103,19 @@ export async function planOutput(
       state = active ? fresh() : undefined;
     },
   });
+  // Reasoning effort: a thought budget, then the thought suffix under grammar (the splitter leaves the thought there).
+  const budget = thought && request.reasoningEffort ? THOUGHT_BUDGETS[request.reasoningEffort] : undefined;
+  const closeGrammar = budget !== undefined ? await loaded.llama.createGrammar({ grammar: `root ::= ${JSON.stringify(thought!.suffix)}` }) : undefined;
+  let thoughtTokens = 0;
+  let closing: LlamaGrammarEvaluationState | undefined;
+  const current = (): LlamaGrammarEvaluationState | undefined => {
+    if (closeGrammar && splitter.inThought && thoughtTokens >= budget!) {
+      closing ??= new nlc.LlamaGrammarEvaluationState({ model: loaded.model, grammar: closeGrammar });
+      return closing;
+    }
+    closing = undefined;
+    return state;
+  };
   let resumeText: string | undefined;
   if (resumeFrom) {
     const segments = resumeFrom.segments ?? (resumeFrom.text ? [{ text: resumeFrom.text }] : []);
@@ -95,9 +131,12 @@ export async function planOutput(
   const noBias = new nlc.TokenBias(loaded.model.tokenizer);
   return {
     splitter,
-    grammar: () => state,
+    grammar: current,
     ...(guard ? { tokenBias: () => (state ? guard.bias() : noBias) } : {}),
-    onToken: (token) => guard?.accept(token),
+    onToken: (token) => {
+      guard?.accept(token);
+      if (splitter.inThought) thoughtTokens++;
+    },
     forced: mode === 'forced',
     ...(resumeText !== undefined ? { resumeText } : {}),
     specialText: mode === 'auto' || !!thought,

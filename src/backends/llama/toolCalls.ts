@@ -272,6 +272,11 @@ export class OutputSplitter {
     return this.state.kind === 'done';
   }
 
+  /** True while output goes into a thought segment. */
+  get inThought(): boolean {
+    return this.state.kind === 'thought';
+  }
+
   /** True while output goes into a call (auto: the call grammar applies). */
   get inCall(): boolean {
     const k = this.state.kind;

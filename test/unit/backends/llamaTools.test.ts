@@ -125,7 +125,7 @@ describe('LlamaBackend function calls on the demo model', () => {
         signal: ac.signal,
         onText: (t, n, l, ch) => {
           first.onText(t, n, l, ch);
-          if (callsOf(first.pieces)[0]?.arguments.length! >= 8) ac.abort();
+          if ((callsOf(first.pieces)[0]?.arguments.length ?? 0) >= 8) ac.abort();
         },
       });
       if (r1.finishReason !== 'aborted') continue;
@@ -151,18 +151,17 @@ describe('LlamaBackend function calls on the demo model', () => {
     assert.ok(resumed >= 2, `only ${resumed} generations were cut mid-arguments`);
   });
 
-  it('auto: the template renders the functions into the prompt; a call in its syntax becomes a function_call channel', async () => {
-    const withTools = await backend.generate(request({ model: 'tools', toolChoice: 'auto', seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
-    const without = await backend.generate(request({ model: 'tools', tools: undefined, seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
+  for (const model of ['tools', 'tiny-test']) it(`auto (${model === 'tools' ? 'tool template' : 'plain-text prompt'}): the functions are in the prompt; a call in its syntax becomes a function_call channel`, async () => {
+    const withTools = await backend.generate(request({ model, toolChoice: 'auto', seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
+    const without = await backend.generate(request({ model, tools: undefined, seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
     // The template's "# Tools" block with the three signatures.
     assert.ok(withTools.inputTokens > without.inputTokens + 200, `${withTools.inputTokens} vs ${without.inputTokens}`);
     // A call the model had begun in the template's syntax (delivered before a restart): it goes on in the call grammar
     // under the same callId, and the arguments end valid.
-    let ended = 0;
     for (const seed of [1, 2, 3, 4]) {
       const rest = collector();
       const channel: OutputChannel = { kind: 'function_call', callId: 'call_0123456789abcdef01234567', name: 'get_weather' };
-      const r = await backend.generate(request({ model: 'tools', toolChoice: 'auto', seed, temperature: 1, maxOutputTokens: 300 }), {
+      const r = await backend.generate(request({ model, toolChoice: 'auto', seed, temperature: 1, maxOutputTokens: 300 }), {
         signal: never(),
         onText: rest.onText,
         resumeFrom: { text: 'Let me see. ', segments: [{ text: 'Let me see. ' }, { channel, text: '{"city": "Pa' }], outputTokens: 20 },
@@ -173,9 +172,7 @@ describe('LlamaBackend function calls on the demo model', () => {
       const args = '{"city": "Pa' + call.map((p) => p.text).join('');
       assert.ok(validators.get('get_weather')!(JSON.parse(args)), args);
       assert.equal(rest.pieces.reduce((s, p) => s + p.tokens, 0), r.outputTokens - 20);
-      if (r.finishReason === 'stop') ended++;
     }
-    assert.ok(ended >= 0);
   });
 
   it('auto with parallel_tool_calls false ends after the call', async () => {
@@ -228,6 +225,27 @@ describe('LlamaBackend function calls on the demo model', () => {
     });
     assert.ok(rest.pieces.length > 0);
     assert.equal(rest.pieces[0]!.channel?.kind, 'reasoning', JSON.stringify(rest.pieces));
+  });
+
+  it('reasoning.effort: refused without a thought segment, a budget where there is one (none closes the thought at once)', async () => {
+    await backend.load('tiny-test');
+    await backend.load('reasoning');
+    assert.throws(
+      () => backend.checkRequest(request({ model: 'tiny-test', reasoningEffort: 'low' })),
+      (e: unknown) => e instanceof RequestRefusedError && e.code === 'unsupported_capability' && e.param === 'reasoning.effort',
+    );
+    backend.checkRequest(request({ model: 'reasoning', reasoningEffort: 'low' }));
+    for (const seed of [1, 2, 3]) {
+      const rest = collector();
+      const r = await backend.generate(request({ model: 'reasoning', tools: undefined, reasoningEffort: 'none', seed, temperature: 1, maxOutputTokens: 40 }), {
+        signal: never(),
+        onText: rest.onText,
+        resumeFrom: { text: '', segments: [{ channel: { kind: 'reasoning' }, text: 'Let me think' }], outputTokens: 5 },
+      });
+      // The suffix ("\n</think>\n\n") is forced: no more reasoning text, then answer text.
+      assert.ok(rest.pieces.every((p) => p.channel?.kind !== 'reasoning' || p.text === ''), JSON.stringify(rest.pieces));
+      assert.ok(r.outputTokens - 5 >= 10, 'the suffix and more were generated');
+    }
   });
 });
 
