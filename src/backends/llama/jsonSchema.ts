@@ -47,12 +47,15 @@ class Translator {
   usesRoot = false;
   private readonly defNames: Set<string>;
 
-  constructor(private readonly defs: Record<string, Json>) {
+  constructor(
+    private readonly defs: Record<string, Json>,
+    private readonly param: string,
+  ) {
     this.defNames = new Set(Object.keys(defs));
   }
 
   refuse(path: string, message: string): never {
-    throw new RequestRefusedError('invalid_json_schema', `Invalid schema: ${message} (at ${path || 'the root'}).`, `text.format.schema${path}`);
+    throw new RequestRefusedError('invalid_json_schema', `Invalid schema: ${message} (at ${path || 'the root'}).`, `${this.param}${path}`);
   }
 
   node(s: Json, path: string): Node {
@@ -273,27 +276,27 @@ function segment(k: string): string {
  * `$defs` (or draft-07 `definitions`) become `$defs`; `$ref: "#"` (recursion through the root) refers to the root kept
  * as a definition.
  */
-export function translateJsonSchema(schema: Record<string, unknown>): Record<string, unknown> {
+export function translateJsonSchema(schema: Record<string, unknown>, param = 'text.format.schema'): Record<string, unknown> {
   const rawDefs: Record<string, Json> = {};
   for (const k of DEFS_KEYWORDS) {
     const d = schema[k];
     if (d === undefined) continue;
     if (typeof d !== 'object' || d === null || Array.isArray(d)) {
-      throw new RequestRefusedError('invalid_json_schema', `Invalid schema: "${k}" must be an object.`, `text.format.schema.${k}`);
+      throw new RequestRefusedError('invalid_json_schema', `Invalid schema: "${k}" must be an object.`, `${param}.${k}`);
     }
     Object.assign(rawDefs, d);
   }
   if (ROOT_DEF in rawDefs) {
-    throw new RequestRefusedError('invalid_json_schema', `Invalid schema: the definition name "${ROOT_DEF}" is reserved.`, `text.format.schema.$defs`);
+    throw new RequestRefusedError('invalid_json_schema', `Invalid schema: the definition name "${ROOT_DEF}" is reserved.`, `${param}.$defs`);
   }
-  const t = new Translator(rawDefs);
+  const t = new Translator(rawDefs, param);
   const defsPath = (name: string) => (schema.$defs && name in (schema.$defs as Node) ? `.$defs${segment(name)}` : `.definitions${segment(name)}`);
   const defs: Record<string, Node> = {};
   for (const [name, d] of Object.entries(rawDefs)) defs[name] = t.node(d, defsPath(name));
   const root = t.node(schema, '');
   if (root.type !== 'object' && !('$ref' in root)) {
     // OpenAI's rule too: the output is an object (a root anyOf is refused there as well).
-    throw new RequestRefusedError('invalid_json_schema', 'Invalid schema: the root must be of type "object".', 'text.format.schema.type');
+    throw new RequestRefusedError('invalid_json_schema', 'Invalid schema: the root must be of type "object".', `${param}.type`);
   }
   if (t.usesRoot) return { $defs: { ...defs, [ROOT_DEF]: root }, $ref: `#/$defs/${ROOT_DEF}` };
   return Object.keys(defs).length ? { ...root, $defs: defs } : root;

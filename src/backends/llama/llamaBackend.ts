@@ -8,6 +8,7 @@
 //   snapshots.ts     resume snapshots: saving and restoring a sequence's state
 //   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
 //   stopText.ts      stop strings (held-back text)
+//   toolCalls.ts, outputPlan.ts  function calls (forced by grammar, or in the template's syntax) and thought segments
 // Invariants: a load's one-time costs (context allocation, GPU pipeline compilation) fall inside `loading`, never
 // into a task's first token; delivered text is never generated or emitted again on resume; error texts carry no
 // absolute paths (they reach problem details and task errors). Figures: docs/hardware.md, docs/gpu.md.
@@ -24,7 +25,8 @@ import { acceptDeliveredTokens, END_OF_JSON, GrammarCache, grammarSchemaFor } fr
 import { placeModel, selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
 import { ModelEntries, type LlamaModelConfig, type ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
-import { chatHistory, plainTextPrompt } from './prompt';
+import { checkReasoning, checkTools, hasChannels, planOutput } from './outputPlan';
+import { availableFunctions, chatHistory, plainTextPrompt } from './prompt';
 import { modelFingerprint, restoreSnapshot, SnapshotWriter } from './snapshots';
 import { StopText, type Piece } from './stopText';
 import { ThreadCalibrator, timingPrompt } from './threadCalibration';
@@ -125,9 +127,11 @@ export class LlamaBackend implements ModelBackend {
    */
   checkRequest(request: GenerateRequest): void {
     if (request.format) grammarSchemaFor(request.format);
+    checkTools(request);
     const id = this.resolveModel(request.model);
     const loaded = id ? this.entries.get(id)?.loaded : undefined;
     if (!loaded) return;
+    checkReasoning(request, loaded.chatWrapper);
     const prompt = this.promptTokens(loaded, request).length;
     if (prompt + 1 > loaded.contextSize) {
       throw new RequestRefusedError(
@@ -293,12 +297,13 @@ export class LlamaBackend implements ModelBackend {
     const { model, chatWrapper } = loaded;
     if (chatWrapper) {
       const { contextText } = chatWrapper.generateContextState({
-        chatHistory: chatHistory(request.instructions, request.messages),
+        chatHistory: chatHistory(request.instructions, request.messages) as never,
+        availableFunctions: availableFunctions(request.tools) as never,
       });
       return contextText.tokenize(model.tokenizer);
     }
     const bos = model.tokens.bos;
-    const text = model.tokenize(plainTextPrompt(request.instructions, request.messages));
+    const text = model.tokenize(plainTextPrompt(request.instructions, request.messages, request.tools));
     return bos !== null ? [bos, ...text] : text;
   }
 
@@ -310,6 +315,8 @@ export class LlamaBackend implements ModelBackend {
   ): Promise<GenerateResult> {
     const { model } = loaded;
     const { signal, onText, snapshots, resumeFrom } = options;
+    // checkRequest could not tell before the model was loaded.
+    checkReasoning(request, loaded.chatWrapper);
     let input: Token[];
     let outputTokens = 0;
     let text = '';
@@ -321,13 +328,18 @@ export class LlamaBackend implements ModelBackend {
     const inputTokens = prompt.length;
     // Without the dummy-prefix space SentencePiece tokenizers add: the text continues the output, it starts nothing.
     const tokenizeOutput = (t: string) => (t ? model.tokenize(t, false, 'trimLeadingSpace') : []);
+    // Function calls / thought segments: the splitter into channels, their grammar, the delivered output re-rendered.
+    const plan = await planOutput(await importNodeLlamaCpp(), loaded, request, resumeFrom, tokenizeOutput);
+    /** What was delivered, in the model's own syntax (all of it answer text without a plan). */
+    const refed = plan?.resumeText ?? resumeFrom?.text ?? '';
     if (resumeFrom) {
       // Delivered text is fed back, never generated (or emitted) again.
       outputTokens = resumeFrom.outputTokens;
       text = resumeFrom.text;
       const snapshot = resumeFrom.snapshot;
+      // A snapshot records answer text only: with calls or reasoning delivered, prompt + output are evaluated again.
       const restored =
-        snapshot && resumeFrom.text.startsWith(snapshot.text)
+        snapshot && !hasChannels(resumeFrom.segments) && resumeFrom.text.startsWith(snapshot.text)
           ? await restoreSnapshot(sequence, loaded.fingerprint, snapshot, (msg) => this.log(msg))
           : undefined;
       if (restored) {
@@ -336,9 +348,9 @@ export class LlamaBackend implements ModelBackend {
         covered = restored.contextTokens - 1;
       } else {
         // No usable snapshot: prompt + delivered text, evaluated again (the text is durable in the event log).
-        input = [...prompt, ...tokenizeOutput(resumeFrom.text)];
+        input = [...prompt, ...tokenizeOutput(refed)];
       }
-      delivered = tokenizeOutput(resumeFrom.text);
+      delivered = tokenizeOutput(refed);
     } else {
       input = prompt;
     }
@@ -356,7 +368,7 @@ export class LlamaBackend implements ModelBackend {
 
     // Structured output: a grammar state per generation, brought past the delivered text on resume.
     let grammarEvaluationState: SequenceEvaluateOptions['grammarEvaluationState'];
-    if (request.format) {
+    if (request.format && !plan?.forced) {
       const grammar = await loaded.grammars.get(request.format);
       const nlc = await importNodeLlamaCpp();
       const state = new nlc.LlamaGrammarEvaluationState({ model, grammar });
@@ -364,10 +376,10 @@ export class LlamaBackend implements ModelBackend {
       grammarEvaluationState = state;
     }
     // A JSON grammar ends the document with END_OF_JSON: a stop like the client's, never delivered.
-    const stops = new StopText([...(request.stop ?? []), ...(request.format ? [END_OF_JSON] : [])], resumeFrom?.text);
+    const stops = new StopText([...(request.stop ?? []), ...(request.format && !plan?.forced ? [END_OF_JSON] : [])], resumeFrom?.text);
 
     const stream = new TokenTextStream(
-      (tokens, lastTokens) => model.detokenize(tokens as Token[], false, lastTokens as Token[]),
+      (tokens, lastTokens) => model.detokenize(tokens as Token[], plan?.specialText === true, lastTokens as Token[]),
       sequence.contextTokens.concat(input),
     );
     /** Log-probabilities of tokens pushed into the stream and not yet released with a piece. */
@@ -379,12 +391,31 @@ export class LlamaBackend implements ModelBackend {
       if (p.logprobs) onText(p.text, p.tokens, p.logprobs);
       else onText(p.text, p.tokens);
     };
+    const toStops = (piece: Piece) => {
+      const out = stops.push(piece);
+      for (const p of out.pieces) deliver(p);
+      if (out.stopped) stopped = true;
+    };
+    /** Pieces of the splitter: answer text goes through the stop strings, other channels out at once (in order). */
+    const route = (pieces: ReturnType<NonNullable<typeof plan>['splitter']['push']>) => {
+      for (const p of pieces) {
+        // After a stop string nothing more is delivered (a finished call's last tokens still are, on its channel).
+        if (stopped && !(plan?.splitter.done && p.channel)) return;
+        if (!p.channel) toStops(p);
+        else {
+          // Answer text held for a possible stop string is final once another channel follows it.
+          for (const held of stops.flush()) deliver(held);
+          onText(p.text, p.tokens, undefined, p.channel);
+        }
+      }
+      if (plan?.splitter.done) stopped = true;
+    };
     const emit = (piece: { text: string; tokens: number } | undefined) => {
       if (!piece) return;
       const logprobs = wantLogprobs ? pendingLogprobs.splice(0, piece.tokens) : undefined;
-      const out = stops.push({ ...piece, ...(logprobs ? { logprobs } : {}) });
-      for (const p of out.pieces) deliver(p);
-      if (out.stopped) stopped = true;
+      const p = { ...piece, ...(logprobs ? { logprobs } : {}) };
+      if (plan) route(plan.splitter.push(p));
+      else toStops(p);
     };
 
     const snapshotWriter = snapshots ? new SnapshotWriter(snapshots, loaded.fingerprint, covered) : undefined;
@@ -403,7 +434,8 @@ export class LlamaBackend implements ModelBackend {
       topK: request.topK,
       minP: request.minP,
       seed: request.seed,
-      grammarEvaluationState,
+      grammarEvaluationState: plan ? plan.grammar : grammarEvaluationState,
+      ...(plan?.tokenBias ? { tokenBias: plan.tokenBias } : {}),
       // llama.cpp's penalties subtract frequency × count + presence × (count > 0) from a logit, OpenAI's formula,
       // over the last PENALTY_WINDOW output tokens (docs/hardware.md, "Sampling and log-probabilities").
       ...(penalized
@@ -424,6 +456,7 @@ export class LlamaBackend implements ModelBackend {
 
     if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens };
     if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens };
+    if (plan?.splitter.done) return { finishReason: 'stop', inputTokens, outputTokens };
 
     /** The last tokens before the current one, for a token's own text (leading spaces depend on them). */
     let previous: Token[] = sequence.contextTokens.concat(input).slice(-4);
@@ -452,6 +485,7 @@ export class LlamaBackend implements ModelBackend {
         break;
       }
       outputTokens++;
+      plan?.onToken(token);
       if (wantLogprobs) pendingLogprobs.push(logprobOf(token, (result as { probabilities?: Map<Token, number> }).probabilities));
       previous = [...previous.slice(-3), token];
       if (penalized) {
@@ -470,6 +504,7 @@ export class LlamaBackend implements ModelBackend {
       }
     }
     if (!stopped) emit(stream.flush());
+    if (plan && (!stopped || plan.splitter.done)) route(plan.splitter.finish());
     if (stopped) finishReason = 'stop';
     else for (const p of stops.flush()) deliver(p);
     return { finishReason, inputTokens, outputTokens };

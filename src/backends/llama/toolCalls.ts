@@ -1,0 +1,477 @@
+// Function calls and thought segments in a local generation: the call syntax (the chat template's own, or a
+// documented plain-text one for template-less models), the grammars that force calls, the splitter that turns the
+// model's raw output into answer / reasoning / function_call pieces, and the re-rendering of delivered pieces on resume.
+//
+// The call syntax is node-llama-cpp's ChatWrapper settings.functions.call (prefix, paramsPrefix, suffix) and
+// parallelism.call.betweenCalls; a model without a template gets PLAIN_CALL_SYNTAX (Hermes/Qwen style, described in
+// its plain-text prompt). One call is `prefix NAME paramsPrefix ARGS suffix`, ARGS a JSON document.
+//   forced (`required` / a name): the whole output is under CALLS grammar: `prefix call (betweenCalls prefix call)*`
+//     (at most MAX_PARALLEL_CALLS calls; exactly one with parallel_tool_calls false, or a named choice);
+//   auto: free text (no grammar) until the output contains `prefix`, then the CALL grammar (NAME alternatives,
+//     paramsPrefix, the tool's parameters grammar, suffix) until the suffix, then free text again.
+// Invariants: ARGS under a grammar are valid against the tool's parameters (jsonSchema.ts refuses what cannot be
+// enforced, param `tools[i].parameters…`); the arguments are emitted as exactly the characters the model produced, so
+// re-rendering (syntax + delivered arguments) reproduces the output and a grammar state can be advanced over it; a
+// callId is chosen when the call's name is complete and never changes (kept across a resume).
+//
+// What onText gets for a call: one piece with text '' on the call's channel as soon as its name is known (it carries the
+// tokens of the prefix and name), then the arguments' text pieces on that channel; the tokens of the suffix and the
+// separator follow on the next piece of any channel (or on a last '' piece on the call's channel when the output ends
+// there). A call ends when a piece of another channel (or callId) arrives or the generation ends.
+
+import * as crypto from 'node:crypto';
+import type { ChatWrapper, LlamaGrammar, LlamaText } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { OutputChannel, OutputSegment, TokenLogprob, ToolDefinition } from '../../runtime/backend';
+import { RequestRefusedError } from '../../runtime/backend';
+import { hardenGrammar, JSON_OBJECT_SCHEMA, translateJsonSchema } from './jsonSchema';
+
+/** At most this many calls in one forced parallel output (a noise model would otherwise chain calls to the limit). */
+export const MAX_PARALLEL_CALLS = 8;
+
+export interface CallSyntax {
+  prefix: string;
+  paramsPrefix: string;
+  suffix: string;
+  betweenCalls: string;
+}
+
+/** The syntax of template-less models (described in their plain-text prompt, prompt.ts). */
+export const PLAIN_CALL_SYNTAX: CallSyntax = {
+  prefix: '<tool_call>\n{"name": "',
+  paramsPrefix: '", "arguments": ',
+  suffix: '}\n</tool_call>',
+  betweenCalls: '\n',
+};
+
+export interface ThoughtSyntax {
+  prefix: string;
+  suffix: string;
+  /** The template opens the thought itself (the prompt ends inside it). */
+  openOnStart: boolean;
+}
+
+const textOf = (t: unknown): string => (t == null ? '' : typeof t === 'string' ? t : String(t as LlamaText));
+
+/** The call syntax of a chat wrapper (its settings.functions), or the plain one without a wrapper. */
+export function callSyntaxOf(wrapper: ChatWrapper | undefined): CallSyntax {
+  if (!wrapper) return PLAIN_CALL_SYNTAX;
+  const f = wrapper.settings.functions;
+  return {
+    prefix: textOf(f.call.prefix),
+    paramsPrefix: textOf(f.call.paramsPrefix),
+    suffix: textOf(f.call.suffix),
+    betweenCalls: textOf(f.parallelism?.call.betweenCalls) || '\n',
+  };
+}
+
+/** The thought segment syntax of a chat wrapper (settings.segments.thought), if the template has one. */
+export function thoughtSyntaxOf(wrapper: ChatWrapper | undefined): ThoughtSyntax | undefined {
+  const t = wrapper?.settings.segments?.thought;
+  if (!t) return undefined;
+  const opened = typeof t.prefix === 'object' && t.prefix !== null && (t.prefix as { type?: unknown }).type === 'openedOnStart';
+  const prefix = opened ? '' : textOf(t.prefix);
+  const suffix = textOf(t.suffix);
+  if (!suffix || (!prefix && !opened)) return undefined;
+  return { prefix, suffix, openOnStart: opened || t.openOnResponseStart === true };
+}
+
+/** node-llama-cpp schema of each tool's arguments (RequestRefusedError naming `tools[i].parameters…`). */
+export function toolSchemas(tools: readonly ToolDefinition[]): Record<string, unknown>[] {
+  const names = new Set<string>();
+  return tools.map((t, i) => {
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(t.name)) {
+      throw new RequestRefusedError('invalid_request', `Invalid tool name '${t.name}': 1–64 of A-Z, a-z, 0-9, '_', '.', '-'.`, `tools[${i}].name`);
+    }
+    if (names.has(t.name)) throw new RequestRefusedError('invalid_request', `Duplicate tool name '${t.name}'.`, `tools[${i}].name`);
+    names.add(t.name);
+    return t.parameters === undefined || Object.keys(t.parameters).length === 0
+      ? { ...JSON_OBJECT_SCHEMA }
+      : translateJsonSchema(t.parameters, `tools[${i}].parameters`);
+  });
+}
+
+/** A GBNF string literal. */
+const lit = (s: string) => JSON.stringify(s);
+
+/**
+ * A node-llama-cpp JSON-schema grammar as rules prefixed with `ns`, its root renamed `ns-root` and without the
+ * end-of-document newlines (the call's suffix follows instead).
+ */
+export function namespaceGrammar(gbnf: string, ns: string): string {
+  const lines = gbnf.split('\n').filter((l) => l.trim() !== '');
+  const names = new Set(lines.map((l) => l.slice(0, l.indexOf(' ::= '))));
+  const out: string[] = [];
+  for (const line of lines) {
+    const at = line.indexOf(' ::= ');
+    const name = line.slice(0, at);
+    let body = line.slice(at + 5);
+    if (name === 'root') {
+      const end = ' "\\n\\n\\n\\n" [\\n]*';
+      if (!body.endsWith(end)) throw new Error('unexpected root rule in the JSON grammar');
+      body = body.slice(0, -end.length);
+    }
+    out.push(`${ns}-${name} ::= ${renameRules(body, names, ns)}`);
+  }
+  return out.join('\n');
+}
+
+function renameRules(body: string, names: ReadonlySet<string>, ns: string): string {
+  let out = '';
+  let i = 0;
+  while (i < body.length) {
+    const c = body[i]!;
+    if (c === '"' || c === '[') {
+      const close = c === '"' ? '"' : ']';
+      let j = i + 1;
+      while (j < body.length && body[j] !== close) j += body[j] === '\\' ? 2 : 1;
+      out += body.slice(i, j + 1);
+      i = j + 1;
+    } else if (/[A-Za-z]/.test(c)) {
+      let j = i;
+      while (j < body.length && /[A-Za-z0-9-]/.test(body[j]!)) j++;
+      const word = body.slice(i, j);
+      out += names.has(word) ? `${ns}-${word}` : word;
+      i = j;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+export type CallMode = 'forced' | 'auto';
+
+/**
+ * The GBNF for calls. forced: the whole output (`prefix` first); auto: what follows a `prefix` the model wrote.
+ * `argsGrammars` are node-llama-cpp's grammars of toolSchemas, hardened (same order as `names`).
+ */
+export function callsGrammar(syntax: CallSyntax, names: readonly string[], argsGrammars: readonly string[], mode: CallMode, maxCalls: number): string {
+  const rules = argsGrammars.map((g, i) => namespaceGrammar(hardenGrammar(g), `t${i}`));
+  const calls = names.map((n, i) => `${lit(n)} ${lit(syntax.paramsPrefix)} t${i}-root ${lit(syntax.suffix)}`);
+  const call = `call ::= ${calls.map((c) => `(${c})`).join(' | ')}`;
+  let root: string;
+  if (mode === 'auto') root = 'root ::= call';
+  else {
+    const more = maxCalls > 1 ? ` (${lit(syntax.betweenCalls + syntax.prefix)} call){0,${maxCalls - 1}}` : '';
+    root = `root ::= ${lit(syntax.prefix)} call${more}`;
+  }
+  return [root, call, ...rules].join('\n');
+}
+
+/** Compiled call grammars per tool set (per Llama instance), a few kept. */
+export class CallGrammarCache {
+  private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
+  constructor(private readonly llama: { createGrammarForJsonSchema(s: never): Promise<{ grammar: string }>; createGrammar(o: { grammar: string }): Promise<LlamaGrammar> }) {}
+
+  get(syntax: CallSyntax, tools: readonly ToolDefinition[], mode: CallMode, maxCalls: number): Promise<LlamaGrammar> {
+    const schemas = toolSchemas(tools);
+    const key = JSON.stringify([syntax, tools.map((t) => t.name), schemas, mode, maxCalls]);
+    let g = this.grammars.get(key);
+    if (!g) {
+      g = (async () => {
+        const args = await Promise.all(schemas.map(async (s) => (await this.llama.createGrammarForJsonSchema(s as never)).grammar));
+        return this.llama.createGrammar({ grammar: callsGrammar(syntax, tools.map((t) => t.name), args, mode, maxCalls) });
+      })();
+      g.catch(() => this.grammars.delete(key));
+      if (this.grammars.size >= 16) this.grammars.delete(this.grammars.keys().next().value!);
+      this.grammars.set(key, g);
+    }
+    return g;
+  }
+}
+
+/** Tracks where a JSON document being written stands (for the end of a call's arguments). */
+export class JsonScanner {
+  private depth = 0;
+  private inString = false;
+  private escape = false;
+  private started = false;
+  done = false;
+
+  /** Feeds text; returns how many characters belong to the document (the rest follows it). */
+  feed(text: string): number {
+    for (let i = 0; i < text.length; i++) {
+      if (this.done) return i;
+      const c = text[i]!;
+      if (this.inString) {
+        if (this.escape) this.escape = false;
+        else if (c === '\\') this.escape = true;
+        else if (c === '"') this.inString = false;
+        continue;
+      }
+      if (c === '"') this.inString = true;
+      else if (c === '{' || c === '[') {
+        this.depth++;
+        this.started = true;
+      } else if (c === '}' || c === ']') {
+        this.depth--;
+        if (this.depth === 0 && this.started) this.done = true;
+      }
+    }
+    return text.length;
+  }
+}
+
+export interface ChannelPiece {
+  text: string;
+  tokens: number;
+  logprobs?: TokenLogprob[];
+  channel?: OutputChannel;
+}
+
+type State =
+  | { kind: 'text' }
+  | { kind: 'thought' }
+  | { kind: 'literal'; rest: string; then: 'name' }
+  | { kind: 'name'; buf: string }
+  | { kind: 'args'; scanner: JsonScanner }
+  | { kind: 'suffix'; rest: number }
+  | { kind: 'between' }
+  | { kind: 'done' };
+
+export interface SplitterOptions {
+  mode: CallMode | 'none';
+  syntax: CallSyntax;
+  thought?: ThoughtSyntax;
+  /** auto: the call grammar's state is needed (a fresh one per call). */
+  onCallGrammar?: (active: boolean) => void;
+  /** At most one call (parallel_tool_calls false, or a named choice). */
+  single: boolean;
+  newCallId?: () => string;
+}
+
+export const newCallId = () => `call_${crypto.randomBytes(12).toString('hex')}`;
+
+/**
+ * Splits raw output text into channel pieces. Tokens (and log-probabilities) of text that is syntax, not content, are
+ * carried to the next piece emitted; `finish` emits what is left.
+ */
+export class OutputSplitter {
+  private state: State;
+  /** Text that may be the start of a marker (call or thought prefix), held back in text/thought states. */
+  private held = '';
+  private pendingTokens = 0;
+  private pendingLogprobs: TokenLogprob[] = [];
+  private call?: { callId: string; name: string };
+  private lastChannel?: OutputChannel;
+  /** Calls completed. */
+  calls = 0;
+
+  constructor(private readonly o: SplitterOptions) {
+    this.state = this.initialState();
+  }
+
+  private initialState(): State {
+    if (this.o.mode === 'forced') return { kind: 'literal', rest: this.o.syntax.prefix, then: 'name' };
+    return this.o.thought?.openOnStart ? { kind: 'thought' } : { kind: 'text' };
+  }
+
+  /** True once no more output may follow (a single call is complete). */
+  get done(): boolean {
+    return this.state.kind === 'done';
+  }
+
+  /** True while output goes into a thought segment. */
+  get inThought(): boolean {
+    return this.state.kind === 'thought';
+  }
+
+  /** True while output goes into a call (auto: the call grammar applies). */
+  get inCall(): boolean {
+    const k = this.state.kind;
+    return k === 'name' || k === 'args' || k === 'suffix';
+  }
+
+  push(piece: { text: string; tokens: number; logprobs?: TokenLogprob[] }): ChannelPiece[] {
+    this.pendingTokens += piece.tokens;
+    if (piece.logprobs) this.pendingLogprobs.push(...piece.logprobs);
+    const out: ChannelPiece[] = [];
+    this.consume(piece.text, out);
+    return out;
+  }
+
+  /** The generation ended: held text and carried tokens go out. */
+  finish(): ChannelPiece[] {
+    const out: ChannelPiece[] = [];
+    if (this.held) {
+      const held = this.held;
+      this.held = '';
+      this.emit(out, held, this.state.kind === 'thought' ? { kind: 'reasoning' } : undefined);
+    }
+    if (this.pendingTokens > 0) this.emit(out, '', this.call ? this.channel() : this.lastChannel);
+    return out;
+  }
+
+  private channel(): OutputChannel {
+    return { kind: 'function_call', callId: this.call!.callId, name: this.call!.name };
+  }
+
+  private emit(out: ChannelPiece[], text: string, channel: OutputChannel | undefined): void {
+    if (!text && this.pendingTokens === 0) return;
+    const p: ChannelPiece = { text, tokens: this.pendingTokens };
+    if (!channel && this.pendingLogprobs.length) p.logprobs = this.pendingLogprobs;
+    if (channel) p.channel = channel;
+    this.pendingTokens = 0;
+    this.pendingLogprobs = [];
+    this.lastChannel = channel;
+    out.push(p);
+  }
+
+  /** Longest end of `s` that is a proper prefix of `marker`. */
+  private static partial(s: string, marker: string): number {
+    for (let n = Math.min(s.length, marker.length - 1); n > 0; n--) if (marker.startsWith(s.slice(-n))) return n;
+    return 0;
+  }
+
+  private consume(text: string, out: ChannelPiece[]): void {
+    let rest = text;
+    while (rest.length > 0) {
+      const s = this.state;
+      switch (s.kind) {
+        case 'done':
+          return;
+        case 'text':
+        case 'thought': {
+          const inThought = s.kind === 'thought';
+          const all = this.held + rest;
+          rest = '';
+          this.held = '';
+          const markers: Array<[string, 'call' | 'thought-open' | 'thought-close']> = [];
+          if (inThought) markers.push([this.o.thought!.suffix, 'thought-close']);
+          else {
+            if (this.o.mode === 'auto') markers.push([this.o.syntax.prefix, 'call']);
+            if (this.o.thought?.prefix) markers.push([this.o.thought.prefix, 'thought-open']);
+          }
+          let best: { at: number; marker: string; what: string } | undefined;
+          for (const [m, what] of markers) {
+            const at = all.indexOf(m);
+            if (at >= 0 && (!best || at < best.at)) best = { at, marker: m, what };
+          }
+          const channel: OutputChannel | undefined = inThought ? { kind: 'reasoning' } : undefined;
+          if (!best) {
+            const keep = Math.max(0, ...markers.map(([m]) => OutputSplitter.partial(all, m)));
+            const now = all.slice(0, all.length - keep);
+            this.held = all.slice(all.length - keep);
+            if (now) this.emit(out, now, channel);
+            break;
+          }
+          if (best.at > 0) this.emit(out, all.slice(0, best.at), channel);
+          rest = all.slice(best.at + best.marker.length);
+          if (best.what === 'call') {
+            this.state = { kind: 'name', buf: '' };
+            this.o.onCallGrammar?.(true);
+          } else this.state = best.what === 'thought-open' ? { kind: 'thought' } : { kind: 'text' };
+          break;
+        }
+        case 'literal': {
+          const n = Math.min(s.rest.length, rest.length);
+          s.rest = s.rest.slice(n);
+          rest = rest.slice(n);
+          if (!s.rest) this.state = { kind: 'name', buf: '' };
+          break;
+        }
+        case 'name': {
+          s.buf += rest;
+          rest = '';
+          const at = s.buf.indexOf(this.o.syntax.paramsPrefix);
+          if (at < 0) break;
+          const name = s.buf.slice(0, at);
+          rest = s.buf.slice(at + this.o.syntax.paramsPrefix.length);
+          this.call = { callId: (this.o.newCallId ?? newCallId)(), name };
+          this.emit(out, '', this.channel());
+          this.state = { kind: 'args', scanner: new JsonScanner() };
+          break;
+        }
+        case 'args': {
+          const n = s.scanner.feed(rest);
+          if (n > 0) this.emit(out, rest.slice(0, n), this.channel());
+          rest = rest.slice(n);
+          if (s.scanner.done) this.state = { kind: 'suffix', rest: this.o.syntax.suffix.length };
+          break;
+        }
+        case 'suffix': {
+          const n = Math.min(s.rest, rest.length);
+          s.rest -= n;
+          rest = rest.slice(n);
+          if (s.rest === 0) this.endCall();
+          break;
+        }
+        case 'between': {
+          // forced: betweenCalls + prefix (the grammar admits nothing else).
+          this.state = { kind: 'literal', rest: this.o.syntax.betweenCalls + this.o.syntax.prefix, then: 'name' };
+          break;
+        }
+      }
+    }
+  }
+
+  private endCall(): void {
+    this.calls++;
+    if (this.o.mode === 'auto') this.o.onCallGrammar?.(false);
+    if (this.o.single) this.state = { kind: 'done' };
+    else this.state = this.o.mode === 'forced' ? { kind: 'between' } : { kind: 'text' };
+  }
+
+  /**
+   * Resume: the delivered segments in this syntax (what the model had written), with the splitter brought to where
+   * they end (a call half written continues in the same callId). `callText` is the part after the last call prefix
+   * when the output ends inside a call (auto: the call grammar is advanced over it); the forced grammar is advanced
+   * over all of `text`.
+   */
+  restore(segments: readonly OutputSegment[]): { text: string; callText?: string } {
+    const { syntax } = this.o;
+    let text = '';
+    let callText: string | undefined;
+    let inThought = this.o.thought?.openOnStart === true;
+    const closeThought = () => {
+      if (inThought) text += this.o.thought!.suffix;
+      inThought = false;
+    };
+    let open: { callId: string; scanner: JsonScanner } | undefined;
+    const closeCall = () => {
+      if (!open) return;
+      text += syntax.suffix;
+      open = undefined;
+      this.calls++;
+    };
+    for (const seg of segments) {
+      const ch = seg.channel;
+      if (ch?.kind === 'function_call') {
+        closeThought();
+        if (open?.callId !== ch.callId) {
+          closeCall();
+          const sep = this.o.mode === 'forced' && this.calls > 0 ? syntax.betweenCalls : '';
+          text += sep + syntax.prefix;
+          callText = ch.name + syntax.paramsPrefix;
+          text += callText;
+          open = { callId: ch.callId, scanner: new JsonScanner() };
+          this.call = { callId: ch.callId, name: ch.name };
+        }
+        open.scanner.feed(seg.text);
+        text += seg.text;
+        callText += seg.text;
+        continue;
+      }
+      closeCall();
+      callText = undefined;
+      if (ch?.kind === 'reasoning') {
+        if (!inThought && this.o.thought) text += this.o.thought.prefix;
+        inThought = true;
+      } else closeThought();
+      text += seg.text;
+    }
+    if (open && !open.scanner.done) {
+      this.state = { kind: 'args', scanner: open.scanner };
+      return { text, callText };
+    }
+    if (open) {
+      closeCall();
+      if (this.o.mode === 'auto') this.o.onCallGrammar?.(false);
+      this.state = this.o.single ? { kind: 'done' } : this.o.mode === 'forced' ? { kind: 'between' } : { kind: 'text' };
+      return { text };
+    }
+    this.state = inThought ? { kind: 'thought' } : this.o.mode === 'forced' ? this.initialState() : { kind: 'text' };
+    return { text };
+  }
+}
