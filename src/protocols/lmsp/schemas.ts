@@ -72,6 +72,8 @@ export const responseCreateSchema = z.strictObject({
   top_p: z.number().min(0).max(1).nullable().optional(),
   metadata: metadata.nullable().optional(),
   store: z.boolean().optional(),
+  background: z.boolean().nullable().optional(),
+  previous_response_id: z.string().min(1).max(256).nullable().optional(),
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
   tools: z.array(z.unknown()).max(0, { message: 'tools are not supported' }).optional(),
   tool_choice: z.enum(['none', 'auto']).optional(),
@@ -95,8 +97,6 @@ export type TaskCreateBody = z.infer<typeof taskCreateSchema>;
 
 /** Fields the Responses API has that this runtime cannot honour: refused rather than silently ignored. */
 const UNSUPPORTED_FIELDS: Record<string, (v: unknown) => boolean> = {
-  previous_response_id: (v) => v !== undefined && v !== null,
-  background: (v) => v === true,
   tools: (v) => Array.isArray(v) && v.length > 0,
   reasoning: (v) => v !== undefined && v !== null,
 };
