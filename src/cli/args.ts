@@ -1,5 +1,6 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
+import { RESTART_POLICIES, type RestartPolicy } from '../runtime/task';
 import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
 import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
 import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ContextSizeChoice } from '../backends/llama/contextChoice';
@@ -16,7 +17,7 @@ export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--context-size N|auto]
-                     [--concurrency N] [--allow-origin ORIGIN]...
+                     [--concurrency N] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
@@ -34,6 +35,9 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
            --concurrency  tasks generating at the same time (per local model)
+           --background-restart  on_restart of an OpenAI background response (POST /responses with
+                          background: true) when the server stops before it finishes: fail, retry (default: run it
+                          again from the start) or resume (continue its output where the model can, else retry)
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
            --engine       a remote OpenAI-compatible engine (llama.cpp server, vLLM, Ollama, LM Studio): NAME and
@@ -59,6 +63,8 @@ export interface ServeArgs {
   gpuLayers?: GpuLayersChoice;
   contextSize?: ContextSizeChoice;
   concurrency?: number;
+  /** on_restart of background responses (--background-restart); undefined = the LMSP door's default. */
+  backgroundRestart?: RestartPolicy;
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
   engines: EngineArg[];
@@ -87,6 +93,7 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   'context-size': { kind: 'string' },
   concurrency: { kind: 'int', min: 1, max: 64 },
   'allow-origin': { kind: 'list' },
+  'background-restart': { kind: 'string' },
   engine: { kind: 'list' },
   'engine-key-file': { kind: 'list' },
   'engine-concurrency': { kind: 'list' },
@@ -148,6 +155,7 @@ function parseServe(args: readonly string[]): ServeArgs {
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
     concurrency: int('concurrency'),
+    backgroundRestart: restartPolicy(values.get('background-restart')?.[0]),
     allowedOrigins: (values.get('allow-origin') ?? []).map((raw) => {
       const origin = normalizeOrigin(raw);
       if (origin instanceof Error) throw new UsageError(`--allow-origin ${origin.message}.`);
@@ -226,6 +234,12 @@ function engineArgs(values: Map<string, string[]>): EngineArg[] {
     }
   }
   return [...engines.values()];
+}
+
+function restartPolicy(raw: string | undefined): RestartPolicy | undefined {
+  if (raw === undefined) return undefined;
+  if (!RESTART_POLICIES.includes(raw as RestartPolicy)) throw new UsageError(`--background-restart must be one of ${RESTART_POLICIES.join(', ')}, got "${raw.slice(0, 40)}".`);
+  return raw as RestartPolicy;
 }
 
 function gpuChoice(raw: string | undefined): GpuChoice | undefined {

@@ -151,7 +151,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     port: args.port,
     tokens,
     log,
-    lmsp: { heartbeatMs },
+    lmsp: { heartbeatMs, backgroundOnRestart: args.backgroundRestart },
     allowedOrigins: args.allowedOrigins,
     mcp: extensions.mcpTools ? { extraTools: extensions.mcpTools } : undefined,
   }).catch(async (e) => {

@@ -44,7 +44,8 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     object: 'response',
     created_at: seconds(task.createdAt),
     status: parts.status,
-    background: true,
+    // Echoed from the request (OpenAI background mode; store defaults to true).
+    background: input.background === true,
     completed_at: parts.completedAt ? seconds(parts.completedAt) : null,
     model: task.model,
     instructions: input.instructions ?? null,
@@ -61,8 +62,8 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     // The request's format as it was given (OpenAI echoes it; a schema comes back whole).
     text: { format: input.text?.format ?? { type: 'text' } },
     truncation: 'disabled',
-    previous_response_id: null,
-    store: true,
+    previous_response_id: input.previous_response_id ?? null,
+    store: input.store !== false,
     metadata: input.metadata ?? {},
     usage: parts.usage ?? null,
     error: parts.error ?? null,

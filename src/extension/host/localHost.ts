@@ -72,7 +72,7 @@ export async function openLocalHost(options: {
       tokens: tokenMap(options.token),
       allowedOrigins: [...settings.allowedOrigins],
       // Other windows create tasks with the editor token; they may mark them as made in the editor.
-      lmsp: { editorPrincipals: [EDITOR_PRINCIPAL] },
+      lmsp: { editorPrincipals: [EDITOR_PRINCIPAL], backgroundOnRestart: settings.backgroundRestartPolicy },
       log,
     });
   } catch (e) {

@@ -23,6 +23,8 @@ export interface ExtensionSettings {
   concurrency: number;
   maxQueued: number;
   defaultRestartPolicy: RestartPolicy;
+  /** on_restart of an OpenAI background response (`POST /responses` with `background: true`) made to the endpoint. */
+  backgroundRestartPolicy: RestartPolicy;
   defaultTtlMinutes: number;
   maxTtlMinutes: number;
   retentionDays: number;
@@ -48,6 +50,7 @@ export const SETTING_KEYS = {
   concurrency: 'concurrency',
   maxQueued: 'maxQueuedTasks',
   defaultRestartPolicy: 'defaultRestartPolicy',
+  backgroundRestartPolicy: 'backgroundRestartPolicy',
   defaultTtlMinutes: 'ttl.defaultMinutes',
   maxTtlMinutes: 'ttl.maxMinutes',
   retentionDays: 'retention.days',
@@ -68,6 +71,7 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   concurrency: 1,
   maxQueued: 1000,
   defaultRestartPolicy: 'fail',
+  backgroundRestartPolicy: 'retry',
   defaultTtlMinutes: 60,
   maxTtlMinutes: 60 * 24,
   retentionDays: 1,
@@ -88,6 +92,7 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'contextSize',
   'concurrency',
   'maxQueued',
+  'backgroundRestartPolicy',
   'defaultTtlMinutes',
   'maxTtlMinutes',
   'retentionDays',
@@ -135,6 +140,12 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
   if (policyRaw !== undefined && policyRaw !== null) {
     if (RESTART_POLICIES.includes(policyRaw as RestartPolicy)) defaultRestartPolicy = policyRaw as RestartPolicy;
     else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.defaultRestartPolicy, RESTART_POLICIES.join(', '), d.defaultRestartPolicy));
+  }
+  const backgroundRaw = get(k.backgroundRestartPolicy);
+  let backgroundRestartPolicy = d.backgroundRestartPolicy;
+  if (backgroundRaw !== undefined && backgroundRaw !== null) {
+    if (RESTART_POLICIES.includes(backgroundRaw as RestartPolicy)) backgroundRestartPolicy = backgroundRaw as RestartPolicy;
+    else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.backgroundRestartPolicy, RESTART_POLICIES.join(', '), d.backgroundRestartPolicy));
   }
   const notifyRaw = get(k.notifyOnCompletion);
   let notifyOnCompletion = d.notifyOnCompletion;
@@ -191,6 +202,7 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     concurrency: integer(get, k.concurrency, 1, 64, d.concurrency, p, t),
     maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
     defaultRestartPolicy,
+    backgroundRestartPolicy,
     defaultTtlMinutes: integer(get, k.defaultTtlMinutes, 1, 525600, d.defaultTtlMinutes, p, t),
     maxTtlMinutes: integer(get, k.maxTtlMinutes, 1, 5256000, d.maxTtlMinutes, p, t),
     retentionDays: integer(get, k.retentionDays, 1, 3650, d.retentionDays, p, t),

@@ -1,5 +1,6 @@
 // What every LMSP route needs from the door.
 import type { TaskRuntimeApi } from '../../runtime/api';
+import type { RestartPolicy } from '../../runtime/task';
 import type { SseGate, SseWriter } from '../http/sse';
 
 export interface LmspDeps {
@@ -7,6 +8,8 @@ export interface LmspDeps {
   /** Principals allowed to create tasks with origin "editor" (LmspDoorOptions.editorPrincipals). */
   editorPrincipals: ReadonlySet<string>;
   maxBodyBytes: number;
+  /** on_restart of a `background: true` response (LmspDoorOptions.backgroundOnRestart). */
+  backgroundOnRestart: RestartPolicy;
   heartbeatMs: number;
   sseGate: SseGate;
   /** Open streams, closed when the door closes. */

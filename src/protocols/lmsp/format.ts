@@ -1,7 +1,7 @@
 // Formats runtime records in LMSP's wire vocabulary (ch.7 task object, Responses objects, models, discovery).
 import type { RuntimeLimits } from '../../runtime/api';
 import { describeHardware, type ModelHardware, type ModelInfo } from '../../runtime/backend';
-import { toChatMessages } from '../../runtime/responses';
+import { responseObject, toChatMessages } from '../../runtime/responses';
 import type { Problem, TaskRecord, TaskStatus } from '../../runtime/task';
 import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
 
@@ -85,24 +85,14 @@ function promptText(task: TaskRecord): string {
     .join('\n\n');
 }
 
-/** The stored Responses object, or a snapshot of one still being produced. */
+/**
+ * The stored Responses object, or a snapshot of one still being produced: every field a finished one has (a
+ * background response is polled as `queued`, then `in_progress`, with `background`, `store` and
+ * `previous_response_id` echoed), the output not yet (it is on the event stream while it runs).
+ */
 export function toResponseObject(task: TaskRecord): Record<string, unknown> {
   if (task.response) return wireResponse(task.response);
-  const status = task.status === 'queued' ? 'queued' : 'in_progress';
-  return {
-    id: task.responseId,
-    object: OBJECTS.response,
-    created_at: seconds(task.createdAt),
-    status,
-    model: task.model,
-    output: [],
-    usage: null,
-    error: null,
-    incomplete_details: null,
-    instructions: task.input.instructions ?? null,
-    max_output_tokens: task.input.max_output_tokens ?? null,
-    metadata: task.input.metadata ?? {},
-  };
+  return wireResponse(responseObject(task, { status: task.status === 'queued' ? 'queued' : 'in_progress' }));
 }
 
 export function toModelObject(model: ModelInfo): Record<string, unknown> {

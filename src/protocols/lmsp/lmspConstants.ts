@@ -17,6 +17,12 @@ export const PATHS = {
   counts: '/task_runtime/counts', // vendor
 } as const;
 
+/** Paths below a response's own path (`${PATHS.responses}/{response_id}`), OpenAI's names. */
+export const RESPONSE_PATHS = {
+  cancel: '/cancel',
+  inputItems: '/input_items',
+} as const;
+
 /** Paths below a task's own path (`${PATHS.tasks}/{task_id}`). */
 export const TASK_PATHS = {
   cancel: '/cancel', // ch.7
@@ -60,6 +66,11 @@ export const QUERY = {
   status: 'status',
   cursor: 'cursor',
   limit: 'limit',
+  // GET /responses/{id} and /input_items (OpenAI's names)
+  stream: 'stream',
+  startingAfter: 'starting_after',
+  include: 'include',
+  order: 'order',
 } as const;
 
 /** Idempotency scopes: method and path of the creating route. */
@@ -81,6 +92,7 @@ export const CODES = {
   not_found: 404,
   task_not_found: 404, // ch.7
   response_not_found: 404,
+  previous_response_not_found: 404,
   model_not_found: 404,
   method_not_allowed: 405,
   task_not_cancelable: 409, // ch.7
@@ -107,4 +119,9 @@ export const DEFAULTS = {
   listLimit: 20,
   maxListLimit: 100,
   queueFullRetryAfterSeconds: 5,
+  /** on_restart of a `background: true` response unless configured (serve --background-restart, setting taskRuntime.backgroundRestartPolicy). */
+  backgroundOnRestart: 'retry',
+  /** GET /responses/{id}/input_items: OpenAI's default and largest page. */
+  inputItemsLimit: 20,
+  maxInputItemsLimit: 100,
 } as const;

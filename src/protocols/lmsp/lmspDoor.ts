@@ -1,14 +1,15 @@
 // The LMSP door: routes /lmsp/v1/* requests to their handlers. Holds no task state; everything is the runtime's.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TaskRuntimeApi } from '../../runtime/api';
+import type { RestartPolicy } from '../../runtime/task';
 import { SseGate, type SseWriter } from '../http/sse';
 import type { DoorHandler, RequestContext } from '../http/types';
 import { getCounts, streamChanges } from './vendorRoutes';
 import type { LmspDeps } from './deps';
 import { getCapabilities, getModel, listModels } from './discoveryRoutes';
-import { DEFAULTS, LMSP_PREFIX, PATHS, TASK_PATHS } from './lmspConstants';
+import { DEFAULTS, LMSP_PREFIX, PATHS, RESPONSE_PATHS, TASK_PATHS } from './lmspConstants';
 import { lmspProblem } from './problems';
-import { createResponse, getResponse } from './responsesRoutes';
+import { cancelResponse, createResponse, deleteResponse, getInputItems, getResponse } from './responsesRoutes';
 import { cancelTask, createTask, deleteTask, getTask, listTasks, taskEvents } from './tasksRoutes';
 import { checkResponseId, checkTaskId } from './wire';
 
@@ -19,6 +20,12 @@ export interface LmspDoorOptions {
    */
   editorPrincipals?: readonly string[];
   maxBodyBytes?: number;
+  /**
+   * on_restart of a `background: true` response (OpenAI background mode has no field for it): serve
+   * --background-restart, setting taskRuntime.backgroundRestartPolicy. Default DEFAULTS.backgroundOnRestart; `resume`
+   * falls back to `retry` for a model that cannot resume.
+   */
+  backgroundOnRestart?: RestartPolicy;
   heartbeatMs?: number;
   maxSseStreams?: number;
   log?: (msg: string) => void;
@@ -40,6 +47,7 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     runtime,
     editorPrincipals: new Set(options.editorPrincipals ?? []),
     maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
+    backgroundOnRestart: options.backgroundOnRestart ?? DEFAULTS.backgroundOnRestart,
     heartbeatMs: options.heartbeatMs ?? DEFAULTS.heartbeatMs,
     sseGate: new SseGate(options.maxSseStreams ?? DEFAULTS.maxSseStreams),
     streams: new Set<SseWriter>(),
@@ -51,7 +59,15 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     { pattern: exact(PATHS.models), methods: { GET: (_q, r) => listModels(deps, r) } },
     { pattern: exact(`${PATHS.models}/(.+)`), methods: { GET: (_q, r, _c, id) => getModel(deps, r, id) } },
     { pattern: exact(PATHS.responses), methods: { POST: (q, r, c) => createResponse(deps, q, r, c) } },
-    { pattern: exact(`${PATHS.responses}/${seg}`), methods: { GET: (_q, r, c, id) => getResponse(deps, r, c, checkResponseId(id)) } },
+    {
+      pattern: exact(`${PATHS.responses}/${seg}`),
+      methods: {
+        GET: (_q, r, c, id) => getResponse(deps, r, c, checkResponseId(id)),
+        DELETE: (_q, r, c, id) => deleteResponse(deps, r, c, checkResponseId(id)),
+      },
+    },
+    { pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.cancel}`), methods: { POST: (_q, r, c, id) => cancelResponse(deps, r, c, checkResponseId(id)) } },
+    { pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.inputItems}`), methods: { GET: (_q, r, c, id) => getInputItems(deps, r, c, checkResponseId(id)) } },
     {
       pattern: exact(PATHS.tasks),
       methods: { POST: (q, r, c) => createTask(deps, q, r, c), GET: (_q, r, c) => listTasks(deps, r, c) },

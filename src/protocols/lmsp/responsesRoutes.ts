@@ -1,16 +1,24 @@
-// /lmsp/v1/responses: the synchronous Responses surface, run as a task so it is stored and readable afterwards.
+// /lmsp/v1/responses: the Responses surface, every response run as a task so it is stored and readable afterwards.
+// A synchronous response belongs to its connection (a client that leaves cancels it); a background one (OpenAI
+// background mode, OPENAI-WIRE §4) is answered `queued` once durable and lives on without any connection: polled,
+// cancelled, streamed again from a sequence number, deleted, and run again after a restart by its restart policy.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isTerminal, type TaskRecord } from '../../runtime/task';
+import type { CreateTaskResult } from '../../runtime/api';
+import { isTerminal, type RestartPolicy, type TaskRecord } from '../../runtime/task';
 import { readJsonBody } from '../http/body';
 import type { RequestContext } from '../http/types';
+import { backgroundPolicy, checkBackgroundRules, listInputItems, refusedResume, withPreviousResponse } from './background';
 import type { LmspDeps } from './deps';
 import { toResponseObject, wireResponse } from './format';
 import { idempotencyOf } from './idempotency';
-import { HEADERS, IDEMPOTENCY_SCOPES, VENDOR_PREFIX } from './lmspConstants';
-import { lmspProblem, translateAsync } from './problems';
+import { HEADERS, IDEMPOTENCY_SCOPES, OBJECTS, QUERY, VENDOR_PREFIX } from './lmspConstants';
+import { lmspProblem, translate, translateAsync } from './problems';
 import { checkRequestRules, parseBody, rejectUnsupported, responseCreateSchema, toRuntimeRequest } from './schemas';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
+
+/** A Responses stream: the response's own events (vendor ones stay on /tasks/{id}/events), `[DONE]` after the last. */
+const responsesOnly = { filter: (e: { type: string }) => !e.type.startsWith(VENDOR_PREFIX), trailer: '[DONE]' };
 
 export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const body = await readJsonBody(req, deps.maxBodyBytes);
@@ -18,34 +26,44 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
   rejectUnsupported(body);
   const parsed = parseBody(responseCreateSchema, body);
   checkRequestRules(parsed);
+  checkBackgroundRules(parsed);
   const stream = parsed.stream === true;
-  const input = toRuntimeRequest(parsed);
+  const background = parsed.background === true;
+  const input = withPreviousResponse(deps.runtime, ctx.principal, toRuntimeRequest(parsed));
+  const create = (onRestart: RestartPolicy) =>
+    translateAsync(() =>
+      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'responses' } }),
+    );
   // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.
-  const result = await translateAsync(() =>
-    deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input, onRestart: 'fail', idempotency, meta: { lmsp_route: 'responses' } }),
-  );
+  let result: CreateTaskResult;
+  if (background) {
+    const policy = backgroundPolicy(deps.runtime, deps.backgroundOnRestart);
+    result = await create(policy).catch((e: unknown) => {
+      if (policy === 'resume' && refusedResume(e)) return create('retry'); // this model cannot resume
+      throw e;
+    });
+  } else {
+    result = await create('fail');
+  }
   const task = result.task;
   if (result.replayed) {
-    if (!isTerminal(task.status)) {
+    if (!background && !isTerminal(task.status)) {
       throw lmspProblem('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed.', { param: 'Idempotency-Key' });
     }
     res.setHeader(HEADERS.idempotentReplayed, 'true');
-  } else {
+  } else if (!background) {
     // A synchronous response belongs to its connection: a client that leaves no longer wants it (also one that left
     // while the create was being synced).
     if (ctx.signal.aborted) cancelQuietly(deps, task.id, ctx.principal);
     else ctx.signal.addEventListener('abort', () => cancelQuietly(deps, task.id, ctx.principal), { once: true });
   }
   if (stream) {
-    await streamTaskEvents(deps, res, {
-      taskId: task.id,
-      principal: ctx.principal,
-      afterSeq: undefined,
-      signal: ctx.signal,
-      filter: (e) => !e.type.startsWith(VENDOR_PREFIX),
-      trailer: '[DONE]',
-      noContentWhenDone: false,
-    });
+    await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: undefined, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly });
+    return;
+  }
+  if (background) {
+    // Answered as soon as it is durable: `queued` (or, replayed, however far it has got).
+    sendJson(res, 200, toResponseObject(result.replayed ? (deps.runtime.getTask(task.id, ctx.principal) ?? task) : task));
     return;
   }
   // Nothing flows while a long generation runs: the listener's idle timeout must not cut this answer off.
@@ -57,10 +75,80 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
   if (final) sendJson(res, 200, finalResponse(final));
 }
 
-export function getResponse(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {
+function mustGetResponse(deps: LmspDeps, ctx: RequestContext, id: string): TaskRecord {
   const task = deps.runtime.getTaskByResponseId(id, ctx.principal);
-  if (!task) throw lmspProblem('response_not_found', `No response ${id}.`, { param: 'response_id' });
-  sendJson(res, 200, toResponseObject(task));
+  if (!task) throw lmspProblem('response_not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
+  return task;
+}
+
+/**
+ * GET /responses/{id}: the response as it is now; with `?stream=true` its events (OpenAI's resume: after
+ * `starting_after`, else from the first), then live ones until the end.
+ */
+export async function getResponse(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): Promise<void> {
+  const q = ctx.url.searchParams;
+  const stream = booleanQuery(q, QUERY.stream);
+  const startingAfter = sequenceQuery(q, QUERY.startingAfter);
+  const task = mustGetResponse(deps, ctx, id);
+  if (!stream) {
+    if (startingAfter !== undefined) throw lmspProblem('invalid_request', '"starting_after" is only meaningful with stream=true.', { param: QUERY.startingAfter });
+    sendJson(res, 200, toResponseObject(task));
+    return;
+  }
+  await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: startingAfter, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly });
+}
+
+/**
+ * POST /responses/{id}/cancel: a background response stops (`cancelled`, answered once it has); cancelling one that
+ * has finished answers it unchanged (idempotent). A synchronous response is cancelled by closing its connection.
+ */
+export async function cancelResponse(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): Promise<void> {
+  const task = mustGetResponse(deps, ctx, id);
+  if (task.input.background !== true) {
+    throw lmspProblem('invalid_request', 'Cannot cancel a synchronous response; only a background response can be cancelled.', { param: 'response_id' });
+  }
+  if (isTerminal(task.status)) {
+    sendJson(res, 200, toResponseObject(task));
+    return;
+  }
+  translate(() => deps.runtime.cancelTask(task.id, ctx.principal, 'cancelled by the client'));
+  // A running generation stops within a token; a finish that won the race is answered as it is (best effort, as OpenAI).
+  const final = await translateAsync(() => deps.runtime.waitForTerminal(task.id, ctx.signal)).catch((e) => {
+    if (ctx.signal.aborted) return undefined;
+    throw e;
+  });
+  if (final) sendJson(res, 200, toResponseObject(final));
+}
+
+/** DELETE /responses/{id}: a finished response and its events (409 while it runs: cancel it first). */
+export function deleteResponse(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {
+  const task = mustGetResponse(deps, ctx, id);
+  translate(() => deps.runtime.deleteTask(task.id, ctx.principal));
+  sendJson(res, 200, { id, object: OBJECTS.response, deleted: true });
+}
+
+/** GET /responses/{id}/input_items: the stored input (a chained response's includes what it continued), paged. */
+export function getInputItems(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {
+  const task = mustGetResponse(deps, ctx, id);
+  sendJson(res, 200, listInputItems(task, ctx.url.searchParams));
+}
+
+function booleanQuery(q: URLSearchParams, name: string): boolean {
+  const values = q.getAll(name);
+  if (values.length === 0) return false;
+  if (values.length > 1 || (values[0] !== 'true' && values[0] !== 'false')) {
+    throw lmspProblem('invalid_request', `Query parameter "${name}" must be true or false.`, { param: name });
+  }
+  return values[0] === 'true';
+}
+
+function sequenceQuery(q: URLSearchParams, name: string): number | undefined {
+  const values = q.getAll(name);
+  if (values.length === 0) return undefined;
+  if (values.length > 1 || !/^(0|[1-9][0-9]{0,14})$/.test(values[0])) {
+    throw lmspProblem('invalid_request', `Query parameter "${name}" must be a non-negative integer sequence number.`, { param: name });
+  }
+  return Number(values[0]);
 }
 
 function finalResponse(task: TaskRecord): Record<string, unknown> {

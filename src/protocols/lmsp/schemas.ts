@@ -129,6 +129,8 @@ export const responseCreateSchema = z.strictObject({
   top_p: z.number().min(0).max(1).nullable().optional(),
   metadata: metadata.nullable().optional(),
   store: z.boolean().optional(),
+  background: z.boolean().nullable().optional(),
+  previous_response_id: z.string().min(1).max(256).nullable().optional(),
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
   tools: z.array(functionTool).max(MAX_TOOLS).nullable().optional(),
   tool_choice: toolChoice.nullable().optional(),
@@ -151,25 +153,12 @@ export const taskCreateSchema = z.strictObject({
 });
 export type TaskCreateBody = z.infer<typeof taskCreateSchema>;
 
-/** Fields the Responses API has that this runtime cannot honour: refused rather than silently ignored. */
-const UNSUPPORTED_FIELDS: Record<string, (v: unknown) => boolean> = {
-  previous_response_id: (v) => v !== undefined && v !== null,
-  background: (v) => v === true,
-};
-
 /** Tool types of the Responses API other than `function`: OpenAI's hosted tools, which a local server does not have. */
 const isBuiltInTool = (t: unknown) => isRecord(t) && typeof t.type === 'string' && t.type !== 'function';
 
 /** Refuses Responses features this runtime cannot honour; `at` is the param prefix ("" or "input."). */
 export function rejectUnsupported(request: unknown, at = ''): void {
   if (!isRecord(request)) return;
-  for (const [field, unsupported] of Object.entries(UNSUPPORTED_FIELDS)) {
-    if (unsupported(request[field])) {
-      throw new HttpProblem(400, 'unsupported_capability', `The field "${field}" is not supported by this server.`, {
-        param: at + field,
-      });
-    }
-  }
   // Named before the shape check, so that a hosted tool gets its own answer rather than "invalid value".
   if (Array.isArray(request.tools)) {
     const i = request.tools.findIndex(isBuiltInTool);

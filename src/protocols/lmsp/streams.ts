@@ -68,9 +68,11 @@ export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts
     release();
     throw e;
   }
+  let done = false;
   if (pending.length === 0) {
     const task = deps.runtime.getTask(opts.taskId, opts.principal);
-    if ((!task || isTerminal(task.status)) && opts.noContentWhenDone) {
+    done = !task || isTerminal(task.status);
+    if (done && opts.noContentWhenDone) {
       subscription.close();
       release();
       res.statusCode = 204;
@@ -81,6 +83,12 @@ export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts
   writer = openWriter(deps, res, opts.signal, release);
   const closed = new Promise<void>((resolve) => writer!.onClose(resolve));
   writer.onClose(() => subscription.close());
+  if (done) {
+    // Resumed after the last event of a finished task (a Responses resume past the end): nothing more will come.
+    ended = true;
+    if (opts.trailer !== undefined) writer.send({ data: opts.trailer });
+    writer.close();
+  }
   for (const event of pending.splice(0)) deliver(event);
   await closed;
 }

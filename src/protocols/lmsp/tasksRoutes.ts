@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpProblem } from '../http/problem';
 import type { RequestContext } from '../http/types';
 import { readJsonBody } from '../http/body';
+import { checkBackgroundRules, withPreviousResponse } from './background';
 import type { LmspDeps } from './deps';
 import { runtimeStatuses, toTaskObject } from './format';
 import { idempotencyOf } from './idempotency';
@@ -18,6 +19,7 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
   if (typeof body === 'object' && body !== null) rejectUnsupported((body as Record<string, unknown>).input, 'input.');
   const parsed = parseBody(taskCreateSchema, body);
   checkRequestRules(parsed.input, 'input.');
+  checkBackgroundRules(parsed.input, 'input.');
   const onRestart = parsed.on_restart ?? 'fail';
   const advertised = deps.runtime.limits.onRestart.includes(onRestart) && (onRestart !== 'resume' || deps.runtime.supportsResume);
   if (!advertised) {
@@ -30,7 +32,7 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
   }
   const origin = claimed ?? 'lmsp';
   // ch.7: the `stream` field of the wrapped request is ignored.
-  const input = toRuntimeRequest(parsed.input);
+  const input = withPreviousResponse(deps.runtime, ctx.principal, toRuntimeRequest(parsed.input), 'input.');
   // Answered once the create is durable; the task may already be starting on the backend meanwhile.
   const result = await translateAsync(() =>
     deps.runtime.createTaskAsync({ origin, principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),

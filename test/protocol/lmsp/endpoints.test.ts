@@ -230,9 +230,9 @@ describe('LMSP endpoints', () => {
     const tools = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', tools: [{ type: 'function', name: 'f' }] } });
     assertProblem(tools, 400, 'unsupported_capability');
     assert.equal(tools.json.param, 'tools');
-    const prev = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x', previous_response_id: 'resp_x' } } });
-    assertProblem(prev, 400, 'unsupported_capability');
-    assert.equal(prev.json.param, 'input.previous_response_id');
+    const reasoning = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x', reasoning: { effort: 'low' } } } });
+    assertProblem(reasoning, 400, 'unsupported_capability');
+    assert.equal(reasoning.json.param, 'input.reasoning');
   });
 
   it('405 for a wrong method, 404 not_found for an unknown route', async () => {

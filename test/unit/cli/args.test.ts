@@ -20,3 +20,11 @@ test('--context-size takes auto or a whole number of tokens in range; absent lea
     assert.throws(() => serveArgs(['--context-size', bad]), (e: Error) => e instanceof UsageError && /--context-size/.test(e.message), bad);
   }
 });
+
+test('--background-restart takes a restart policy; absent leaves the default to the LMSP door', () => {
+  assert.equal(serveArgs([]).backgroundRestart, undefined);
+  for (const p of ['fail', 'retry', 'resume'] as const) assert.equal(serveArgs(['--background-restart', p]).backgroundRestart, p);
+  for (const bad of ['never', 'RETRY', '']) {
+    assert.throws(() => serveArgs(['--background-restart', bad]), (e: Error) => e instanceof UsageError && /--background-restart/.test(e.message), bad);
+  }
+});
