@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
+import { until } from '../../support/wait';
 import { call, openAiServer } from './harness';
 
 /** The task a chat completion id names (chatcmpl-abc… ↔ task_abc…). */
@@ -112,6 +113,37 @@ describe('chat completions with the openai npm client', () => {
     assert.equal(a.choices[0].message.content, b.choices[0].message.content);
     const { task } = await storedText(ctx, a.id);
     assert.equal(task.task_runtime.prompt, 'Pick words');
+  });
+
+  it('a completion whose task is cancelled elsewhere ends with 409 task_cancelled (not retried), streamed or not', async () => {
+    // Greedy decoding never meets the demo model's end token: the task runs until it is cancelled.
+    const long = { model: ctx.server.model, messages: [{ role: 'user' as const, content: 'Write a very long story' }], max_tokens: 8000, temperature: 0 };
+    const cancelRunning = async () => {
+      const task = await until(async () => (await call(ctx.server, 'GET', '/tasks?status=running')).json.data[0], 'the chat task to run');
+      assert.equal((await call(ctx.server, 'POST', `/tasks/${task.id}/cancel`)).status, 200);
+    };
+    const plain = ctx.client.chat.completions.create(long);
+    await cancelRunning();
+    await assert.rejects(plain, (e: unknown) => {
+      assert.ok(e instanceof OpenAI.APIError && e.status === 409, String(e));
+      assert.equal(e.code, 'task_cancelled');
+      assert.equal(e.headers.get('x-should-retry'), 'false');
+      return true;
+    });
+    const stream = await ctx.client.chat.completions.create({ ...long, stream: true });
+    let cancelled = false;
+    await assert.rejects(
+      (async () => {
+        for await (const chunk of stream) {
+          if (!cancelled && chunk.choices[0]?.delta.content) {
+            cancelled = true;
+            await cancelRunning();
+          }
+        }
+      })(),
+      (e: unknown) => e instanceof OpenAI.APIError && e.code === 'task_cancelled',
+    );
+    assert.ok(cancelled, 'text streamed before the cancel');
   });
 
   it('bad input is a 400 in OpenAI error shape, named in chat fields, and makes no task', async () => {
