@@ -28,6 +28,7 @@ export const Commands = {
   addRemoteEngine: 'taskRuntime.addRemoteEngine',
   copyMcpConfig: 'taskRuntime.copyMcpConfig',
   copyLmspEndpoint: 'taskRuntime.copyLmspEndpoint',
+  copyOpenAiEndpoint: 'taskRuntime.copyOpenAiEndpoint',
   regenerateToken: 'taskRuntime.regenerateToken',
   restartServer: 'taskRuntime.restartServer',
   showLog: 'taskRuntime.showLog',

@@ -3,7 +3,7 @@ import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import { Commands, EVENTS_PANEL_VIEW_TYPE } from '../../src/extension/constants';
 import { responseText } from '../../src/extension/model/taskSource';
-import { activateExtension, waitFor, waitForStatus } from './support/extensionApi';
+import { activateExtension, endpointOf, waitFor, waitForStatus } from './support/extensionApi';
 
 describe('commands', () => {
   it('createTask runs a task from the editor to Succeeded', async () => {
@@ -103,5 +103,39 @@ describe('commands', () => {
     assert.ok(ids.indexOf(b) < ids.indexOf(a), 'newest first');
     const counts = await source.counts();
     assert.ok(counts.succeeded >= 2);
+  });
+
+  it('Copy OpenAI-Compatible Endpoint asks before the token goes on the clipboard; what it copies works as baseURL + apiKey', async () => {
+    const api = await activateExtension();
+    const endpoint = await endpointOf(api);
+    await vscode.env.clipboard.writeText('before');
+    const no = api.stubConfirmations(false);
+    try {
+      assert.equal(await vscode.commands.executeCommand(Commands.copyOpenAiEndpoint), undefined);
+      assert.equal(no.asked.length, 1);
+      assert.equal(await vscode.env.clipboard.readText(), 'before', 'nothing copied when the user says no');
+    } finally {
+      no.dispose();
+    }
+    const yes = api.stubConfirmations(true);
+    let snippet: string | undefined;
+    try {
+      snippet = await vscode.commands.executeCommand<string>(Commands.copyOpenAiEndpoint);
+    } finally {
+      yes.dispose();
+    }
+    assert.equal(await vscode.env.clipboard.readText(), snippet);
+    const { baseURL, apiKey } = JSON.parse(snippet!) as { baseURL: string; apiKey: string };
+    assert.equal(baseURL, endpoint.lmspUrl);
+    const models = (await (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { data: Array<{ id: string }> };
+    const r = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: models.data[0].id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
+    });
+    assert.equal(r.status, 200, await r.clone().text());
+    const completion = (await r.json()) as { object: string; id: string };
+    assert.equal(completion.object, 'chat.completion');
+    await vscode.env.clipboard.writeText('');
   });
 });

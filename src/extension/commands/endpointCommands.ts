@@ -1,5 +1,6 @@
-// Commands on this window's endpoint and server: copy the MCP configuration or the LMSP URL, regenerate the access
-// token, restart the runtime, show the log. Regenerate Token takes no arguments and always asks the user first.
+// Commands on this window's endpoint and server: copy the MCP configuration, the LMSP URL or the OpenAI-compatible
+// endpoint, regenerate the access token, restart the runtime, show the log. Regenerate Token and Copy OpenAI-Compatible
+// Endpoint take no arguments and always ask the user first (the one puts the token on the clipboard).
 import * as vscode from 'vscode';
 import { Commands } from '../constants';
 import type { TaskService } from '../host/taskService';
@@ -26,6 +27,7 @@ export class EndpointCommands extends Disposable {
     const reg = (...a: Parameters<RegisterCommand>) => this._register(register(...a));
     reg(Commands.copyMcpConfig, () => this.copyMcpConfig());
     reg(Commands.copyLmspEndpoint, () => this.copyLmspEndpoint());
+    reg(Commands.copyOpenAiEndpoint, () => this.copyOpenAiEndpoint());
     reg(Commands.regenerateToken, () => this.regenerateToken());
     reg(Commands.restartServer, () => d.service.restart());
     reg(Commands.showLog, () => d.log.show());
@@ -55,6 +57,20 @@ export class EndpointCommands extends Disposable {
     await vscode.env.clipboard.writeText(endpoint.lmspUrl);
     void vscode.window.setStatusBarMessage(t('LMSP endpoint copied: {0}', endpoint.lmspUrl), 3000);
     return endpoint.lmspUrl;
+  }
+
+  /**
+   * An OpenAI client's settings (`baseURL` = the LMSP base, where /chat/completions, /responses and /models are;
+   * `apiKey` = the access token) as JSON, after the user agreed to put the token on the clipboard. Undefined when not.
+   */
+  async copyOpenAiEndpoint(): Promise<string | undefined> {
+    const endpoint = this.requireEndpoint();
+    const question = t('Copy the OpenAI-compatible endpoint with the access token to the clipboard? Any program that reads the clipboard can then use the token.');
+    if (!(await this.d.confirm(question, t('Copy with Token')))) return undefined;
+    const snippet = JSON.stringify({ baseURL: endpoint.lmspUrl, apiKey: await this.d.tokens.get() }, null, 2);
+    await vscode.env.clipboard.writeText(snippet);
+    void vscode.window.showInformationMessage(t('OpenAI-compatible endpoint copied (baseURL and apiKey, which is the access token).'));
+    return snippet;
   }
 
   /** Always asks first, whatever the caller passes: another extension cannot cut off the user's clients unasked. */

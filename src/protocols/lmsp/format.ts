@@ -95,10 +95,17 @@ export function toResponseObject(task: TaskRecord): Record<string, unknown> {
   return wireResponse(responseObject(task, { status: task.status === 'queued' ? 'queued' : 'in_progress' }));
 }
 
+/**
+ * `created` of every model object (OpenAI's list shape has it; a local file or an engine's model has no creation
+ * time we know): when this server process started, as vLLM's and llama.cpp's servers give their own start or request time.
+ */
+const MODELS_CREATED = seconds(Date.now());
+
 export function toModelObject(model: ModelInfo): Record<string, unknown> {
   return {
     id: model.id,
     object: OBJECTS.model,
+    created: MODELS_CREATED,
     state: model.state,
     max_context_length: model.maxContextLength,
     capabilities: { tools: false, vision: false, reasoning: false },

@@ -12,6 +12,8 @@ export const PATHS = {
   capabilities: '/capabilities', // INFERENCE
   models: '/models', // INFERENCE
   responses: '/responses', // known to exist; shape INFERENCE
+  /** OpenAI's chat completions, at the same base URL as /models (an OpenAI client's baseURL is LMSP_PREFIX). */
+  chatCompletions: '/chat/completions',
   tasks: '/tasks', // ch.7
   changes: '/task_runtime/changes', // vendor
   counts: '/task_runtime/counts', // vendor
@@ -37,7 +39,15 @@ export const OBJECTS = {
   taskDeleted: 'task.deleted',
   counts: 'task_runtime.counts', // vendor
   response: 'response',
+  chatCompletion: 'chat.completion', // OpenAI
+  chatCompletionChunk: 'chat.completion.chunk', // OpenAI
 } as const;
+
+/**
+ * A chat completion's id is its task's id with this prefix instead of `task_` (`chatcmpl-abc…` is task `task_abc…`),
+ * so a chat client can find the task (GET /tasks/{id}) from the id it got.
+ */
+export const CHAT_COMPLETION_ID_PREFIX = 'chatcmpl-';
 
 export const TASK_TYPE_RESPONSE = 'response'; // ch.7
 
@@ -59,6 +69,8 @@ export const HEADERS = {
   idempotencyKey: 'idempotency-key', // ch.7
   idempotentReplayed: 'Idempotent-Replayed', // Stripe-style marker
   lastEventId: 'last-event-id',
+  /** The OpenAI SDK retries a 409 unless the answer carries `x-should-retry: false` (OPENAI-WIRE §0.1). */
+  shouldRetry: 'x-should-retry',
 } as const;
 
 export const QUERY = {
@@ -77,6 +89,7 @@ export const QUERY = {
 export const IDEMPOTENCY_SCOPES = {
   tasks: `POST ${LMSP_PREFIX}${PATHS.tasks}`,
   responses: `POST ${LMSP_PREFIX}${PATHS.responses}`,
+  chatCompletions: `POST ${LMSP_PREFIX}${PATHS.chatCompletions}`,
 } as const;
 
 /** Problem codes and their HTTP statuses (profile §9.3). */
@@ -98,6 +111,8 @@ export const CODES = {
   task_not_cancelable: 409, // ch.7
   task_not_deletable: 409,
   idempotency_request_in_progress: 409,
+  /** A synchronous chat completion whose task was cancelled (from the editor, /tasks or MCP) before it finished. */
+  task_cancelled: 409,
   event_history_expired: 410, // ch.7
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -5,6 +5,7 @@ import type { RestartPolicy } from '../../runtime/task';
 import { SseGate, type SseWriter } from '../http/sse';
 import type { DoorHandler, RequestContext } from '../http/types';
 import { getCounts, streamChanges } from './vendorRoutes';
+import { createChatCompletion } from './chatCompletionsRoutes';
 import type { LmspDeps } from './deps';
 import { getCapabilities, getModel, listModels } from './discoveryRoutes';
 import { DEFAULTS, LMSP_PREFIX, PATHS, RESPONSE_PATHS, TASK_PATHS } from './lmspConstants';
@@ -59,6 +60,7 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     { pattern: exact(PATHS.models), methods: { GET: (_q, r) => listModels(deps, r) } },
     { pattern: exact(`${PATHS.models}/(.+)`), methods: { GET: (_q, r, _c, id) => getModel(deps, r, id) } },
     { pattern: exact(PATHS.responses), methods: { POST: (q, r, c) => createResponse(deps, q, r, c) } },
+    { pattern: exact(PATHS.chatCompletions), methods: { POST: (q, r, c) => createChatCompletion(deps, q, r, c) } },
     {
       pattern: exact(`${PATHS.responses}/${seg}`),
       methods: {

@@ -4,7 +4,7 @@
 // cancelled, streamed again from a sequence number, deleted, and run again after a restart by its restart policy.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CreateTaskResult } from '../../runtime/api';
-import { isTerminal, type RestartPolicy, type TaskRecord } from '../../runtime/task';
+import { isTerminal, type ResponseRequest, type RestartPolicy, type TaskRecord } from '../../runtime/task';
 import { readJsonBody } from '../http/body';
 import type { RequestContext } from '../http/types';
 import { backgroundPolicy, checkBackgroundRules, listInputItems, refusedResume, withPreviousResponse } from './background';
@@ -13,7 +13,7 @@ import { toResponseObject, wireResponse } from './format';
 import { idempotencyOf } from './idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, OBJECTS, QUERY, VENDOR_PREFIX } from './lmspConstants';
 import { lmspProblem, translate, translateAsync } from './problems';
-import { checkRequestRules, parseBody, rejectUnsupported, responseCreateSchema, toRuntimeRequest } from './schemas';
+import { validateResponseBody } from './schemas';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
 
@@ -23,20 +23,47 @@ const responsesOnly = { filter: (e: { type: string }) => !e.type.startsWith(VEND
 export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const body = await readJsonBody(req, deps.maxBodyBytes);
   const idempotency = idempotencyOf(req, IDEMPOTENCY_SCOPES.responses, body);
-  rejectUnsupported(body);
-  const parsed = parseBody(responseCreateSchema, body);
-  checkRequestRules(parsed);
-  checkBackgroundRules(parsed);
-  const stream = parsed.stream === true;
-  const background = parsed.background === true;
-  const input = withPreviousResponse(deps.runtime, ctx.principal, toRuntimeRequest(parsed));
+  const { stream, input: request } = validateResponseBody(body);
+  checkBackgroundRules(request);
+  const background = request.background === true;
+  const input = withPreviousResponse(deps.runtime, ctx.principal, request);
+  const task = await startResponseTask(deps, res, ctx, { input, idempotency, route: 'responses', background });
+  if (stream) {
+    await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: undefined, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly });
+    return;
+  }
+  if (background) {
+    // Answered as soon as it is durable: `queued` (or, replayed, however far it has got).
+    sendJson(res, 200, toResponseObject(deps.runtime.getTask(task.id, ctx.principal) ?? task));
+    return;
+  }
+  const final = await awaitTerminal(deps, req, ctx, task.id);
+  if (final) sendJson(res, 200, finalResponse(final));
+}
+
+export interface StartResponseTask {
+  input: ResponseRequest;
+  idempotency: ReturnType<typeof idempotencyOf>;
+  /** Recorded in the task's meta (`lmsp_route`): which route made it. */
+  route: string;
+  /** A background response: runs under the background restart policy and outlives its connection. */
+  background?: boolean;
+}
+
+/**
+ * Creates the task of a response (/responses, /chat/completions): durable before anything is answered, an
+ * idempotent replay marked (or, synchronous, refused while the first is still running). A synchronous response is
+ * cancelled when its client leaves and is not run again after a restart (`fail`); a background one runs under the
+ * configured background policy (`retry` when that is `resume` and the model cannot resume).
+ */
+export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, p: StartResponseTask): Promise<TaskRecord> {
   const create = (onRestart: RestartPolicy) =>
     translateAsync(() =>
-      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'responses' } }),
+      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { lmsp_route: p.route } }),
     );
   // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.
   let result: CreateTaskResult;
-  if (background) {
+  if (p.background) {
     const policy = backgroundPolicy(deps.runtime, deps.backgroundOnRestart);
     result = await create(policy).catch((e: unknown) => {
       if (policy === 'resume' && refusedResume(e)) return create('retry'); // this model cannot resume
@@ -47,32 +74,27 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
   }
   const task = result.task;
   if (result.replayed) {
-    if (!background && !isTerminal(task.status)) {
+    if (!p.background && !isTerminal(task.status)) {
       throw lmspProblem('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed.', { param: 'Idempotency-Key' });
     }
     res.setHeader(HEADERS.idempotentReplayed, 'true');
-  } else if (!background) {
+  } else if (!p.background) {
     // A synchronous response belongs to its connection: a client that leaves no longer wants it (also one that left
     // while the create was being synced).
     if (ctx.signal.aborted) cancelQuietly(deps, task.id, ctx.principal);
     else ctx.signal.addEventListener('abort', () => cancelQuietly(deps, task.id, ctx.principal), { once: true });
   }
-  if (stream) {
-    await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: undefined, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly });
-    return;
-  }
-  if (background) {
-    // Answered as soon as it is durable: `queued` (or, replayed, however far it has got).
-    sendJson(res, 200, toResponseObject(result.replayed ? (deps.runtime.getTask(task.id, ctx.principal) ?? task) : task));
-    return;
-  }
+  return task;
+}
+
+/** The finished task of a non-streamed synchronous response; undefined when the client left meanwhile. */
+export async function awaitTerminal(deps: LmspDeps, req: IncomingMessage, ctx: RequestContext, taskId: string): Promise<TaskRecord | undefined> {
   // Nothing flows while a long generation runs: the listener's idle timeout must not cut this answer off.
   req.socket.setTimeout(0);
-  const final = await translateAsync(() => deps.runtime.waitForTerminal(task.id, ctx.signal)).catch((e) => {
+  return translateAsync(() => deps.runtime.waitForTerminal(taskId, ctx.signal)).catch((e) => {
     if (ctx.signal.aborted) return undefined;
     throw e;
   });
-  if (final) sendJson(res, 200, finalResponse(final));
 }
 
 function mustGetResponse(deps: LmspDeps, ctx: RequestContext, id: string): TaskRecord {

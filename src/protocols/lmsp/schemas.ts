@@ -335,6 +335,17 @@ export function canonicalJson(value: unknown, depth = 0): string {
   return JSON.stringify(value);
 }
 
+/**
+ * The one validation path of a /responses body (also what /chat/completions translates its body into): refused
+ * features, shape and ranges, the door's rules; the request as the runtime takes it, and whether to stream.
+ */
+export function validateResponseBody(body: unknown): { stream: boolean; input: ResponseRequest } {
+  rejectUnsupported(body);
+  const parsed = parseBody(responseCreateSchema, body);
+  checkRequestRules(parsed);
+  return { stream: parsed.stream === true, input: toRuntimeRequest(parsed) };
+}
+
 /** The validated request as the runtime takes it: no `stream` (the door handles it), no null members. */
 export function toRuntimeRequest(body: ResponseCreateBody): ResponseRequest {
   const out: Record<string, unknown> = {};

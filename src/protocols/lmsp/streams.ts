@@ -16,6 +16,8 @@ export interface TaskStreamOptions {
   signal: AbortSignal;
   /** Which events to send (all when absent). */
   filter?: (event: TaskEvent) => boolean;
+  /** How an event is written (default: as the LMSP/Responses event it is); /chat/completions writes chunks. */
+  send?: (writer: SseWriter, event: TaskEvent) => void;
   /** Written after the terminal event, before closing (e.g. `[DONE]` on /responses). */
   trailer?: string;
   /** Answer 204 when the task is terminal and nothing is left to send (stops EventSource reconnects). */
@@ -53,7 +55,7 @@ export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts
       pending.push(event);
       return;
     }
-    if (!opts.filter || opts.filter(event)) sendEvent(writer, event);
+    if (!opts.filter || opts.filter(event)) (opts.send ?? sendEvent)(writer, event);
     if (TERMINAL_EVENT_TYPES.has(event.type)) {
       ended = true;
       if (opts.trailer !== undefined) writer.send({ data: opts.trailer });
