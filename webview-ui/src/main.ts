@@ -168,10 +168,17 @@ function itemCard(icon: string, heading: string, sub: string, body: string, cls 
   return card;
 }
 
+let inputShown: string | undefined;
 function renderInput(input: InputView | undefined): void {
-  inputBody.replaceChildren();
   show(inputBox, !!input);
+  // A task's request never changes: build it once (keeps Show all toggles and the open state across renders).
+  const key = input ? `${state.task?.id ?? ''}:${input.items.length}:${input.options.length}:${input.tools.length}` : undefined;
+  if (key === inputShown) return;
+  inputShown = key;
+  inputBody.replaceChildren();
   if (!input) return;
+  const size = (input.instructions?.length ?? 0) + input.items.reduce((n, i) => n + (i.kind === 'message' ? i.text.length : 200), 0);
+  if (size < 600 && !input.tools.length) inputBox.setAttribute('open', '');
   if (input.instructions) {
     inputBody.append(el('h3', {}, s('instructions')), longText(input.instructions, 'text-block'));
   }
@@ -281,7 +288,7 @@ function render(): void {
     if (lastM.promptTps !== undefined) {
       statRow.append(stat('prompt', s('promptProcessing'), fmt('tokensPerSecond', formatRate(lastM.promptTps)), lastM.inputTokens !== undefined ? `${num(lastM.inputTokens)} ${s('inputTokens').toLowerCase()}` : undefined));
     }
-    if (lastM.totalMs !== undefined) statRow.append(stat('total', lastM.active ? fmt('runningFor', '').trim() : fmt('ranFor', '').trim(), formatMs(lastM.totalMs)));
+    if (lastM.totalMs !== undefined) statRow.append(stat('total', lastM.active ? s('elapsed') : s('took'), formatMs(lastM.totalMs)));
     const series = speedSeries(lastA, now, lastM.active, task?.outputTokens);
     if (series.length > 1) {
       const values = series.map(([, v]) => v);

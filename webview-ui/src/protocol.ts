@@ -259,6 +259,8 @@ export const WEBVIEW_STRINGS = {
   firstTokenAfter: 'first token after {0}',
   runningFor: 'running for {0}',
   ranFor: 'ran for {0}',
+  elapsed: 'Elapsed',
+  took: 'Took',
   estimated: 'estimated from the text (about {0} characters per token)',
   input: 'Input',
   instructions: 'Instructions',

@@ -92,6 +92,17 @@ export class Workbench {
     await row.click();
   }
 
+  /** Switches the colour theme through the palette (Preferences: Color Theme), e.g. "Light Modern". */
+  async setColorTheme(label: string): Promise<void> {
+    await this.runCommand('Preferences: Color Theme');
+    const input = this.quickInput();
+    await input.waitFor({ timeout: 30_000 });
+    await input.fill(label);
+    await this.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: new RegExp(`^${label}`) }).first().waitFor({ timeout: 30_000 });
+    await input.press('Enter');
+    await this.page.locator('.quick-input-widget:not([inert])').waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => {});
+  }
+
   /** Types into an open input box (showInputBox) and accepts it. */
   async answerInput(text: string): Promise<void> {
     const input = this.quickInput();
