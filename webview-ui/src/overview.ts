@@ -60,7 +60,7 @@ app.append(role, models.box, throughput.box, queue.box, endpoints.box);
 
 function where(m: ModelView): string {
   if (m.compute === 'remote') return `${s('remote')} · ${m.engine ?? ''}`;
-  if (!m.compute) return s(`state.${m.state}` as OverviewStringKey) ?? m.state;
+  if (!m.compute) return ''; // not loaded yet: the badge says so
   const parts = [m.compute === 'cpu' ? `CPU · ${m.threads ?? '?'} threads` : `${m.compute.toUpperCase()}${m.devices.length ? ` · ${m.devices.join(', ')}` : ''}`];
   if (m.gpuLayers !== null) parts.push(`${m.gpuLayers}/${m.totalLayers ?? '?'} layers`);
   return parts.join(' · ');
@@ -77,9 +77,10 @@ function renderModels(list: ModelView[]): void {
     const name = el('div', { class: 'model-name' });
     name.append(el('vscode-icon', { name: icon }), el('span', { class: 'model-id' }, m.id));
     const stateKey = `state.${m.state}` as OverviewStringKey;
-    name.append(el('vscode-badge', { variant: 'counter', class: `state state-${m.state}` }, stateKey in OVERVIEW_STRINGS ? s(stateKey) : m.state));
-    const detail = el('div', { class: 'model-detail muted' }, where(m) + (m.contextLength ? ` · ${s('contextSize', m.contextLength.toLocaleString(lang))}` : ''));
-    row.append(name, detail);
+    name.append(el('vscode-badge', { class: `state state-${m.state}` }, stateKey in OVERVIEW_STRINGS ? s(stateKey) : m.state));
+    const detailText = [where(m), m.contextLength ? s('contextSize', m.contextLength.toLocaleString(lang)) : ''].filter(Boolean).join(' · ');
+    row.append(name);
+    if (detailText) row.append(el('div', { class: 'model-detail muted' }, detailText));
     models.body.append(row);
   }
   const actions = el('div', { class: 'row-actions' });
