@@ -44,7 +44,7 @@ describe('Task Runtime as an instrument (UI)', function () {
       const row = wb.row(`${prompt}, `).first();
       await row.waitFor({ timeout: 120_000 });
       await row.click();
-      const frame = await wb.webviewFrame(prompt.slice(0, 24));
+      const frame = await wb.webviewFrame(prompt.slice(0, 24), 60_000, '#task-title');
       try {
         await frame.locator('body[data-status="running"] #speed[data-active="true"] #speed-chart svg rect').first().waitFor({ timeout: 20_000 });
       } catch {
@@ -65,7 +65,7 @@ describe('Task Runtime as an instrument (UI)', function () {
   });
 
   it('shows the overview with the model, the queue, the throughput chart and the endpoints', async () => {
-    const overview = await wb.webviewFrame('Endpoints');
+    const overview = await wb.webviewFrame('', 60_000, '#endpoints');
     await overview.locator('body[data-ready="true"]').waitFor({ timeout: 30_000 });
     assert.ok(await overview.locator('#models .model').count(), 'a model is listed');
     assert.equal(await overview.locator('#queue .count').count(), 8, 'one count per status');
@@ -91,9 +91,10 @@ describe('Task Runtime as an instrument (UI)', function () {
     await wb.screenshot('i03-finished-panel-dark');
 
     // Reopen: a new webview rebuilt from the stored events shows the same figures and chart.
-    await page.keyboard.press('Control+W').catch(() => {});
+    await wb.runCommand('View: Close Editor');
+    await panel.locator('body').waitFor({ state: 'detached', timeout: 30_000 }).catch(() => {});
     await wb.row(`${title}, `).first().click();
-    const reopened = await wb.webviewFrame(title.slice(0, 24));
+    const reopened = await wb.webviewFrame(title.slice(0, 24), 60_000, '#task-title');
     await reopened.locator('#speed-chart svg rect').first().waitFor({ timeout: 30_000 });
     assert.equal(await reopened.locator('#stats').innerText(), figures);
     assert.equal(await reopened.locator('#speed-chart svg rect').count(), bars);
@@ -105,7 +106,7 @@ describe('Task Runtime as an instrument (UI)', function () {
     await page.locator('.monaco-workbench.vs').waitFor({ timeout: 30_000 });
     await panel.locator('body.vscode-light').waitFor({ timeout: 30_000 });
     await wb.screenshot('i04-finished-panel-light');
-    const overview = await wb.webviewFrame('Endpoints');
+    const overview = await wb.webviewFrame('', 60_000, '#endpoints');
     await overview.locator('body.vscode-light').waitFor({ timeout: 30_000 });
     await wb.screenshot('i05-overview-light');
     await wb.setColorTheme('Dark Modern');
