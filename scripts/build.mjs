@@ -44,7 +44,7 @@ if (nodeEntries.length) {
 if (existsSync(join(root, 'webview-ui/src/main.ts'))) {
   await build({
     absWorkingDir: root,
-    entryPoints: { main: 'webview-ui/src/main.ts' },
+    entryPoints: { main: 'webview-ui/src/main.ts', overview: 'webview-ui/src/overview.ts' },
     outdir: 'dist/webview',
     bundle: true,
     platform: 'browser',

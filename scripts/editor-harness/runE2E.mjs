@@ -1,7 +1,8 @@
 // Runs the Playwright UI suite (out/test/e2e/**/*.test.js, mocha) against code-server with the packaged .vsix
 // installed into a clean extensions dir. The tests reach the server and browser through a harness object on
 // globalThis (see test/e2e/support/harness.ts), so they can restart the editor.
-// Usage: node scripts/editor-harness/runE2E.mjs [--vsix FILE] [--artifacts DIR]
+// Usage: node scripts/editor-harness/runE2E.mjs [--vsix FILE] [--artifacts DIR] [--only TEXT]
+// (--only: run just the test files whose path contains TEXT, e.g. `--only instrument`).
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -30,7 +31,8 @@ function testFiles(dir, acc = []) {
 
 export async function runE2E() {
   const artifacts = resolve(arg('--artifacts', join(repoRoot, 'test-results/e2e')));
-  const files = testFiles(join(repoRoot, 'out/test/e2e'));
+  const only = arg('--only');
+  const files = testFiles(join(repoRoot, 'out/test/e2e')).filter((f) => !only || f.includes(only));
   if (!files.length) throw new Error('editor harness: no UI tests under out/test/e2e; run `npm run build` first');
   rmSync(artifacts, { recursive: true, force: true });
   mkdirSync(artifacts, { recursive: true });

@@ -4,6 +4,7 @@ export const EXTENSION_ID = 'task-runtime.task-runtime';
 
 export const VIEW_CONTAINER_ID = 'taskRuntime';
 export const TASKS_VIEW_ID = 'taskRuntime.tasks';
+export const OVERVIEW_VIEW_ID = 'taskRuntime.overview';
 export const EVENTS_PANEL_VIEW_TYPE = 'taskRuntime.events';
 export const RESULT_DOCUMENT_SCHEME = 'task-runtime-result';
 export const TASK_URI_SCHEME = 'task-runtime';

@@ -20,6 +20,7 @@ import { TokenStore } from './tokenStore';
 import { CompletionNotifier } from './ui/completionNotifier';
 import { ResultDocumentProvider } from './ui/resultDocument';
 import { StatusBar } from './ui/statusBar';
+import { OverviewViewProvider } from './views/overviewView';
 import { TasksTreeProvider } from './views/tasksTreeProvider';
 import { EventsPanelManager } from './webview/eventsPanelManager';
 
@@ -30,6 +31,7 @@ class TaskRuntimeExtension extends Disposable {
   readonly service: TaskService;
   readonly panels: EventsPanelManager;
   private readonly tree: TasksTreeProvider;
+  readonly overview: OverviewViewProvider;
   private settings: ExtensionSettings;
   /** Set only through the test API (see api.ts): scripted answers to modal confirmations. */
   private confirmationStub: { answer: boolean; asked: string[] } | undefined;
@@ -60,7 +62,8 @@ class TaskRuntimeExtension extends Disposable {
       }),
     );
     const source = this.service.source;
-    const tree = (this.tree = this._register(new TasksTreeProvider(source)));
+    this.overview = this._register(new OverviewViewProvider(context.extensionUri, source, this.service));
+    const tree = (this.tree = this._register(new TasksTreeProvider(source, this.overview.throughput)));
     this.panels = this._register(new EventsPanelManager(context.extensionUri, source));
     const notifier = this._register(new CompletionNotifier(source, () => this.settings));
     this._register(new ResultDocumentProvider(source));

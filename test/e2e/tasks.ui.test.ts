@@ -52,7 +52,7 @@ describe('Task Runtime in the editor (UI)', function () {
 
   it('opens the events panel of the task and shows its text', async () => {
     await wb.row(donePrompt).first().click();
-    const frame = await wb.webviewFrame(donePrompt.slice(0, 20));
+    const frame = await wb.webviewFrame(donePrompt.slice(0, 20), 60_000, '#task-title');
     const body = await frame.locator('body').innerText();
     assert.match(body, /succeeded/i);
     assert.ok(body.length > donePrompt.length, 'the panel shows more than the title');
@@ -72,7 +72,7 @@ describe('Task Runtime in the editor (UI)', function () {
     const seen = await wb.watchRowStatuses(injection, 'Succeeded', 120_000);
     assert.equal(seen.at(-1), 'Succeeded', `statuses seen: ${seen.join(' → ')}`);
     await wb.row(injection).first().click();
-    const frame = await wb.webviewFrame(`<b>bold</b> ${stamp}`);
+    const frame = await wb.webviewFrame(`<b>bold</b> ${stamp}`, 60_000, '#task-title');
     await frame.locator('#task-title', { hasText: `<b>bold</b> ${stamp}` }).waitFor();
     assert.equal(await frame.locator('#task-title').textContent(), injection, 'the title shows the literal markup');
     assert.equal(await frame.locator('#app img, #app b, #app script').count(), 0, 'no element was created from task text');

@@ -32,6 +32,40 @@ export interface UsageView {
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;
+  /** Prompt tokens served from a reused prefix (`usage.input_tokens_details.cached_tokens`), when reported. */
+  cached_tokens?: number;
+}
+
+/** One item of what went in (or a tool call that came out), already reduced to text for display. */
+export type InputItemView =
+  | { kind: 'message'; role: string; text: string }
+  | { kind: 'function_call'; callId: string; name: string; arguments: string }
+  | { kind: 'function_call_output'; callId: string; output: string };
+
+/** What the task was asked: instructions, input items, the sampling and format options, the tools offered. */
+export interface InputView {
+  instructions: string | null;
+  items: InputItemView[];
+  /** Option name → value as shown (temperature, top_p, max_output_tokens, task_runtime.seed, text.format, …). */
+  options: Array<[string, string]>;
+  tools: Array<{ name: string; description: string; parameters: string }>;
+  toolChoice: string | null;
+}
+
+/** The model the task runs on and where it runs (from the backend's ModelInfo). */
+export interface ModelView {
+  id: string;
+  state: string;
+  /** 'cpu', 'cuda', 'vulkan', 'metal', or 'remote' for a remote engine; '' when not loaded yet. */
+  compute: string;
+  devices: string[];
+  gpuLayers: number | null;
+  totalLayers: number | null;
+  threads: number | null;
+  contextLength: number | null;
+  engine: string | null;
+  /** One line as the log and tooltip say it. */
+  summary: string;
 }
 
 /** What the panel shows about a task (no prompt or output body: those travel as events/text). */
@@ -48,12 +82,16 @@ export interface TaskView {
   outputTokens: number;
   usage: UsageView | null;
   error: ProblemView | null;
+  /** The request, when the source has it (local runtime: always). */
+  input?: InputView;
 }
 
 export interface WireEvent {
   seq: number;
   type: string;
   data: Record<string, unknown>;
+  /** When the store wrote the event (Unix ms); absent when the source does not say (an older remote owner). */
+  at?: number;
 }
 
 // Host → webview.
@@ -80,12 +118,16 @@ export interface TaskMessage {
 export interface DeletedMessage {
   type: 'deleted';
 }
+export interface ModelMessage {
+  type: 'model';
+  model: ModelView;
+}
 export interface NoticeMessage {
   type: 'notice';
   level: 'info' | 'error';
   message: string;
 }
-export type HostMessage = SnapshotMessage | EventsMessage | TaskMessage | DeletedMessage | NoticeMessage;
+export type HostMessage = SnapshotMessage | EventsMessage | TaskMessage | ModelMessage | DeletedMessage | NoticeMessage;
 
 // Webview → host.
 export interface ReadyMessage {
@@ -135,13 +177,55 @@ export interface PanelState {
   timeline: TimelineEntry[];
   problem?: ProblemView | { code: string; message: string } | null;
   usage?: UsageView | null;
+  /** Timings of each attempt, from the events' times (webview-ui/src/metrics.ts). */
+  attempts?: AttemptTiming[];
+  /** Tool calls and reasoning the model produced, by item id, in order. */
+  outputItems?: OutputItemView[];
+  model?: ModelView;
 }
 
 export interface TimelineEntry {
   seq: number;
-  /** A status id (queued, running, succeeded, ...) or an event kind (created, retry, loading). */
+  /** A status id (queued, running, succeeded, ...) or an event kind (created, retry, loading, first_token). */
   kind: string;
   detail?: string;
+  /** When the event was written (Unix ms), when known. */
+  at?: number;
+}
+
+/** A piece of output that is not the answer text: a function call (arguments streamed) or reasoning text. */
+export interface OutputItemView {
+  id: string;
+  kind: 'function_call' | 'reasoning';
+  name?: string;
+  callId?: string;
+  text: string;
+  done: boolean;
+}
+
+/**
+ * One attempt of the task (a retry or a resume starts another), with the times of its phases (Unix ms) and its
+ * output over time: `points` are [ms since the attempt's first token, characters so far, exact tokens so far or -1],
+ * thinned to at most POINT_LIMIT by merging neighbours.
+ */
+export interface AttemptTiming {
+  attempt: number;
+  startedAt?: number;
+  queuedAt?: number;
+  loadingAt?: number;
+  runningAt?: number;
+  firstTokenAt?: number;
+  lastTokenAt?: number;
+  endedAt?: number;
+  /** How the attempt began: created (first), retry (from the start), resume (continuing its text). */
+  how: 'created' | 'retry' | 'resume';
+  chars: number;
+  /** Exact tokens, counted from per-token log-probabilities when the stream carries them; -1 when not. */
+  tokens: number;
+  points: Array<[number, number, number]>;
+  inputTokens?: number;
+  outputTokens?: number;
+  cachedTokens?: number;
 }
 
 export function isPanelState(value: unknown): value is PanelState {
@@ -163,6 +247,41 @@ export const WEBVIEW_STRINGS = {
   openResult: 'Open result',
   retry: 'Retry',
   waiting: 'Waiting for output…',
+  speed: 'Speed',
+  speedChart: 'Tokens per second over the run',
+  tokensPerSecond: '{0} tok/s',
+  tokensSoFar: '{0} tokens',
+  generation: 'Generation',
+  promptProcessing: 'Prompt processing',
+  timeToFirstToken: 'Time to first token',
+  queuedFor: 'queued for {0}',
+  loadingTook: 'loading took {0}',
+  firstTokenAfter: 'first token after {0}',
+  runningFor: 'running for {0}',
+  ranFor: 'ran for {0}',
+  elapsed: 'Elapsed',
+  took: 'Took',
+  estimated: 'estimated from the text (about {0} characters per token)',
+  input: 'Input',
+  instructions: 'Instructions',
+  options: 'Options',
+  tools: 'Tools',
+  toolChoice: 'Tool choice',
+  toolCall: 'Tool call',
+  toolOutput: 'Tool output',
+  reasoning: 'Reasoning',
+  showMore: 'Show all',
+  showLess: 'Show less',
+  hardware: 'Hardware',
+  compute: 'Compute',
+  contextSize: 'Context size',
+  cachedTokens: 'Cached prompt tokens',
+  threads: 'CPU threads',
+  gpuLayers: 'GPU layers',
+  engine: 'Remote engine',
+  noSpeedYet: 'No tokens yet',
+  'kind.first_token': 'First token',
+  'kind.resume': 'Resumed (continues its text)',
   inputTokens: 'Input tokens',
   outputTokens: 'Output tokens',
   totalTokens: 'Total tokens',

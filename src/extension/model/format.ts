@@ -78,11 +78,20 @@ export function tokensLabel(task: Pick<TaskInfo, 'outputTokens' | 'usage'>, t: L
   return n > 0 ? t('{0} tok', n) : undefined;
 }
 
-/** The tree row description: origin · model · timing · tokens. */
-export function taskDescription(task: TaskInfo, now: number, t: Localize): string {
+/** 8.3 tok/s, 42 tok/s: one decimal below 10. */
+export function rateLabel(tokensPerSecond: number, t: Localize): string {
+  return t('{0} tok/s', tokensPerSecond < 10 ? tokensPerSecond.toFixed(1) : String(Math.round(tokensPerSecond)));
+}
+
+/**
+ * The tree row description: origin · model · timing · [speed] · tokens. `rate` (tokens/s, moving window) is the
+ * running task's key figure, as the Testing view shows each test's duration.
+ */
+export function taskDescription(task: TaskInfo, now: number, t: Localize, rate?: number): string {
   const parts = [originLabel(task.origin, t)];
   if (task.model) parts.push(task.model);
   parts.push(taskTiming(task, now, t));
+  if (rate !== undefined && !isTerminal(task.status)) parts.push(rateLabel(rate, t));
   const tokens = tokensLabel(task, t);
   if (tokens) parts.push(tokens);
   return parts.join(' · ');

@@ -32,6 +32,7 @@ export function taskInfoFromRecord(t: TaskRecord): TaskInfo {
     error: t.error,
     response: t.response,
     prompt: promptText(t.input.input),
+    input: t.input,
     oldestSeq: t.oldestSeq,
     nextSeq: t.nextSeq,
   };
@@ -98,7 +99,7 @@ export class LocalTaskSource implements TaskSource {
     };
     try {
       sub = this.runtime.subscribe(id, afterSeq, (e) => {
-        if (!closed) handlers.onEvent({ seq: e.seq, type: e.type, data: e.data });
+        if (!closed) handlers.onEvent({ seq: e.seq, type: e.type, data: e.data, createdAt: e.createdAt });
       });
       if (closed) sub.close();
       else this.subscriptions.add(sub);
@@ -132,7 +133,9 @@ export class LocalTaskSource implements TaskSource {
       source: m.source,
       state: m.state,
       demo: m.demo,
-      ...(m.hardware ? { hardware: describeHardware(m.hardware) } : {}),
+      ...(m.hardware ? { hardware: describeHardware(m.hardware), hardwareInfo: m.hardware } : {}),
+      ...(m.contextLength !== undefined ? { contextLength: m.contextLength } : {}),
+      ...(m.engine ? { engine: m.engine } : {}),
     }));
   }
 

@@ -1,6 +1,7 @@
 // What the editor UI needs from the tasks, whether this window owns the store (local) or talks to the owner's
 // LMSP endpoint (remote). Pure: no vscode.
-import { TASK_STATUSES, type Problem, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
+import type { ModelHardware } from '../../runtime/backend';
+import { TASK_STATUSES, type Problem, type ResponseRequest, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 
 /** A task as the editor shows it; both sources map their own shape onto it. */
@@ -24,6 +25,8 @@ export interface TaskInfo {
   response: Record<string, unknown> | null;
   /** The full prompt text, when the source has it (local always; remote with the vendor member). */
   prompt?: string;
+  /** The request as stored, when the source has it (local). */
+  input?: ResponseRequest;
   /** Oldest stored event sequence, when the source knows it (local). */
   oldestSeq?: number;
   /** Next event sequence to be assigned, when the source knows it (local). */
@@ -35,6 +38,8 @@ export interface TaskEventInfo {
   seq: number;
   type: string;
   data: Record<string, unknown>;
+  /** When the store wrote it (Unix ms), when the source knows (local). */
+  createdAt?: number;
 }
 
 export interface CreateTaskRequest {
@@ -65,6 +70,12 @@ export interface ModelSummary {
   demo: boolean;
   /** What the loaded model runs on, in one line (GPU/CPU, layers, threads, fallback reason); absent before load. */
   hardware?: string;
+  /** The same in parts, when the source has them (local). */
+  hardwareInfo?: ModelHardware;
+  /** The context the model runs with (tokens), once known. */
+  contextLength?: number | null;
+  /** The remote engine serving it (configured name); absent for in-process models. */
+  engine?: string;
 }
 
 export interface EventStreamHandlers {

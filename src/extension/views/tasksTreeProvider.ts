@@ -62,7 +62,11 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
   readonly view: vscode.TreeView<TreeNode>;
   private loaded = false;
 
-  constructor(source: TaskSource) {
+  /** speeds: the running tasks' tokens/s for the row descriptions (model/throughput.ts). */
+  constructor(
+    source: TaskSource,
+    private readonly speeds?: { rate(id: string, now: number): number | undefined },
+  ) {
     super();
     this.model = this._register(new TaskTreeModel(source));
     this.view = this._register(vscode.window.createTreeView(TASKS_VIEW_ID, { treeDataProvider: this, showCollapseAll: true }));
@@ -128,7 +132,7 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
         const task = node.task;
         const item = new vscode.TreeItem(taskTitle(task), vscode.TreeItemCollapsibleState.None);
         item.id = `task:${task.id}`;
-        item.description = taskDescription(task, Date.now(), t);
+        item.description = taskDescription(task, Date.now(), t, this.speeds?.rate(task.id, Date.now()));
         item.iconPath = statusIcon(task.status);
         item.contextValue = taskContextValue(task.status);
         item.resourceUri = vscode.Uri.from({ scheme: TASK_URI_SCHEME, path: `/task/${task.id}` });

@@ -16,7 +16,7 @@ import { taskTitle } from '../model/format';
 import { responseText, type TaskInfo, type TaskSource } from '../model/taskSource';
 import { isRuntimeError } from '../../runtime/errors';
 import { eventsPanelHtml, webviewRoots } from './html';
-import { toTaskView } from './taskView';
+import { toModelView, toTaskView } from './taskView';
 
 const BATCH_MS = 60;
 const TASK_UPDATE_MS = 250;
@@ -37,6 +37,7 @@ export class EventsPanel extends Disposable {
   private batchTimer: ReturnType<typeof setTimeout> | undefined;
   private taskTimer: ReturnType<typeof setTimeout> | undefined;
   private pendingTask: TaskInfo | undefined;
+  private lastStatus: TaskInfo['status'] | undefined;
   /** Host-side mirror of what the webview shows (text for Copy text). */
   private mirror: PanelState;
   private readonly _onDidDispose = this._register(new vscode.EventEmitter<void>());
@@ -144,6 +145,14 @@ export class EventsPanel extends Disposable {
     this.mirror = initialState(this.taskId);
     this.post({ type: 'snapshot', task: toTaskView(task), events: [], truncated: false, lastSeq: -1 });
     this.subscribe(undefined, task);
+    void this.sendModel(task);
+  }
+
+  /** Where the task's model runs (hardware, context): asked once per snapshot, again when the task starts running. */
+  private async sendModel(task: TaskInfo): Promise<void> {
+    const models = await this.source.listModels().catch(() => []);
+    const model = models.find((m) => m.id === task.model);
+    if (model && !this.isDisposed) this.post({ type: 'model', model: toModelView(model) });
   }
 
   private async resume(lastSeq: number): Promise<void> {
@@ -153,12 +162,13 @@ export class EventsPanel extends Disposable {
     this.mirror = { ...initialState(this.taskId), lastSeq };
     this.post({ type: 'task', task: toTaskView(task) });
     this.subscribe(lastSeq, task);
+    void this.sendModel(task);
   }
 
   private subscribe(afterSeq: number | undefined, task: TaskInfo): void {
     this.stream?.dispose();
     this.stream = this.source.subscribeEvents(this.taskId, afterSeq, {
-      onEvent: (e) => this.queueEvent({ seq: e.seq, type: e.type, data: e.data }),
+      onEvent: (e) => this.queueEvent({ seq: e.seq, type: e.type, data: e.data, ...(e.createdAt !== undefined ? { at: e.createdAt } : {}) }),
       onError: (err) => void this.onStreamError(err, task),
     });
   }
@@ -205,7 +215,10 @@ export class EventsPanel extends Disposable {
       if (!t) return;
       this.flush(); // events first, so the status never runs ahead of the text
       this.panel.title = taskTitle(t);
+      const wasLoading = this.lastStatus === 'loading' || this.lastStatus === 'queued';
+      this.lastStatus = t.status;
       this.post({ type: 'task', task: toTaskView(t) });
+      if (wasLoading && t.status === 'running') void this.sendModel(t); // the model is loaded now: its hardware is known
     }, TASK_UPDATE_MS);
   }
 

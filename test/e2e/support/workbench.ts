@@ -92,6 +92,17 @@ export class Workbench {
     await row.click();
   }
 
+  /** Switches the colour theme through the palette (Preferences: Color Theme), e.g. "Light Modern". */
+  async setColorTheme(label: string): Promise<void> {
+    await this.runCommand('Preferences: Color Theme');
+    const input = this.quickInput();
+    await input.waitFor({ timeout: 30_000 });
+    await input.fill(label);
+    await this.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: new RegExp(`^${label}`) }).first().waitFor({ timeout: 30_000 });
+    await input.press('Enter');
+    await this.page.locator('.quick-input-widget:not([inert])').waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => {});
+  }
+
   /** Types into an open input box (showInputBox) and accepts it. */
   async answerInput(text: string): Promise<void> {
     const input = this.quickInput();
@@ -100,13 +111,18 @@ export class Workbench {
     await input.press('Enter');
   }
 
-  /** The frame holding a webview whose panel title matches, once its content loaded. */
-  async webviewFrame(contains: string, timeoutMs = 60_000): Promise<Frame> {
+  /**
+   * The frame holding a webview whose content shows the text, once its content loaded; with `selector`, only a
+   * frame that has such an element (the events panel: `#task-title`; the overview: `#endpoints`), since the overview
+   * lists running tasks' titles too.
+   */
+  async webviewFrame(contains: string, timeoutMs = 60_000, selector?: string): Promise<Frame> {
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
       for (const f of this.page.frames()) {
         try {
           if (f.url().includes('fake.html') || f.name() === 'active-frame' || f.url().includes('index.html')) {
+            if (selector && !(await f.locator(selector).count())) continue;
             const text = await f.locator('body').innerText({ timeout: 1000 });
             if (text.includes(contains)) return f;
           }

@@ -17,6 +17,7 @@ import {
   MCP_SERVER_LABEL,
   RESULT_DOCUMENT_SCHEME,
   TASKS_VIEW_ID,
+  OVERVIEW_VIEW_ID,
   VIEW_CONTAINER_ID,
 } from '../../../src/extension/constants';
 import { CommandRegistry } from '../../../src/extension/commands/index';
@@ -111,7 +112,7 @@ describe('manifest: views', () => {
     const containers = Object.values(contributes.viewsContainers).flat();
     assert.deepEqual(containers.map((c) => c.id), [VIEW_CONTAINER_ID]);
     assert.deepEqual(Object.keys(contributes.views), [VIEW_CONTAINER_ID]);
-    assert.deepEqual(contributes.views[VIEW_CONTAINER_ID]!.map((v) => v.id), [TASKS_VIEW_ID]);
+    assert.deepEqual(contributes.views[VIEW_CONTAINER_ID]!.map((v) => v.id), [TASKS_VIEW_ID, OVERVIEW_VIEW_ID]);
     assert.deepEqual(contributes.viewsWelcome.map((w) => w.view), [TASKS_VIEW_ID]);
     assert.deepEqual(contributes.mcpServerDefinitionProviders, [{ id: MCP_PROVIDER_ID, label: MCP_SERVER_LABEL }]);
     assert.ok((pkg.activationEvents as string[]).includes(`onWebviewPanel:${EVENTS_PANEL_VIEW_TYPE}`));
