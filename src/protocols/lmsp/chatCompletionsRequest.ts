@@ -164,8 +164,6 @@ function unsupportedField(param: string, detail?: string): HttpProblem {
 export interface ChatNames {
   /** For each input item: the chat path it came from (`messages.2`, `messages.2.tool_calls.0`). */
   items: string[];
-  /** Input items that carry a tool round trip (function_call / function_call_output), by index. */
-  toolItems: number[];
   /** Which of max_tokens / max_completion_tokens was sent. */
   maxTokens: string;
 }
@@ -181,9 +179,7 @@ const present = <T>(v: T | null | undefined): v is T => v !== null && v !== unde
 export function toResponsesBody(chat: ChatCompletionBody): Translated {
   const input: unknown[] = [];
   const items: string[] = [];
-  const toolItems: number[] = [];
   const push = (item: unknown, at: string) => {
-    if ((item as { type?: string }).type?.startsWith('function_call')) toolItems.push(input.length);
     input.push(item);
     items.push(at);
   };
@@ -243,7 +239,7 @@ export function toResponsesBody(chat: ChatCompletionBody): Translated {
     body.tool_choice = typeof chat.tool_choice === 'string' ? chat.tool_choice : { type: 'function', name: chat.tool_choice.function.name };
   }
   if (present(chat.reasoning_effort)) body.reasoning = { effort: chat.reasoning_effort };
-  return { body, names: { items, toolItems, maxTokens } };
+  return { body, names: { items, maxTokens } };
 }
 
 type Content = ChatCompletionBody['messages'][number]['content'] & {};
@@ -307,11 +303,6 @@ export function inChatTerms(e: unknown, names: ChatNames): unknown {
   if (!(e instanceof HttpProblem)) return e;
   const from = e.extra.param;
   const to = chatParam(from, names);
-  // A runtime without function tools knows no function_call items: say that, not "expected message".
-  const item = /^input\.(\d+)(\.type)?$/.exec(from ?? '');
-  if (item && names.toolItems.includes(Number(item[1])) && /expected "message"/.test(e.detail)) {
-    return new HttpProblem(400, 'unsupported_capability', 'Tool calls and tool results in messages are not supported by this server.', { param: to });
-  }
   if (!from || to === from) return e;
   let detail = e.detail.split(`"${from}"`).join(`"${to}"`).split(`'${from}'`).join(`'${to}'`);
   if (from === 'text.format' && /json/.test(detail)) detail = detail.replace('The input or instructions', "'messages'");

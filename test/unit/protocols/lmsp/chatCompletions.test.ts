@@ -175,14 +175,14 @@ describe('chat completions request → Responses request', () => {
   });
 
   it('a refusal at create (the runtime names a Responses param) is renamed the same way', () => {
-    const names = { items: ['messages.0'], toolItems: [], maxTokens: 'max_tokens' };
+    const names = { items: ['messages.0'], maxTokens: 'max_tokens' };
     const e = inChatTerms(new HttpProblem(400, 'invalid_json_schema', 'bad at "text.format.schema.properties"', { param: 'text.format.schema.properties' }), names) as HttpProblem;
     assert.equal(e.extra.param, 'response_format.json_schema.schema.properties');
     assert.match(e.detail, /"response_format.json_schema.schema.properties"/);
-    // A runtime that knows no function_call items (before function tools) refuses a tool round trip as unsupported.
-    const tools = { items: ['messages.0', 'messages.1.tool_calls.0'], toolItems: [1], maxTokens: 'max_tokens' };
-    const noTools = inChatTerms(new HttpProblem(400, 'invalid_request', 'Invalid value for "input.1": Invalid input: expected "message".', { param: 'input.1' }), tools) as HttpProblem;
-    assert.deepEqual([noTools.code, noTools.extra.param], ['unsupported_capability', 'messages.1.tool_calls.0']);
+    // A tool call's refusal points at the chat tool call it came from.
+    const tools = { items: ['messages.0', 'messages.1.tool_calls.0'], maxTokens: 'max_tokens' };
+    const call = inChatTerms(new HttpProblem(400, 'invalid_request', 'Invalid value for "input.1.name"', { param: 'input.1.name' }), tools) as HttpProblem;
+    assert.equal(call.extra.param, 'messages.1.tool_calls.0');
     const same = new HttpProblem(404, 'model_not_found', 'x', { param: 'model' });
     assert.equal(inChatTerms(same, names), same);
   });
