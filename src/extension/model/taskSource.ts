@@ -1,6 +1,15 @@
 // What the editor UI needs from the tasks, whether this window owns the store (local) or talks to the owner's
 // LMSP endpoint (remote). Pure: no vscode.
-import { TASK_STATUSES, type Problem, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
+import {
+  TASK_STATUSES,
+  type Problem,
+  type ResponseFunctionTool,
+  type ResponseToolChoice,
+  type RestartPolicy,
+  type TaskOrigin,
+  type TaskStatus,
+  type Usage,
+} from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 
 /** A task as the editor shows it; both sources map their own shape onto it. */
@@ -45,6 +54,12 @@ export interface CreateTaskRequest {
   /** Sampling temperature (0 = greedy). */
   temperature?: number;
   instructions?: string;
+  /** Responses input items (messages, `function_call`, `function_call_output`); when given, `prompt` is not sent. */
+  input?: unknown[];
+  tools?: ResponseFunctionTool[];
+  toolChoice?: ResponseToolChoice;
+  /** Short title for the tree; default: an excerpt of the last user message. */
+  title?: string;
 }
 
 export interface TaskPage {
@@ -65,6 +80,12 @@ export interface ModelSummary {
   demo: boolean;
   /** What the loaded model runs on, in one line (GPU/CPU, layers, threads, fallback reason); absent before load. */
   hardware?: string;
+  /** The context the model runs with (tokens), once known (a local model after its load). */
+  contextLength?: number | null;
+  /** The trained context (tokens), when known. */
+  maxContextLength?: number | null;
+  /** The remote engine serving it; absent for in-process models. */
+  engine?: string;
 }
 
 export interface EventStreamHandlers {
@@ -88,6 +109,11 @@ export interface TaskSource extends IDisposable {
   /** Every change of any visible task. */
   onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable;
   listModels(): Promise<ModelSummary[]>;
+  /**
+   * Tokens `text` takes in the model's own tokenizer, or null when it is not at hand (model not loaded, remote engine,
+   * or a window that does not own the runtime): the caller estimates then.
+   */
+  countTokens(model: string, text: string): Promise<number | null>;
   /** Fired when changes may have been missed (a change feed connected or reconnected): reload everything. */
   onDidInvalidate?(listener: () => void): IDisposable;
   /**
