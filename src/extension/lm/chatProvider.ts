@@ -98,12 +98,15 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
     }
     if (token.isCancellationRequested) return;
     const temperature = options.modelOptions?.['temperature'];
+    // A caller may ask for less output than the room kept for it (modelOptions `maxOutputTokens` or `max_tokens`).
+    const asked = options.modelOptions?.['maxOutputTokens'] ?? options.modelOptions?.['max_tokens'];
+    const maxOutputTokens = Number.isInteger(asked) && (asked as number) > 0 ? Math.min(asked as number, info.maxOutputTokens) : info.maxOutputTokens;
     const task = await this.d.source.create({
       prompt: '',
       input: fit.items,
       model: model.id,
       title: chatTitle(fit.items),
-      maxOutputTokens: info.maxOutputTokens,
+      maxOutputTokens,
       ...(typeof temperature === 'number' ? { temperature } : {}),
       ...(fit.tools.length ? { tools: fit.tools, toolChoice: required ? 'required' : toToolChoice(options.toolMode) } : {}),
     });

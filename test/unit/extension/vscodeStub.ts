@@ -37,6 +37,40 @@ function install(): VscodeStub {
       executeCommand: () => Promise.resolve(undefined),
     },
     Uri: class Uri {},
+    EventEmitter: class EventEmitter<T> {
+      private readonly listeners = new Set<(e: T) => void>();
+      readonly event = (l: (e: T) => void) => {
+        this.listeners.add(l);
+        return { dispose: () => this.listeners.delete(l) };
+      };
+      fire(e: T) {
+        for (const l of this.listeners) l(e);
+      }
+      dispose() {
+        this.listeners.clear();
+      }
+    },
+    Disposable: { from: (...ds: Array<{ dispose(): unknown }>) => ({ dispose: () => ds.forEach((d) => d.dispose()) }) },
+    LanguageModelTextPart: class LanguageModelTextPart {
+      constructor(readonly value: string) {}
+    },
+    LanguageModelToolCallPart: class LanguageModelToolCallPart {
+      constructor(
+        readonly callId: string,
+        readonly name: string,
+        readonly input: object,
+      ) {}
+    },
+    LanguageModelChatToolMode: { Auto: 1, Required: 2 },
+    LanguageModelError: class LanguageModelError extends Error {
+      static NotFound(message?: string) {
+        return Object.assign(new this(message), { code: 'NotFound' });
+      }
+    },
+    lm: {
+      registerLanguageModelChatProvider: () => disposable,
+      selectChatModels: () => Promise.resolve([]),
+    },
     env: {
       clipboard: {
         writeText(text: string) {
