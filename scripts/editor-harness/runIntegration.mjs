@@ -18,6 +18,11 @@ function arg(name, fallback) {
 const extensionPath = resolve(arg('--extension-path', repoRoot));
 const testsPath = resolve(arg('--tests-path', join(repoRoot, 'out/test/integration/suite/index')));
 const artifacts = resolve(arg('--artifacts', join(repoRoot, 'test-results/integration')));
+/**
+ * A second extension loaded next to ours: it uses our language models only through vscode.lm, as any other extension
+ * would (test/integration/languageModels.test.ts drives it).
+ */
+const consumerPath = join(repoRoot, 'test/fixtures/lm-consumer');
 const timeoutMs = Number(process.env.TASK_RUNTIME_INTEGRATION_TIMEOUT_MS ?? 600_000);
 
 export async function runIntegration() {
@@ -50,6 +55,7 @@ export async function runIntegration() {
     const url = workbenchUrl(server, {
       payload: [
         ['extensionDevelopmentPath', remoteUri(server, extensionPath)],
+        ['extensionDevelopmentPath', remoteUri(server, consumerPath)],
         ['extensionTestsPath', remoteUri(server, testsPath)],
         ['skipWelcome', 'true'],
       ],

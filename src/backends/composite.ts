@@ -32,6 +32,10 @@ export class CompositeBackend implements ModelBackend {
     return this.backends.flatMap((b) => b.listModels());
   }
 
+  countTokens(modelId: string, text: string): number | undefined {
+    return this.owner(modelId)?.countTokens?.(modelId, text);
+  }
+
   resolveModel(model: string | undefined): string | undefined {
     for (const b of this.backends) {
       const id = b.resolveModel(model);

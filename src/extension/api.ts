@@ -1,12 +1,20 @@
-// What activate() returns. Other extensions get the public API; the test API (the view's rows, open panels,
-// scripted answers to confirmations) is returned only when the editor test harness sets TEST_API_ENV. Pure: no vscode.
+// What activate() returns. Other extensions get the public API; the test API (the task source, the view's rows, open
+// panels, scripted answers to confirmations) is returned only when the editor test harness sets TEST_API_ENV. Pure:
+// no vscode.
+//
+// Why the task source is not public (issue #23): it shows every principal's tasks, prompts and outputs (agents' MCP
+// tasks included) and can create and cancel them. VS Code does not tell an exported API who calls it, so "what the
+// caller may see" cannot be decided here, and a confirmation could not name the extension asking. Other extensions
+// run prompts through the language-model API instead (vendor `task-runtime`: vscode.lm.selectChatModels), which
+// gives each request's caller its own answer and nothing else, or through the LMSP/MCP endpoints with a token the
+// user handed them (Copy MCP Server Config asks first).
 import { TEST_API_ENV } from './constants';
 import type { IDisposable } from './lifecycle';
 import type { TaskSource } from './model/taskSource';
 
 export interface TaskRuntimeExtensionApi {
+  /** Where the runtime listens (no token: a client needs one the user gives it). */
   getEndpoint(): { url: string; lmspUrl: string; mcpUrl: string } | undefined;
-  getTaskSource(): TaskSource;
   isOwner(): boolean;
   /** 'starting' | 'owner' | 'client' | 'waiting' | 'stopped' | 'failed' */
   getRole(): string;
@@ -32,6 +40,8 @@ export interface ConfirmationStub extends IDisposable {
 
 /** Only for the editor test harness: never returned to other extensions. */
 export interface TaskRuntimeTestMembers {
+  /** Every task of every principal, as the Tasks view sees them (see the header for why this is not public). */
+  getTaskSource(): TaskSource;
   /** Task ids with an open events panel. */
   openEventPanels(): string[];
   /** What the Tasks view's data provider shows: groups with their (loaded) rows, as tree items. */

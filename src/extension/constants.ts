@@ -10,6 +10,8 @@ export const RESULT_DOCUMENT_SCHEME = 'task-runtime-result';
 export const TASK_URI_SCHEME = 'task-runtime';
 
 export const MCP_PROVIDER_ID = 'taskRuntime.mcp';
+/** Vendor of our language models (package.json `languageModelChatProviders`; vscode.lm.selectChatModels({vendor})). */
+export const LM_VENDOR = 'task-runtime';
 export const MCP_SERVER_LABEL = 'Task Runtime';
 
 export const SECRET_TOKEN_KEY = 'taskRuntime.token';

@@ -14,6 +14,7 @@ import { CommandRegistry } from './commands';
 import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME, engineKeySecret } from './constants';
 import { TaskService, type EndpointInfo } from './host/taskService';
 import { Disposable, toDisposable } from './lifecycle';
+import { registerChatProvider } from './lm/chatProvider';
 import { McpServerProvider } from './mcpProvider';
 import { readSettings, restartNeeded, type ExtensionSettings } from './model/settings';
 import { TokenStore } from './tokenStore';
@@ -69,6 +70,16 @@ class TaskRuntimeExtension extends Disposable {
     this._register(new ResultDocumentProvider(source));
     this._register(new StatusBar(this.service, tree.model));
     this._register(new McpServerProvider(this.service, tokens));
+    this._register(
+      registerChatProvider({
+        source,
+        onDidChangeState: (l) => this.service.onDidChangeState(l),
+        loadModel: async (model) => {
+          await this.service.runtime?.loadModel(model);
+        },
+        log: (m) => this.log.info(m),
+      }),
+    );
     this._register(
       new CommandRegistry({
         service: this.service,
@@ -126,7 +137,6 @@ class TaskRuntimeExtension extends Disposable {
         const e: EndpointInfo | undefined = this.service.endpoint;
         return e && { url: e.url, lmspUrl: e.lmspUrl, mcpUrl: e.mcpUrl };
       },
-      getTaskSource: () => this.service.source,
       isOwner: () => this.service.role === 'owner',
       getRole: () => this.service.role,
       whenReady: async () => {
@@ -139,6 +149,7 @@ class TaskRuntimeExtension extends Disposable {
 
   private testMembers(): TaskRuntimeTestMembers {
     return {
+      getTaskSource: () => this.service.source,
       openEventPanels: () => this.panels.openTaskIds(),
       getTreeSnapshot: () => this.treeSnapshot(),
       stubConfirmations: (answer: boolean): ConfirmationStub => {

@@ -111,6 +111,11 @@ export interface TaskRuntimeApi {
   /** 1-based position of a queued task among its owner's queued tasks (other principals' are not counted), else null. */
   queuePosition(id: string): number | null;
   listModels(): ModelInfo[];
+  /**
+   * Tokens `text` takes in the tokenizer of `model` (undefined = the default), or null when that tokenizer is not at
+   * hand (the model is not loaded, or is served by a remote engine): the caller estimates then. Never loads a model.
+   */
+  countTokens(model: string | undefined, text: string): number | null;
   readonly supportsResume: boolean;
   close(): Promise<void>;
 

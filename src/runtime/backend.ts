@@ -317,6 +317,11 @@ export interface ModelBackend {
    */
   checkRequest?(request: GenerateRequest, task: { onRestart: RestartPolicy }): void;
   listModels(): ModelInfo[];
+  /**
+   * Tokens `text` takes in this model's own tokenizer, when the backend has it at hand now (a local model that is
+   * loaded); undefined otherwise (not loaded, a remote engine): callers estimate then. Never loads a model.
+   */
+  countTokens?(modelId: string, text: string): number | undefined;
   /** Resolve a request's `model` (undefined = default) to a known model id, or undefined when unknown. */
   resolveModel(model: string | undefined): string | undefined;
   isLoaded(modelId: string): boolean;

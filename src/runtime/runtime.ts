@@ -324,6 +324,13 @@ export class TaskRuntime implements TaskRuntimeApi {
     return this.options.backend.listModels();
   }
 
+  countTokens(model: string | undefined, text: string): number | null {
+    const backend = this.options.backend;
+    const id = backend.resolveModel(model);
+    if (id === undefined) return null;
+    return backend.countTokens?.(id, text) ?? null;
+  }
+
   // ---------------- events ----------------
 
   private checkAfter(task: TaskRecord, afterSeq: number | undefined): number {

@@ -91,6 +91,37 @@ describe('commands', () => {
     }
   });
 
+  it('Copy MCP Server Config and Select / Download Model ask first and hand the caller no token (issue #23)', async () => {
+    const api = await activateExtension();
+    await vscode.env.clipboard.writeText('before');
+    const no = api.stubConfirmations(false);
+    try {
+      assert.equal(await vscode.commands.executeCommand(Commands.copyMcpConfig), false);
+      assert.equal(await vscode.env.clipboard.readText(), 'before');
+      assert.equal(await vscode.commands.executeCommand(Commands.selectModel, 'hf:owner/repo:Q4_K_M'), undefined);
+      assert.equal(await vscode.commands.executeCommand(Commands.downloadModel, 'hf:owner/repo:Q4_K_M'), false);
+      assert.equal(no.asked.length, 3, `asked: ${JSON.stringify(no.asked)}`);
+      assert.equal(vscode.workspace.getConfiguration('taskRuntime').get('model'), '', 'the model setting is unchanged');
+      // What the input box refuses is refused for a caller too, before any question.
+      await assert.rejects(
+        () => Promise.resolve(vscode.commands.executeCommand(Commands.selectModel, '/tmp/other.gguf')),
+        /hf:owner\/repo/,
+      );
+      assert.equal(no.asked.length, 3);
+    } finally {
+      no.dispose();
+    }
+    const yes = api.stubConfirmations(true);
+    try {
+      const result = await vscode.commands.executeCommand(Commands.copyMcpConfig);
+      assert.equal(result, true, 'the caller learns only that it was copied');
+      assert.match(await vscode.env.clipboard.readText(), /"Authorization": "Bearer /);
+      assert.equal(yes.asked.length, 1);
+    } finally {
+      yes.dispose();
+    }
+  });
+
   it('the task source lists what the commands created, newest first', async () => {
     const source = (await activateExtension()).getTaskSource();
     const a = await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: 'first', maxOutputTokens: 4 });

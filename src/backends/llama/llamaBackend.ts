@@ -114,6 +114,12 @@ export class LlamaBackend implements ModelBackend {
     return this.entries.resolve(model);
   }
 
+  /** The loaded model's tokenizer, as a prompt's text is tokenized (special tokens as text). */
+  countTokens(modelId: string, text: string): number | undefined {
+    const loaded = this.entries.get(modelId)?.loaded;
+    return loaded ? loaded.model.tokenize(text).length : undefined;
+  }
+
   isLoaded(modelId: string): boolean {
     return this.entries.get(modelId)?.state === 'loaded';
   }

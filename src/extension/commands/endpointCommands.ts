@@ -1,6 +1,9 @@
 // Commands on this window's endpoint and server: copy the MCP configuration, the LMSP URL or the OpenAI-compatible
-// endpoint, regenerate the access token, restart the runtime, show the log. Regenerate Token and Copy OpenAI-Compatible
-// Endpoint take no arguments and always ask the user first (the one puts the token on the clipboard).
+// endpoint, regenerate the access token, restart the runtime, show the log. Any extension can run any command (VS Code
+// does not say who asked), so the ones that touch the token take no arguments, always ask the user first with a
+// modal, and give the caller nothing secret back: Copy MCP Server Config and Copy OpenAI-Compatible Endpoint put the
+// token on the clipboard only after the user said yes and return only whether they did (issue #23: the MCP one
+// returned the token to whoever ran it).
 import * as vscode from 'vscode';
 import { Commands } from '../constants';
 import type { TaskService } from '../host/taskService';
@@ -39,8 +42,13 @@ export class EndpointCommands extends Disposable {
     return endpoint;
   }
 
-  async copyMcpConfig(): Promise<string> {
+  /** Asks first, whatever the caller passes; returns whether the config was copied, never the config itself. */
+  async copyMcpConfig(): Promise<boolean> {
     const endpoint = this.requireEndpoint();
+    const question = t(
+      'Copy the MCP server configuration to the clipboard? It contains the access token: anything that reads the clipboard can then use this task runtime.',
+    );
+    if (!(await this.d.confirm(question, t('Copy')))) return false;
     const token = await this.d.tokens.get();
     const config = JSON.stringify(
       { servers: { 'task-runtime': { type: 'http', url: endpoint.mcpUrl, headers: { Authorization: `Bearer ${token}` } } } },
@@ -49,7 +57,7 @@ export class EndpointCommands extends Disposable {
     );
     await vscode.env.clipboard.writeText(config);
     void vscode.window.showInformationMessage(t('MCP server configuration copied (it contains the access token).'));
-    return config;
+    return true;
   }
 
   async copyLmspEndpoint(): Promise<string> {

@@ -1,6 +1,10 @@
 // Commands that choose the model: Select Model writes taskRuntime.model (a .gguf file, a model URI, or '' for the
 // demo model); Download Model also loads it ahead of any task, through the runtime (TaskRuntimeApi.loadModel), so
 // a download shows progress and can be cancelled. Only the window that owns the store runs the model.
+// Any extension can run these commands with an argument (VS Code does not say who asked): an argument is checked
+// exactly as the input box checks what the user types (modelUriProblem), and nothing is downloaded or switched
+// before the user confirms it in a modal (issue #23). What the user picks or types in our own quick pick and input
+// box needs no second question.
 import * as vscode from 'vscode';
 import { isRuntimeError } from '../../runtime/errors';
 import { CONFIG_SECTION, Commands } from '../constants';
@@ -15,6 +19,20 @@ const t = vscode.l10n.t;
 export interface ModelCommandDeps {
   service: Pick<TaskService, 'role' | 'restart' | 'runtime'>;
   source: Pick<TaskSource, 'listModels'>;
+  /** Asks a modal yes/no question with one action button; true when the user chose the action. */
+  confirm: (message: string, action: string) => Promise<boolean>;
+}
+
+/** hf:owner/repo[:quant] or an https URL: what the model URI input box accepts (undefined) or why not. */
+export function modelUriProblem(value: string): string | undefined {
+  return /^(hf:|https:\/\/)\S+$/i.test(value.trim()) ? undefined : t('Enter hf:owner/repo[:quant] or an https URL.');
+}
+
+/** A command argument that names a model: checked as the input box checks it; throws with its message. */
+function checkedModelArgument(arg: string): string {
+  const problem = modelUriProblem(arg);
+  if (problem) throw new Error(problem);
+  return arg.trim();
 }
 
 export class ModelCommands extends Disposable {
@@ -32,9 +50,13 @@ export class ModelCommands extends Disposable {
   }
 
   async selectModel(arg?: unknown): Promise<string | undefined> {
-    if (typeof arg === 'string') {
-      await this.setModel(arg);
-      return arg;
+    if (arg !== undefined && (typeof arg !== 'object' || arg === null || !('kind' in arg))) {
+      if (typeof arg !== 'string') throw new Error(t('Select Model takes a model URI (a string).'));
+      const value = checkedModelArgument(arg);
+      const question = t('Switch the model of every new task to {0}? A command asked for it; the model is downloaded when a task first needs it.', value);
+      if (!(await this.d.confirm(question, t('Switch Model')))) return undefined;
+      await this.setModel(value);
+      return value;
     }
     const browse = { label: `$(file) ${t('Choose a local .gguf file…')}`, id: 'browse' };
     const uri = { label: `$(cloud-download) ${t('Enter a model URI…')}`, id: 'uri' };
@@ -64,12 +86,18 @@ export class ModelCommands extends Disposable {
       title: t('Model URI'),
       prompt: t('A node-llama-cpp model URI, e.g. hf:owner/repo:Q4_K_M, or an https URL of a .gguf file'),
       ignoreFocusOut: true,
-      validateInput: (v) => (/^(hf|https?):\S+$/i.test(v.trim()) ? undefined : t('Enter hf:owner/repo[:quant] or an https URL.')),
+      validateInput: (v) => modelUriProblem(v),
     });
   }
 
   async downloadModel(arg?: unknown): Promise<boolean> {
-    const value = typeof arg === 'string' ? arg : await this.askModelUri();
+    let value: string | undefined;
+    if (arg !== undefined && (typeof arg !== 'object' || arg === null || !('kind' in arg))) {
+      if (typeof arg !== 'string') throw new Error(t('Download Model takes a model URI (a string).'));
+      value = checkedModelArgument(arg);
+      const question = t('Download the model {0} and make it the model of every new task? A command asked for it.', value);
+      if (!(await this.d.confirm(question, t('Download')))) return false;
+    } else value = await this.askModelUri();
     if (!value) return false;
     if (this.d.service.role !== 'owner') {
       void vscode.window.showWarningMessage(t('Models are downloaded by the window that owns the task store. Run this command there.'));

@@ -67,13 +67,16 @@ export class LocalTaskSource implements TaskSource {
       origin: 'editor',
       principal: this.principal,
       input: {
-        input: request.prompt,
+        input: request.input ?? request.prompt,
+        ...(request.tools?.length ? { tools: request.tools } : {}),
+        ...(request.tools?.length && request.toolChoice ? { tool_choice: request.toolChoice } : {}),
         ...(request.model ? { model: request.model } : {}),
         ...(request.instructions ? { instructions: request.instructions } : {}),
         ...(request.maxOutputTokens ? { max_output_tokens: request.maxOutputTokens } : {}),
         ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       },
       onRestart: request.onRestart,
+      ...(request.title ? { title: request.title } : {}),
     });
     return taskInfoFromRecord(task);
   }
@@ -133,10 +136,15 @@ export class LocalTaskSource implements TaskSource {
       source: m.source,
       state: m.state,
       demo: m.demo,
-      ...(m.hardware ? { hardware: describeHardware(m.hardware), hardwareInfo: m.hardware } : {}),
-      ...(m.contextLength !== undefined ? { contextLength: m.contextLength } : {}),
+      contextLength: m.contextLength ?? null,
+      maxContextLength: m.maxContextLength,
       ...(m.engine ? { engine: m.engine } : {}),
+      ...(m.hardware ? { hardware: describeHardware(m.hardware), hardwareInfo: m.hardware } : {}),
     }));
+  }
+
+  async countTokens(model: string, text: string): Promise<number | null> {
+    return this.runtime.countTokens(model, text);
   }
 
   dispose(): void {

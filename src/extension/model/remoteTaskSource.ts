@@ -189,7 +189,11 @@ export class RemoteTaskSource implements TaskSource {
     // LMSP requires a model: without one, the owner's default (its first listed model).
     const model = request.model ?? (await this.listModels())[0]?.id;
     if (!model) throw new Error('The owning window offers no model.');
-    const input: Record<string, unknown> = { input: request.prompt, model };
+    const input: Record<string, unknown> = { input: request.input ?? request.prompt, model };
+    if (request.tools?.length) {
+      input['tools'] = request.tools;
+      if (request.toolChoice) input['tool_choice'] = request.toolChoice;
+    }
     if (request.instructions) input['instructions'] = request.instructions;
     if (request.maxOutputTokens) input['max_output_tokens'] = request.maxOutputTokens;
     if (request.temperature !== undefined) input['temperature'] = request.temperature;
@@ -218,8 +222,16 @@ export class RemoteTaskSource implements TaskSource {
       source: typeof m['source'] === 'string' ? m['source'] : String(m['id']),
       state: typeof m['state'] === 'string' ? m['state'] : 'unknown',
       demo: m['demo'] === true,
+      maxContextLength: positiveInt(m['max_context_length']),
+      contextLength: isObject(m[VENDOR_MEMBER]) ? positiveInt(m[VENDOR_MEMBER]['context_length']) : null,
+      ...(typeof m['owned_by'] === 'string' && m['owned_by'] !== 'local' ? { engine: m['owned_by'] } : {}),
       ...hardwareSummary(m[VENDOR_MEMBER]),
     }));
+  }
+
+  /** LMSP has no tokenize route: the owner's tokenizer is not reachable from here, the caller estimates. */
+  async countTokens(): Promise<number | null> {
+    return null;
   }
 
   subscribeEvents(id: string, afterSeq: number | undefined, handlers: EventStreamHandlers): IDisposable {
@@ -420,6 +432,10 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done);
   });
+}
+
+function positiveInt(v: unknown): number | null {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null;
 }
 
 /** The one-line hardware summary from a model object's vendor member, when it is there and well-formed. */

@@ -111,6 +111,10 @@ export class SwitchingTaskSource implements TaskSource {
     return (await this.ready()).listModels();
   }
 
+  async countTokens(model: string, text: string): Promise<number | null> {
+    return (await this.ready()).countTokens(model, text);
+  }
+
   /** The current source's connected(); when the source is replaced meanwhile, the new one's. */
   async connected(): Promise<void> {
     for (;;) {

@@ -1,7 +1,17 @@
 // What the editor UI needs from the tasks, whether this window owns the store (local) or talks to the owner's
 // LMSP endpoint (remote). Pure: no vscode.
 import type { ModelHardware } from '../../runtime/backend';
-import { TASK_STATUSES, type Problem, type ResponseRequest, type RestartPolicy, type TaskOrigin, type TaskStatus, type Usage } from '../../runtime/task';
+import {
+  TASK_STATUSES,
+  type Problem,
+  type ResponseFunctionTool,
+  type ResponseRequest,
+  type ResponseToolChoice,
+  type RestartPolicy,
+  type TaskOrigin,
+  type TaskStatus,
+  type Usage,
+} from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 
 /** A task as the editor shows it; both sources map their own shape onto it. */
@@ -50,6 +60,12 @@ export interface CreateTaskRequest {
   /** Sampling temperature (0 = greedy). */
   temperature?: number;
   instructions?: string;
+  /** Responses input items (messages, `function_call`, `function_call_output`); when given, `prompt` is not sent. */
+  input?: unknown[];
+  tools?: ResponseFunctionTool[];
+  toolChoice?: ResponseToolChoice;
+  /** Short title for the tree; default: an excerpt of the last user message. */
+  title?: string;
 }
 
 export interface TaskPage {
@@ -72,9 +88,11 @@ export interface ModelSummary {
   hardware?: string;
   /** The same in parts, when the source has them (local). */
   hardwareInfo?: ModelHardware;
-  /** The context the model runs with (tokens), once known. */
+  /** The context the model runs with (tokens), once known (a local model after its load). */
   contextLength?: number | null;
-  /** The remote engine serving it (configured name); absent for in-process models. */
+  /** The trained context (tokens), when known. */
+  maxContextLength?: number | null;
+  /** The remote engine serving it; absent for in-process models. */
   engine?: string;
 }
 
@@ -99,6 +117,11 @@ export interface TaskSource extends IDisposable {
   /** Every change of any visible task. */
   onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable;
   listModels(): Promise<ModelSummary[]>;
+  /**
+   * Tokens `text` takes in the model's own tokenizer, or null when it is not at hand (model not loaded, remote engine,
+   * or a window that does not own the runtime): the caller estimates then.
+   */
+  countTokens(model: string, text: string): Promise<number | null>;
   /** Fired when changes may have been missed (a change feed connected or reconnected): reload everything. */
   onDidInvalidate?(listener: () => void): IDisposable;
   /**

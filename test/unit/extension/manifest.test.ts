@@ -13,6 +13,7 @@ import { ENGINE_KINDS } from '../../../src/backends/openai/quirks';
 import {
   Commands,
   EVENTS_PANEL_VIEW_TYPE,
+  LM_VENDOR,
   MCP_PROVIDER_ID,
   MCP_SERVER_LABEL,
   RESULT_DOCUMENT_SCHEME,
@@ -47,6 +48,7 @@ const contributes = pkg.contributes as {
   viewsWelcome: Array<{ view: string; contents: string }>;
   configuration: { properties: Record<string, SettingSchema> };
   mcpServerDefinitionProviders: Array<{ id: string; label: string }>;
+  languageModelChatProviders: Array<{ vendor: string; displayName: string }>;
 };
 const sorted = (xs: Iterable<string>) => [...xs].sort();
 const settingIds = Object.entries(SETTING_KEYS) as Array<[keyof ExtensionSettings, string]>;
@@ -115,6 +117,7 @@ describe('manifest: views', () => {
     assert.deepEqual(contributes.views[VIEW_CONTAINER_ID]!.map((v) => v.id), [TASKS_VIEW_ID, OVERVIEW_VIEW_ID]);
     assert.deepEqual(contributes.viewsWelcome.map((w) => w.view), [TASKS_VIEW_ID]);
     assert.deepEqual(contributes.mcpServerDefinitionProviders, [{ id: MCP_PROVIDER_ID, label: MCP_SERVER_LABEL }]);
+    assert.deepEqual(contributes.languageModelChatProviders.map((p) => p.vendor), [LM_VENDOR]);
     assert.ok((pkg.activationEvents as string[]).includes(`onWebviewPanel:${EVENTS_PANEL_VIEW_TYPE}`));
   });
 

@@ -1,0 +1,80 @@
+// Our model in the editor's own Chat view (issue #21): with `chat.allowAnonymousAccess` (set by runE2E.mjs; nobody is
+// signed in), the Chat view's model picker lists the task-runtime models (the provider resolves them itself once the
+// runtime is up, which the picker needs), a message sent with our model gets a reply in the view, and the request is
+// a task in our tree. Screenshots of each step go to the artifacts dir. Selectors for the chat widget are VS Code
+// 1.139's (code-server 4.139.1); each step screenshots first, so a changed workbench shows where it broke.
+import * as assert from 'node:assert/strict';
+import type { Locator, Page } from 'playwright-core';
+import { editorHarness, type EditorHarness } from './support/harness';
+import { Workbench } from './support/workbench';
+
+describe('our model in the Chat view (UI)', function () {
+  let harness: EditorHarness;
+  let page: Page;
+  let wb: Workbench;
+  const message = `Greet the chat ${Date.now().toString(36)}`;
+
+  before(async () => {
+    harness = editorHarness();
+    page = await harness.newPage();
+    wb = new Workbench(page, harness.artifactsDir);
+    await wb.open(harness.workbenchUrl());
+    // The runtime must be up for the provider to list models: the Tasks view shows it.
+    await wb.openContainer();
+  });
+
+  afterEach(async function () {
+    if (this.currentTest?.state === 'failed') {
+      await wb.screenshot(`chat-failed-${this.currentTest.title.replace(/\W+/g, '-').slice(0, 60)}`).catch(() => {});
+    }
+  });
+
+  after(async () => {
+    await page?.close();
+  });
+
+  function chatInput(): Locator {
+    return page.locator('.interactive-input-part .monaco-editor textarea, .chat-input-container .monaco-editor textarea').first();
+  }
+
+  it('picks a task-runtime model in the Chat view', async () => {
+    await wb.runCommand('Chat: Open Chat');
+    await chatInput().waitFor({ timeout: 60_000 });
+    await wb.screenshot('chat-01-open');
+    const picker = page
+      .locator('.interactive-input-part [aria-label*="Model" i], .chat-input-toolbars [aria-label*="Model" i], .chat-modelPicker-item')
+      .first();
+    await picker.waitFor({ timeout: 60_000 });
+    // The list fills once the provider resolved its models; open the picker until our model is in it.
+    const ours = page.locator('.action-widget .monaco-list-row, .quick-input-list .monaco-list-row, .monaco-menu .action-item').filter({ hasText: /demo/i }).first();
+    for (let i = 0; i < 20; i++) {
+      await picker.click();
+      if (await ours.isVisible({ timeout: 3_000 }).catch(() => false)) break;
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(1_000);
+    }
+    await wb.screenshot('chat-02-picker');
+    await ours.click();
+    await assert.doesNotReject(() => picker.filter({ hasText: /demo/i }).waitFor({ timeout: 10_000 }), 'the picker shows our model');
+    await wb.screenshot('chat-03-picked');
+  });
+
+  it('sends a message and shows the reply; the request is a task in our tree', async () => {
+    await chatInput().click();
+    await page.keyboard.type(message);
+    await page.keyboard.press('Enter');
+    await wb.screenshot('chat-04-sent');
+    // The request is a task in our tree (title "Chat: <the user's turn>"), followed until it ends.
+    await wb.openContainer();
+    const seen = await wb.watchRowStatuses('Chat:', 'Succeeded', 180_000);
+    assert.equal(seen.at(-1), 'Succeeded', `statuses seen: ${seen.join(' → ')}`);
+    await wb.row('Chat:').first().waitFor();
+    await wb.screenshot('chat-05-task-in-tree');
+    // The Chat view shows the reply our model streamed.
+    const response = page.locator('.interactive-item-container.interactive-response').last();
+    await response.filter({ hasText: /\S\S/ }).waitFor({ timeout: 60_000 });
+    assert.ok((await response.innerText()).trim().length > 0, 'the Chat view shows a reply');
+    await wb.runCommand('Chat: Open Chat');
+    await wb.screenshot('chat-06-reply');
+  });
+});

@@ -1,0 +1,124 @@
+// The language-model chat provider over a real runtime and store (scripted generations, the real tiny model for the
+// tokenizer): a request is an editor task with the mapped input and tools, its text streams as text parts equal to
+// the task's output, a cancelled token cancels the task, and provideTokenCount uses the loaded model's tokenizer.
+// VS Code itself is the stub (test/unit/extension/vscodeStub.ts); the editor test drives the real one.
+import { vscodeStub } from '../vscodeStub';
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { TaskRuntimeChatProvider } from '../../../../src/extension/lm/chatProvider';
+import { LocalTaskSource } from '../../../../src/extension/model/localTaskSource';
+import { responseText } from '../../../../src/extension/model/taskSource';
+import { TaskRuntime } from '../../../../src/runtime/runtime';
+import { Gate, ScriptedBackend, says } from '../../../fixtures/scriptedBackend';
+import { openRuntime, tempDir } from '../../runtime/helpers';
+
+void vscodeStub;
+
+interface Part {
+  value?: string;
+  callId?: string;
+  name?: string;
+  input?: object;
+}
+
+function token() {
+  const listeners: Array<() => void> = [];
+  const t = {
+    isCancellationRequested: false,
+    onCancellationRequested: (l: () => void) => {
+      listeners.push(l);
+      return { dispose() {} };
+    },
+    cancel() {
+      t.isCancellationRequested = true;
+      for (const l of listeners) l();
+    },
+  };
+  return t;
+}
+
+async function setup(backend: ScriptedBackend) {
+  const runtime = await TaskRuntime.open({ dataDir: tempDir(), backend, deltaFlushMs: 0 });
+  const source = new LocalTaskSource(runtime, 'editor');
+  const logs: string[] = [];
+  const provider = new TaskRuntimeChatProvider({ source, onDidChangeState: () => ({ dispose() {} }), log: (m) => logs.push(m) });
+  return { runtime, source, provider, logs };
+}
+
+const model = (id = 'm') => ({ id }) as never;
+const user = (text: string) => ({ role: 1, content: [{ value: text }], name: undefined }) as never;
+
+describe('chat provider over the runtime', () => {
+  it('a request is an editor task; its text streams as text parts equal to the task output', async () => {
+    const backend = new ScriptedBackend(says('Hel', 'lo', ' there'));
+    const { runtime, source, provider } = await setup(backend);
+    try {
+      const parts: Part[] = [];
+      const tools = [{ name: 'read_file', description: 'Reads a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }];
+      await provider.provideLanguageModelChatResponse(model(), [user('Hi model')], { tools, toolMode: 1 } as never, { report: (p: Part) => parts.push(p) }, token() as never);
+      assert.equal(parts.map((p) => p.value).join(''), 'Hello there');
+      const [task] = (await source.list({ limit: 10 })).tasks;
+      assert.ok(task);
+      assert.equal(task.status, 'succeeded');
+      assert.equal(task.origin, 'editor');
+      assert.equal(task.title, 'Chat: Hi model');
+      assert.equal(responseText(task.response), 'Hello there');
+      const stored = runtime.getTask(task.id)!.input;
+      assert.deepEqual(stored.input, [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi model' }] }]);
+      assert.deepEqual(stored.tools?.map((t) => t.name), ['read_file']);
+      assert.equal(stored.tool_choice, 'auto');
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('a cancelled token cancels the task and the request ends quietly', async () => {
+    const gate = new Gate(['part'], ['never']);
+    const { runtime, source, provider } = await setup(new ScriptedBackend(gate.script));
+    try {
+      const parts: Part[] = [];
+      const t = token();
+      const done = provider.provideLanguageModelChatResponse(model(), [user('long one')], { toolMode: 1 } as never, { report: (p: Part) => parts.push(p) }, t as never);
+      await gate.started(1);
+      t.cancel();
+      await done;
+      const [task] = (await source.list({ limit: 10 })).tasks;
+      assert.equal(task?.status, 'cancelled');
+      assert.ok(!parts.some((p) => p.value === 'never'));
+    } finally {
+      await runtime.close();
+    }
+  });
+
+  it('an unknown model is NotFound', async () => {
+    const { runtime, provider } = await setup(new ScriptedBackend(says('x')));
+    try {
+      await assert.rejects(
+        () => provider.provideLanguageModelChatResponse(model('nope'), [user('hi')], { toolMode: 1 } as never, { report() {} }, token() as never),
+        (e: { code?: string }) => e.code === 'NotFound',
+      );
+    } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe('token counts', () => {
+  let runtime: TaskRuntime | undefined;
+  after(async () => runtime?.close());
+
+  it("use the loaded model's tokenizer; before the load (or for an unknown model) the caller estimates", async () => {
+    runtime = await openRuntime();
+    const text = 'The quick brown fox jumps over the lazy dog, twice over.';
+    assert.equal(runtime.countTokens('tiny', text), null, 'not loaded: no tokenizer at hand');
+    assert.equal(runtime.countTokens('unknown', text), null);
+    await runtime.loadModel('tiny');
+    const n = runtime.countTokens('tiny', text);
+    assert.ok(Number.isInteger(n) && n! > 0, `${n}`);
+    assert.ok(runtime.countTokens('tiny', text + text)! > n!);
+    const provider = new TaskRuntimeChatProvider({ source: new LocalTaskSource(runtime, 'editor'), onDidChangeState: () => ({ dispose() {} }), log() {} });
+    assert.equal(await provider.provideTokenCount(model('tiny'), text), n);
+    // A model the runtime has no tokenizer for gets the estimate.
+    assert.equal(await provider.provideTokenCount(model('unknown'), text), Math.ceil(text.length / 4));
+  });
+});
