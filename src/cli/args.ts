@@ -3,6 +3,7 @@ import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
 import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
 import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ContextSizeChoice } from '../backends/llama/contextChoice';
+import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../runtime/shares';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
@@ -17,6 +18,8 @@ export const USAGE = `Usage:
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--context-size N|auto]
                      [--concurrency N] [--allow-origin ORIGIN]...
+                     [--max-queued-per-principal N] [--max-streams-per-principal N]
+                     [--max-stored-mb-per-principal N]
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
@@ -34,6 +37,12 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
            --concurrency  tasks generating at the same time (per local model)
+           --max-queued-per-principal  unfinished tasks one token may have, all doors together (default
+                          ${DEFAULT_MAX_QUEUED_PER_PRINCIPAL}); beyond it creates answer 429 naming the limit
+           --max-streams-per-principal  event streams one token may hold open per door (default
+                          ${DEFAULT_MAX_STREAMS_PER_PRINCIPAL}); beyond it 429
+           --max-stored-mb-per-principal  MiB of prompts and outputs one token may have stored (default
+                          ${DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL / 1024 / 1024}); beyond it 429, one prompt larger than it 413
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
            --engine       a remote OpenAI-compatible engine (llama.cpp server, vLLM, Ollama, LM Studio): NAME and
@@ -59,6 +68,10 @@ export interface ServeArgs {
   gpuLayers?: GpuLayersChoice;
   contextSize?: ContextSizeChoice;
   concurrency?: number;
+  /** Per-principal caps (runtime/shares.ts); undefined = the default. */
+  maxQueuedPerPrincipal?: number;
+  maxStreamsPerPrincipal?: number;
+  maxStoredMbPerPrincipal?: number;
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
   engines: EngineArg[];
@@ -86,6 +99,9 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   'gpu-layers': { kind: 'string' },
   'context-size': { kind: 'string' },
   concurrency: { kind: 'int', min: 1, max: 64 },
+  'max-queued-per-principal': { kind: 'int', min: 1, max: 100_000 },
+  'max-streams-per-principal': { kind: 'int', min: 1, max: 10_000 },
+  'max-stored-mb-per-principal': { kind: 'int', min: 1, max: 1_048_576 },
   'allow-origin': { kind: 'list' },
   engine: { kind: 'list' },
   'engine-key-file': { kind: 'list' },
@@ -148,6 +164,9 @@ function parseServe(args: readonly string[]): ServeArgs {
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
     concurrency: int('concurrency'),
+    maxQueuedPerPrincipal: int('max-queued-per-principal'),
+    maxStreamsPerPrincipal: int('max-streams-per-principal'),
+    maxStoredMbPerPrincipal: int('max-stored-mb-per-principal'),
     allowedOrigins: (values.get('allow-origin') ?? []).map((raw) => {
       const origin = normalizeOrigin(raw);
       if (origin instanceof Error) throw new UsageError(`--allow-origin ${origin.message}.`);

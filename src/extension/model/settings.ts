@@ -5,6 +5,7 @@ import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoic
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/openai/config';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
+import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../../runtime/shares';
 import type { Localize } from './format';
 
 export interface ExtensionSettings {
@@ -22,6 +23,10 @@ export interface ExtensionSettings {
   contextSize: ContextSizeChoice;
   concurrency: number;
   maxQueued: number;
+  /** Per-principal caps (runtime/shares.ts): unfinished tasks, open streams per door, stored MiB. */
+  maxQueuedPerPrincipal: number;
+  maxStreamsPerPrincipal: number;
+  maxStoredMbPerPrincipal: number;
   defaultRestartPolicy: RestartPolicy;
   defaultTtlMinutes: number;
   maxTtlMinutes: number;
@@ -47,6 +52,9 @@ export const SETTING_KEYS = {
   contextSize: 'contextSize',
   concurrency: 'concurrency',
   maxQueued: 'maxQueuedTasks',
+  maxQueuedPerPrincipal: 'perPrincipal.maxQueuedTasks',
+  maxStreamsPerPrincipal: 'perPrincipal.maxStreams',
+  maxStoredMbPerPrincipal: 'perPrincipal.maxStoredMb',
   defaultRestartPolicy: 'defaultRestartPolicy',
   defaultTtlMinutes: 'ttl.defaultMinutes',
   maxTtlMinutes: 'ttl.maxMinutes',
@@ -67,6 +75,9 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   contextSize: 'auto',
   concurrency: 1,
   maxQueued: 1000,
+  maxQueuedPerPrincipal: DEFAULT_MAX_QUEUED_PER_PRINCIPAL,
+  maxStreamsPerPrincipal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+  maxStoredMbPerPrincipal: DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL / 1024 / 1024,
   defaultRestartPolicy: 'fail',
   defaultTtlMinutes: 60,
   maxTtlMinutes: 60 * 24,
@@ -88,6 +99,9 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'contextSize',
   'concurrency',
   'maxQueued',
+  'maxQueuedPerPrincipal',
+  'maxStreamsPerPrincipal',
+  'maxStoredMbPerPrincipal',
   'defaultTtlMinutes',
   'maxTtlMinutes',
   'retentionDays',
@@ -190,6 +204,9 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     contextSize,
     concurrency: integer(get, k.concurrency, 1, 64, d.concurrency, p, t),
     maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
+    maxQueuedPerPrincipal: integer(get, k.maxQueuedPerPrincipal, 1, 100000, d.maxQueuedPerPrincipal, p, t),
+    maxStreamsPerPrincipal: integer(get, k.maxStreamsPerPrincipal, 1, 10000, d.maxStreamsPerPrincipal, p, t),
+    maxStoredMbPerPrincipal: integer(get, k.maxStoredMbPerPrincipal, 1, 1048576, d.maxStoredMbPerPrincipal, p, t),
     defaultRestartPolicy,
     defaultTtlMinutes: integer(get, k.defaultTtlMinutes, 1, 525600, d.defaultTtlMinutes, p, t),
     maxTtlMinutes: integer(get, k.maxTtlMinutes, 1, 5256000, d.maxTtlMinutes, p, t),

@@ -91,6 +91,7 @@ export const CODES = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   queue_full: 429,
+  limit_exceeded: 429, // vendor: a per-principal cap (runtime/shares.ts), named in the problem's `limit` member
   internal_error: 500,
   unavailable: 503,
 } as const;
@@ -107,4 +108,6 @@ export const DEFAULTS = {
   listLimit: 20,
   maxListLimit: 100,
   queueFullRetryAfterSeconds: 5,
+  /** Retry-After of a per-principal cap on unfinished tasks or open streams (stored bytes wait for a delete: none). */
+  limitRetryAfterSeconds: 5,
 } as const;
