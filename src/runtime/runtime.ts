@@ -225,13 +225,14 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (onRestart === 'resume' && !this.options.backend.supportsResume(model)) {
       throw new RuntimeError('unsupported_capability', `on_restart "resume" is not supported for the model "${model}".`, 'on_restart');
     }
-    this.checkWithBackend(p.input, model, onRestart);
-    // The caller's own caps first (runtime/shares.ts): a client over its share hears about its share, not the queue.
+    // The caller's own caps first (runtime/shares.ts), before the backend's costlier checks: a client over its share
+    // hears about its share, not about the queue or its prompt's tokens.
     const mine = this.scheduler.unfinishedOf(p.principal);
     if (mine >= this.limits.maxQueuedTasksPerPrincipal) throw tooManyQueued(mine, this.limits.maxQueuedTasksPerPrincipal);
     // The prompt as the store keeps it (input_json).
     const bytes = Buffer.byteLength(JSON.stringify({ ...p.input, model }));
     this.storedBytes.admit(p.principal, bytes, this.limits.maxStoredBytesPerPrincipal);
+    this.checkWithBackend(p.input, model, onRestart);
     if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {
       throw new RuntimeError('queue_full', `The queue is full (${this.limits.maxQueuedTasks} tasks).`);
     }
@@ -482,6 +483,8 @@ export class TaskRuntime implements TaskRuntimeApi {
     const task = this.mustGet(id, principal);
     if (!isTerminal(task.status)) throw new RuntimeError('task_not_deletable', `Task ${id} is ${task.status}; cancel it first.`);
     this.store.database.write(this.store.deleteTaskOps(id));
+    // Its bytes are free now: the next create of its owner counts again.
+    this.storedBytes.forget(task.principal);
     this.bus.publishChange(task, true);
   }
 

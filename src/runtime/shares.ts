@@ -58,7 +58,8 @@ const RECOUNT_OVER_MS = 250;
  * Stored bytes of prompts and outputs per principal, counted from the store (TaskStore.storedBytes: ~7 ms for a
  * principal with 5 000 tasks here, too dear for every create), so the count is kept between recounts: what was
  * counted plus what creates added since. It is counted again after RECOUNT_MS (outputs grew, tasks were deleted), or
- * when a create would go over the cap (at most every RECOUNT_OVER_MS while a client keeps trying).
+ * when a create would go over the cap (at most every RECOUNT_OVER_MS while a client keeps trying), and after the
+ * principal deleted a task.
  */
 export class StoredBytesMeter {
   private readonly counted = new Map<string, { bytes: number; at: number }>();
@@ -92,6 +93,11 @@ export class StoredBytesMeter {
         `This client's stored prompts and outputs take ${c.bytes} bytes; ${adding} more would pass its cap. Delete finished tasks to make room`,
       );
     }
+  }
+
+  /** Something of the principal's was deleted: count again at its next create. */
+  forget(principal: string): void {
+    this.counted.delete(principal);
   }
 
   /** A create that was admitted was written. */
