@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeTestModel } from '../src/backends/llama/demoModel';
 import { createAckBench, recoveryBench, tokenPipelineBench } from './runtimeBench';
+import { fairShareBench } from './fairShare';
 import { scaleBench } from './scaleBench';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
@@ -29,6 +30,7 @@ async function main() {
     ['token_pipeline', () => tokenPipelineBench(modelPath)],
     ['recovery', () => recoveryBench(modelPath)],
     ['scale', () => scaleBench({ modelPath })],
+    ['fair_share', () => fairShareBench({ modelPath })],
   ];
   const lmsp = optional('./lmsp', 'lmspBench');
   if (lmsp) suites.push(['lmsp', () => lmsp({ modelPath })]);

@@ -4,6 +4,7 @@ import { RESTART_POLICIES, type RestartPolicy } from '../runtime/task';
 import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
 import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
 import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ContextSizeChoice } from '../backends/llama/contextChoice';
+import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../runtime/shares';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
@@ -18,6 +19,8 @@ export const USAGE = `Usage:
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--context-size N|auto]
                      [--concurrency N] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
+                     [--max-queued-per-principal N] [--max-streams-per-principal N]
+                     [--max-stored-mb-per-principal N]
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
@@ -38,6 +41,12 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --background-restart  on_restart of an OpenAI background response (POST /responses with
                           background: true) when the server stops before it finishes: fail, retry (default: run it
                           again from the start) or resume (continue its output where the model can, else retry)
+           --max-queued-per-principal  unfinished tasks one token may have, all doors together (default
+                          ${DEFAULT_MAX_QUEUED_PER_PRINCIPAL}); beyond it creates answer 429 naming the limit
+           --max-streams-per-principal  event streams one token may hold open per door (default
+                          ${DEFAULT_MAX_STREAMS_PER_PRINCIPAL}); beyond it 429
+           --max-stored-mb-per-principal  MiB of prompts and outputs one token may have stored (default
+                          ${DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL / 1024 / 1024}); beyond it 429, one prompt larger than it 413
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
            --engine       a remote OpenAI-compatible engine (llama.cpp server, vLLM, Ollama, LM Studio): NAME and
@@ -65,6 +74,10 @@ export interface ServeArgs {
   concurrency?: number;
   /** on_restart of background responses (--background-restart); undefined = the LMSP door's default. */
   backgroundRestart?: RestartPolicy;
+  /** Per-principal caps (runtime/shares.ts); undefined = the default. */
+  maxQueuedPerPrincipal?: number;
+  maxStreamsPerPrincipal?: number;
+  maxStoredMbPerPrincipal?: number;
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
   engines: EngineArg[];
@@ -92,6 +105,9 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   'gpu-layers': { kind: 'string' },
   'context-size': { kind: 'string' },
   concurrency: { kind: 'int', min: 1, max: 64 },
+  'max-queued-per-principal': { kind: 'int', min: 1, max: 100_000 },
+  'max-streams-per-principal': { kind: 'int', min: 1, max: 10_000 },
+  'max-stored-mb-per-principal': { kind: 'int', min: 1, max: 1_048_576 },
   'allow-origin': { kind: 'list' },
   'background-restart': { kind: 'string' },
   engine: { kind: 'list' },
@@ -156,6 +172,9 @@ function parseServe(args: readonly string[]): ServeArgs {
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
     concurrency: int('concurrency'),
     backgroundRestart: restartPolicy(values.get('background-restart')?.[0]),
+    maxQueuedPerPrincipal: int('max-queued-per-principal'),
+    maxStreamsPerPrincipal: int('max-streams-per-principal'),
+    maxStoredMbPerPrincipal: int('max-stored-mb-per-principal'),
     allowedOrigins: (values.get('allow-origin') ?? []).map((raw) => {
       const origin = normalizeOrigin(raw);
       if (origin instanceof Error) throw new UsageError(`--allow-origin ${origin.message}.`);

@@ -33,6 +33,8 @@ const limitsSchema = z.strictObject({
   idempotencyKeyTtlSeconds: z.number().min(0).optional(),
   maxConcurrentTasks: z.number().int().min(1).optional(),
   maxQueuedTasks: z.number().int().min(0).optional(),
+  maxQueuedTasksPerPrincipal: z.number().int().min(1).optional(),
+  maxStoredBytesPerPrincipal: z.number().int().min(1).optional(),
   defaultTtlMs: z.number().min(0).optional(),
   maxTtlMs: z.number().min(0).optional(),
 });
@@ -115,6 +117,8 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const limits = envLimits();
   if (args.concurrency !== undefined) limits.maxConcurrentTasks = args.concurrency;
+  if (args.maxQueuedPerPrincipal !== undefined) limits.maxQueuedTasksPerPrincipal = args.maxQueuedPerPrincipal;
+  if (args.maxStoredMbPerPrincipal !== undefined) limits.maxStoredBytesPerPrincipal = args.maxStoredMbPerPrincipal * 1024 * 1024;
   const heartbeatMs = envInt(ENV_HEARTBEAT_MS);
   const sweepIntervalMs = envInt(ENV_SWEEP_MS);
   const checkpointBytes = envInt(ENV_CHECKPOINT_BYTES);
@@ -151,9 +155,9 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     port: args.port,
     tokens,
     log,
-    lmsp: { heartbeatMs, backgroundOnRestart: args.backgroundRestart },
+    lmsp: { heartbeatMs, backgroundOnRestart: args.backgroundRestart, maxSseStreamsPerPrincipal: args.maxStreamsPerPrincipal },
     allowedOrigins: args.allowedOrigins,
-    mcp: extensions.mcpTools ? { extraTools: extensions.mcpTools } : undefined,
+    mcp: { maxStreamsPerPrincipal: args.maxStreamsPerPrincipal, ...(extensions.mcpTools && { extraTools: extensions.mcpTools }) },
   }).catch(async (e) => {
     await runtime.close();
     throw e;

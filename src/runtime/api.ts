@@ -54,6 +54,10 @@ export interface RuntimeLimits {
   idempotencyKeyTtlSeconds: number;
   maxConcurrentTasks: number;
   maxQueuedTasks: number;
+  /** Unfinished tasks one principal may have queued or running, all doors together (runtime/shares.ts). */
+  maxQueuedTasksPerPrincipal: number;
+  /** Bytes of prompts and outputs one principal may have stored (runtime/shares.ts). */
+  maxStoredBytesPerPrincipal: number;
   defaultTtlMs: number;
   maxTtlMs: number;
 }

@@ -13,16 +13,32 @@ export type RuntimeErrorCode =
   | 'invalid_json_schema'
   | 'context_length_exceeded'
   | 'queue_full'
+  | 'limit_exceeded'
+  | 'payload_too_large'
   | 'store_locked'
   | 'store_unwritable'
   | 'store_corrupt'
   | 'runtime_closed';
+
+/**
+ * The per-principal limit a refusal is about (runtime/shares.ts), for doors to name it in their own form: `name` as
+ * the wire shows it (snake_case), `max` the configured cap, `current` what the caller holds now, `unit` tasks,
+ * streams or bytes.
+ */
+export interface LimitInfo {
+  name: string;
+  max: number;
+  current: number;
+  unit: 'tasks' | 'streams' | 'bytes';
+}
 
 export class RuntimeError extends Error {
   constructor(
     readonly code: RuntimeErrorCode,
     message: string,
     readonly param?: string,
+    /** With limit_exceeded / payload_too_large: which per-principal limit refused the request. */
+    readonly limit?: LimitInfo,
   ) {
     super(message);
     this.name = 'RuntimeError';
@@ -47,4 +63,6 @@ export const CLIENT_FACING_CODES: ReadonlySet<RuntimeErrorCode> = new Set<Runtim
   'invalid_json_schema',
   'context_length_exceeded',
   'queue_full',
+  'limit_exceeded',
+  'payload_too_large',
 ]);

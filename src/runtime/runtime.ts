@@ -18,6 +18,7 @@ import { recoverTasks, type RecoveryOutcome } from './recovery';
 import { generateRequestOf, titleOf } from './responses';
 import { sweep } from './retention';
 import { Scheduler, type BackendRetryPolicy } from './scheduler';
+import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, StoredBytesMeter, tooManyQueued } from './shares';
 import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/database';
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
@@ -55,6 +56,8 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   idempotencyKeyTtlSeconds: 86_400,
   maxConcurrentTasks: 1,
   maxQueuedTasks: 1000,
+  maxQueuedTasksPerPrincipal: DEFAULT_MAX_QUEUED_PER_PRINCIPAL,
+  maxStoredBytesPerPrincipal: DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL,
   defaultTtlMs: 3_600_000,
   maxTtlMs: 86_400_000,
 };
@@ -79,6 +82,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   private readonly bus = new TaskEventBus();
   private readonly transitions: TaskTransitions;
   private readonly scheduler: Scheduler;
+  private readonly storedBytes: StoredBytesMeter;
   private readonly sweepTimer: NodeJS.Timeout;
   private queueOrder: number;
   private closed = false;
@@ -109,6 +113,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       backendRetry: options.backendRetry,
       log: options.log,
     });
+    this.storedBytes = new StoredBytesMeter((principal) => store.storedBytes(principal));
     this.queueOrder = store.maxQueueOrder();
     this.sweepTimer = setInterval(() => this.sweepNow(), options.sweepIntervalMs ?? 60_000);
     this.sweepTimer.unref();
@@ -161,6 +166,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     const planned = this.planCreate(p);
     if (!('ops' in planned)) return planned;
     this.transitions.create(planned.task, planned.queueOrder, { extraOps: planned.ops });
+    this.storedBytes.added(planned.task.principal, planned.bytes);
     this.scheduler.enqueue(planned.task);
     return { task: planned.task, replayed: false };
   }
@@ -176,6 +182,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       const planned = this.planCreate(p);
       if (!('ops' in planned)) return resolve(planned);
       const { task } = planned;
+      this.storedBytes.added(task.principal, planned.bytes);
       this.transitions.create(task, planned.queueOrder, {
         extraOps: planned.ops,
         defer: {
@@ -194,7 +201,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   /** Checks a create and builds its batch; an idempotent replay returns the earlier task instead. */
   private planCreate(
     p: CreateTaskParams,
-  ): CreateTaskResult | { task: TaskRecord; queueOrder: number; ops: WriteOp[] } {
+  ): CreateTaskResult | { task: TaskRecord; queueOrder: number; ops: WriteOp[]; bytes: number } {
     this.assertOpen();
     // A replay must answer with a durable task.
     this.store.database.settle();
@@ -218,6 +225,13 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (onRestart === 'resume' && !this.options.backend.supportsResume(model)) {
       throw new RuntimeError('unsupported_capability', `on_restart "resume" is not supported for the model "${model}".`, 'on_restart');
     }
+    // The caller's own caps first (runtime/shares.ts), before the backend's costlier checks: a client over its share
+    // hears about its share, not about the queue or its prompt's tokens.
+    const mine = this.scheduler.unfinishedOf(p.principal);
+    if (mine >= this.limits.maxQueuedTasksPerPrincipal) throw tooManyQueued(mine, this.limits.maxQueuedTasksPerPrincipal);
+    // The prompt as the store keeps it (input_json).
+    const bytes = Buffer.byteLength(JSON.stringify({ ...p.input, model }));
+    this.storedBytes.admit(p.principal, bytes, this.limits.maxStoredBytesPerPrincipal);
     this.checkWithBackend(p.input, model, onRestart);
     if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {
       throw new RuntimeError('queue_full', `The queue is full (${this.limits.maxQueuedTasks} tasks).`);
@@ -239,7 +253,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     const ops = p.idempotency
       ? this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now)
       : [];
-    return { task, queueOrder: ++this.queueOrder, ops };
+    return { task, queueOrder: ++this.queueOrder, ops, bytes };
   }
 
   /** The backend's own check of what it is asked (formats, schema keywords, sampling, context), before anything is stored. */
@@ -476,6 +490,8 @@ export class TaskRuntime implements TaskRuntimeApi {
     const task = this.mustGet(id, principal);
     if (!isTerminal(task.status)) throw new RuntimeError('task_not_deletable', `Task ${id} is ${task.status}; cancel it first.`);
     this.store.database.write(this.store.deleteTaskOps(id));
+    // Its bytes are free now: the next create of its owner counts again.
+    this.storedBytes.forget(task.principal);
     this.bus.publishChange(task, true);
   }
 

@@ -198,6 +198,19 @@ export class TaskStore {
     return this.db.all(sql, params).map(toTask);
   }
 
+  /**
+   * Bytes of a principal's stored prompts and outputs: the task rows' input and response JSON (octet_length reads
+   * the record header, not the text). The event log's copies of the output expire after the event history window
+   * and are not counted.
+   */
+  storedBytes(principal: string): number {
+    const r = this.db.get(
+      'SELECT COALESCE(SUM(octet_length(input_json)), 0) + COALESCE(SUM(octet_length(response_json)), 0) AS n FROM tasks WHERE principal = ?',
+      [principal],
+    );
+    return Number(r?.n ?? 0);
+  }
+
   /** Tasks per status (of one principal, when given), without those whose ttl has passed at `now` (gone for clients). */
   countByStatus(now: number, principal?: string): Array<{ status: TaskStatus; n: number }> {
     const live = '(expires_at IS NULL OR expires_at > ?)';

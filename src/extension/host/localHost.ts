@@ -23,6 +23,8 @@ export function limitsFromSettings(s: ExtensionSettings): Partial<RuntimeLimits>
   return {
     maxConcurrentTasks: s.concurrency,
     maxQueuedTasks: s.maxQueued,
+    maxQueuedTasksPerPrincipal: s.maxQueuedPerPrincipal,
+    maxStoredBytesPerPrincipal: s.maxStoredMbPerPrincipal * 1024 * 1024,
     defaultTtlMs: s.defaultTtlMinutes * 60_000,
     maxTtlMs: s.maxTtlMinutes * 60_000,
     taskRetentionSeconds: s.retentionDays * 86_400,
@@ -72,7 +74,8 @@ export async function openLocalHost(options: {
       tokens: tokenMap(options.token),
       allowedOrigins: [...settings.allowedOrigins],
       // Other windows create tasks with the editor token; they may mark them as made in the editor.
-      lmsp: { editorPrincipals: [EDITOR_PRINCIPAL], backgroundOnRestart: settings.backgroundRestartPolicy },
+      lmsp: { editorPrincipals: [EDITOR_PRINCIPAL], backgroundOnRestart: settings.backgroundRestartPolicy, maxSseStreamsPerPrincipal: settings.maxStreamsPerPrincipal },
+      mcp: { maxStreamsPerPrincipal: settings.maxStreamsPerPrincipal },
       log,
     });
   } catch (e) {

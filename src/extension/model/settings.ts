@@ -5,6 +5,7 @@ import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoic
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/openai/config';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
+import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../../runtime/shares';
 import type { Localize } from './format';
 
 export interface ExtensionSettings {
@@ -22,6 +23,10 @@ export interface ExtensionSettings {
   contextSize: ContextSizeChoice;
   concurrency: number;
   maxQueued: number;
+  /** Per-principal caps (runtime/shares.ts): unfinished tasks, open streams per door, stored MiB. */
+  maxQueuedPerPrincipal: number;
+  maxStreamsPerPrincipal: number;
+  maxStoredMbPerPrincipal: number;
   defaultRestartPolicy: RestartPolicy;
   /** on_restart of an OpenAI background response (`POST /responses` with `background: true`) made to the endpoint. */
   backgroundRestartPolicy: RestartPolicy;
@@ -49,6 +54,9 @@ export const SETTING_KEYS = {
   contextSize: 'contextSize',
   concurrency: 'concurrency',
   maxQueued: 'maxQueuedTasks',
+  maxQueuedPerPrincipal: 'perPrincipal.maxQueuedTasks',
+  maxStreamsPerPrincipal: 'perPrincipal.maxStreams',
+  maxStoredMbPerPrincipal: 'perPrincipal.maxStoredMb',
   defaultRestartPolicy: 'defaultRestartPolicy',
   backgroundRestartPolicy: 'backgroundRestartPolicy',
   defaultTtlMinutes: 'ttl.defaultMinutes',
@@ -70,6 +78,9 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   contextSize: 'auto',
   concurrency: 1,
   maxQueued: 1000,
+  maxQueuedPerPrincipal: DEFAULT_MAX_QUEUED_PER_PRINCIPAL,
+  maxStreamsPerPrincipal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
+  maxStoredMbPerPrincipal: DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL / 1024 / 1024,
   defaultRestartPolicy: 'fail',
   backgroundRestartPolicy: 'retry',
   defaultTtlMinutes: 60,
@@ -93,6 +104,9 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'concurrency',
   'maxQueued',
   'backgroundRestartPolicy',
+  'maxQueuedPerPrincipal',
+  'maxStreamsPerPrincipal',
+  'maxStoredMbPerPrincipal',
   'defaultTtlMinutes',
   'maxTtlMinutes',
   'retentionDays',
@@ -201,6 +215,9 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     contextSize,
     concurrency: integer(get, k.concurrency, 1, 64, d.concurrency, p, t),
     maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
+    maxQueuedPerPrincipal: integer(get, k.maxQueuedPerPrincipal, 1, 100000, d.maxQueuedPerPrincipal, p, t),
+    maxStreamsPerPrincipal: integer(get, k.maxStreamsPerPrincipal, 1, 10000, d.maxStreamsPerPrincipal, p, t),
+    maxStoredMbPerPrincipal: integer(get, k.maxStoredMbPerPrincipal, 1, 1048576, d.maxStoredMbPerPrincipal, p, t),
     defaultRestartPolicy,
     backgroundRestartPolicy,
     defaultTtlMinutes: integer(get, k.defaultTtlMinutes, 1, 525600, d.defaultTtlMinutes, p, t),

@@ -13,7 +13,13 @@ export class HttpProblem extends Error {
     readonly status: number,
     readonly code: string,
     readonly detail: string,
-    readonly extra: { param?: string | null; headers?: Record<string, string>; title?: string } = {},
+    readonly extra: {
+      param?: string | null;
+      headers?: Record<string, string>;
+      title?: string;
+      /** Extension members of the problem object (RFC 9457 §3.2), e.g. `limit` of a per-principal refusal. */
+      members?: Record<string, unknown>;
+    } = {},
   ) {
     super(detail);
     this.name = 'HttpProblem';
@@ -37,6 +43,7 @@ function openAiErrorType(status: number): string {
 export function problemBody(p: HttpProblem, instance?: string): Record<string, unknown> {
   const param = p.extra.param ?? null;
   return {
+    ...p.extra.members,
     type: PROBLEM_TYPE_BASE + p.code,
     title: p.extra.title ?? STATUS_CODES[p.status] ?? 'Error',
     status: p.status,

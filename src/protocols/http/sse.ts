@@ -91,24 +91,48 @@ export class SseWriter {
   }
 }
 
-/** Caps the number of simultaneously open SSE streams of a door. */
+/** Why a stream slot was refused: the door's shared slots are taken, or the caller's own share is. */
+export type GateRefusal = { refused: 'shared' } | { refused: 'principal'; current: number; max: number };
+
+/**
+ * Caps the simultaneously open SSE streams of a door: `max` shared slots for everyone, and at most `maxPerPrincipal`
+ * streams of one principal (runtime/shares.ts), so one client cannot take the shared slots from the others. A stream
+ * that is only its owner's business (the change stream) takes no shared slot and counts against its owner alone.
+ */
 export class SseGate {
   private open = 0;
-  constructor(readonly max: number) {}
+  private readonly byPrincipal = new Map<string, number>();
 
-  tryAcquire(): (() => void) | undefined {
-    if (this.open >= this.max) return undefined;
-    this.open++;
+  constructor(
+    readonly max: number,
+    readonly maxPerPrincipal = Infinity,
+  ) {}
+
+  /** A release function for the slot, or why there is none. `shared: false` takes no shared slot. */
+  tryAcquire(principal: string, shared = true): (() => void) | GateRefusal {
+    const mine = this.byPrincipal.get(principal) ?? 0;
+    if (mine >= this.maxPerPrincipal) return { refused: 'principal', current: mine, max: this.maxPerPrincipal };
+    if (shared && this.open >= this.max) return { refused: 'shared' };
+    if (shared) this.open++;
+    this.byPrincipal.set(principal, mine + 1);
     let released = false;
     return () => {
-      if (!released) {
-        released = true;
-        this.open--;
-      }
+      if (released) return;
+      released = true;
+      if (shared) this.open--;
+      const n = (this.byPrincipal.get(principal) ?? 1) - 1;
+      if (n > 0) this.byPrincipal.set(principal, n);
+      else this.byPrincipal.delete(principal);
     };
   }
 
+  /** Shared slots in use. */
   get count(): number {
     return this.open;
+  }
+
+  /** Streams a principal has open, shared or not. */
+  countOf(principal: string): number {
+    return this.byPrincipal.get(principal) ?? 0;
   }
 }

@@ -12,6 +12,10 @@ export interface LmspDeps {
   backgroundOnRestart: RestartPolicy;
   heartbeatMs: number;
   sseGate: SseGate;
+  /** A change stream that has told no change for this long ends (the client reconnects and re-reads the list). */
+  changeStreamIdleMs: number;
+  /** The door's clock, for idle timeouts (LmspDoorOptions.now). */
+  now: () => number;
   /** Open streams, closed when the door closes. */
   streams: Set<SseWriter>;
   log: (msg: string) => void;

@@ -118,6 +118,7 @@ export const CODES = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   queue_full: 429,
+  limit_exceeded: 429, // vendor: a per-principal cap (runtime/shares.ts), named in the problem's `limit` member
   internal_error: 500,
   unavailable: 503,
 } as const;
@@ -139,4 +140,6 @@ export const DEFAULTS = {
   /** GET /responses/{id}/input_items: OpenAI's default and largest page. */
   inputItemsLimit: 20,
   maxInputItemsLimit: 100,
+  /** Retry-After of a per-principal cap on unfinished tasks or open streams (stored bytes wait for a delete: none). */
+  limitRetryAfterSeconds: 5,
 } as const;

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import type { RestartPolicy } from '../../runtime/task';
+import { DEFAULT_CHANGE_STREAM_IDLE_MS, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../../runtime/shares';
 import { SseGate, type SseWriter } from '../http/sse';
 import type { DoorHandler, RequestContext } from '../http/types';
 import { getCounts, streamChanges } from './vendorRoutes';
@@ -28,7 +29,14 @@ export interface LmspDoorOptions {
    */
   backgroundOnRestart?: RestartPolicy;
   heartbeatMs?: number;
+  /** Shared stream slots of the door (default 256). */
   maxSseStreams?: number;
+  /** Open streams of one principal, shared or not (default runtime/shares.ts DEFAULT_MAX_STREAMS_PER_PRINCIPAL). */
+  maxSseStreamsPerPrincipal?: number;
+  /** A change stream with no change for this long ends (default DEFAULT_CHANGE_STREAM_IDLE_MS; 0 = never). */
+  changeStreamIdleMs?: number;
+  /** Clock for idle timeouts (default Date.now); checked at every heartbeat. */
+  now?: () => number;
   log?: (msg: string) => void;
 }
 
@@ -50,7 +58,9 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.maxBodyBytes,
     backgroundOnRestart: options.backgroundOnRestart ?? DEFAULTS.backgroundOnRestart,
     heartbeatMs: options.heartbeatMs ?? DEFAULTS.heartbeatMs,
-    sseGate: new SseGate(options.maxSseStreams ?? DEFAULTS.maxSseStreams),
+    sseGate: new SseGate(options.maxSseStreams ?? DEFAULTS.maxSseStreams, options.maxSseStreamsPerPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL),
+    changeStreamIdleMs: options.changeStreamIdleMs ?? DEFAULT_CHANGE_STREAM_IDLE_MS,
+    now: options.now ?? Date.now,
     streams: new Set<SseWriter>(),
     log: options.log ?? (() => {}),
   };

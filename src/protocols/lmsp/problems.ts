@@ -16,6 +16,8 @@ const RUNTIME_TO_LMSP: Record<RuntimeErrorCode, LmspCode> = {
   invalid_json_schema: 'invalid_json_schema',
   context_length_exceeded: 'context_length_exceeded',
   queue_full: 'queue_full',
+  limit_exceeded: 'limit_exceeded',
+  payload_too_large: 'payload_too_large',
   store_locked: 'unavailable',
   store_unwritable: 'unavailable',
   store_corrupt: 'internal_error',
@@ -38,7 +40,8 @@ export function fromRuntimeError(e: RuntimeError): HttpProblem {
   const headers: Record<string, string> = {};
   if (code === 'queue_full') headers['Retry-After'] = String(DEFAULTS.queueFullRetryAfterSeconds);
   if (code === 'unavailable') headers['Retry-After'] = '1';
-  return lmspProblem(code, detail, { param: e.param ?? null, headers });
+  if (code === 'limit_exceeded' && e.limit?.unit !== 'bytes') headers['Retry-After'] = String(DEFAULTS.limitRetryAfterSeconds);
+  return lmspProblem(code, detail, { param: e.param ?? null, headers, ...(e.limit && { members: { limit: e.limit } }) });
 }
 
 /** Runs `fn`, turning RuntimeErrors into problems. */

@@ -6,7 +6,8 @@ import { isTerminal, type TaskEvent } from '../../runtime/task';
 import { SseWriter } from '../http/sse';
 import type { LmspDeps } from './deps';
 import { TERMINAL_EVENT_TYPES } from './lmspConstants';
-import { lmspProblem, translate } from './problems';
+import { fromRuntimeError, lmspProblem, translate } from './problems';
+import { tooManyStreams } from '../../runtime/shares';
 import { sendEvent } from './wire';
 
 export interface TaskStreamOptions {
@@ -24,13 +25,15 @@ export interface TaskStreamOptions {
   noContentWhenDone: boolean;
 }
 
-/** Reserves a stream slot or answers 503. */
-export function acquireStreamSlot(deps: LmspDeps): () => void {
-  const release = deps.sseGate.tryAcquire();
-  if (!release) {
-    throw lmspProblem('unavailable', 'Too many open event streams; retry shortly.', { headers: { 'Retry-After': '1' } });
-  }
-  return release;
+/**
+ * Reserves a stream slot: a caller at its own cap answers 429 limit_exceeded naming the limit; the door's shared
+ * slots all taken answers 503. `shared: false` (the change stream) counts against the caller only.
+ */
+export function acquireStreamSlot(deps: LmspDeps, principal: string, shared = true): () => void {
+  const r = deps.sseGate.tryAcquire(principal, shared);
+  if (typeof r === 'function') return r;
+  if (r.refused === 'principal') throw fromRuntimeError(tooManyStreams(r.current, r.max));
+  throw lmspProblem('unavailable', 'Too many open event streams; retry shortly.', { headers: { 'Retry-After': '1' } });
 }
 
 export function openWriter(deps: LmspDeps, res: ServerResponse, signal: AbortSignal, release: () => void): SseWriter {
@@ -44,7 +47,7 @@ export function openWriter(deps: LmspDeps, res: ServerResponse, signal: AbortSig
 }
 
 export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts: TaskStreamOptions): Promise<void> {
-  const release = acquireStreamSlot(deps);
+  const release = acquireStreamSlot(deps, opts.principal);
   const pending: TaskEvent[] = [];
   let writer: SseWriter | undefined;
   let ended = false;

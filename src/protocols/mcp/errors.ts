@@ -11,6 +11,8 @@ export const TOO_MANY_TASKS = -32029;
  */
 export const STORE_UNWRITABLE = -32010;
 export const STORE_RETRY_AFTER_MS = 1000;
+/** Suggested wait when a per-principal cap on unfinished tasks or streams refuses (LMSP: Retry-After 5). */
+export const LIMIT_RETRY_AFTER_MS = 5000;
 
 export function invalidParams(message: string, data?: unknown): McpError {
   return new McpError(ErrorCode.InvalidParams, message, data);
@@ -48,6 +50,15 @@ export function toMcpError(e: unknown): McpError {
         return invalidParams(e.message, e.param ? { param: e.param, code: e.code } : { code: e.code });
       case 'queue_full':
         return tooManyTasks(`Server busy: ${e.message}`);
+      case 'limit_exceeded':
+        // A per-principal cap (runtime/shares.ts), named in data.limit as LMSP names it in its problem.
+        return new McpError(TOO_MANY_TASKS, e.message, {
+          code: e.code,
+          limit: e.limit,
+          ...(e.limit?.unit !== 'bytes' && { retryAfterMs: LIMIT_RETRY_AFTER_MS }),
+        });
+      case 'payload_too_large':
+        return invalidParams(e.message, { code: e.code, ...(e.param && { param: e.param }), limit: e.limit });
       case 'store_unwritable':
         // The runtime's message may carry an errno code; never a path. Said the way the LMSP door says it.
         return new McpError(

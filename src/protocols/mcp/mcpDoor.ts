@@ -9,7 +9,10 @@ import type { DoorHandler, RequestContext } from '../http/types';
 import type { McpContext } from './context';
 import { MAX_BODY_BYTES, readJsonBody } from '../http/body';
 import { HttpProblem } from '../http/problem';
-import { sendJsonRpcError } from './httpBody';
+import { sendJson, sendJsonRpcError } from './httpBody';
+import { SseGate } from '../http/sse';
+import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, tooManyStreams } from '../../runtime/shares';
+import { toMcpError } from './errors';
 import { CreationGuard, DEFAULT_CREATION_LIMITS, type CreationLimits } from './limits';
 import { TaskNotifier } from './notifier';
 import { McpSessions, type SessionLimits } from './sessions';
@@ -27,6 +30,11 @@ export interface McpDoorOptions {
   maxBodyBytes?: number;
   limits?: Partial<CreationLimits>;
   sessions?: Partial<SessionLimits>;
+  /**
+   * Open GET streams (2025-11-25 sessions' notification streams) of one principal (default runtime/shares.ts
+   * DEFAULT_MAX_STREAMS_PER_PRINCIPAL); beyond it a GET answers 429 with -32029 naming the limit.
+   */
+  maxStreamsPerPrincipal?: number;
   /** Tools served on the 2026-07-28 era beside ours (modern/modernDoor.ts); the shipped roots give none. */
   extraTools?: readonly ModernTool[];
 }
@@ -53,6 +61,8 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
   const modern = createModernHandler(ctx, { extraTools: options.extraTools });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });
   const maxBodyBytes = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  // No shared slots here (each session has at most one GET stream); only each principal's share is capped.
+  const streams = new SseGate(Infinity, options.maxStreamsPerPrincipal ?? DEFAULT_MAX_STREAMS_PER_PRINCIPAL);
   let closed = false;
 
   async function handle(req: IncomingMessage, res: ServerResponse, rc: RequestContext): Promise<void> {
@@ -97,6 +107,14 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
         if (sessionId === undefined) return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
         const session = sessions.get(sessionId, rc.principal);
         if (!session) return sendJsonRpcError(res, 404, -32001, 'Session not found');
+        if (req.method === 'GET') {
+          const slot = streams.tryAcquire(rc.principal);
+          if (typeof slot !== 'function') {
+            const e = toMcpError(tooManyStreams(streams.countOf(rc.principal), streams.maxPerPrincipal));
+            return sendJson(res, 429, { jsonrpc: '2.0', id: null, error: { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, ''), data: e.data } }, { 'retry-after': '5' });
+          }
+          res.once('close', slot);
+        }
         return await session.dispatch(req, res, rc.signal);
       }
       res.setHeader('allow', 'GET, POST, DELETE');

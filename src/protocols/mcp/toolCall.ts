@@ -112,7 +112,7 @@ export function createToolTask(
     return ctx.runtime.createTask({ origin: 'mcp', principal: caller.principal, ...params, onRestart: params.onRestart ?? 'fail' }).task;
   } catch (e) {
     // A refusal names the request field; the caller knows it as a tool argument (output_schema.properties.x…).
-    if (isRuntimeError(e) && e.param) throw toMcpError(new RuntimeError(e.code, e.message, argumentOf(e.param)));
+    if (isRuntimeError(e) && e.param) throw toMcpError(new RuntimeError(e.code, e.message, argumentOf(e.param), e.limit));
     throw toMcpError(e);
   }
 }

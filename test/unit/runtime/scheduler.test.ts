@@ -1,6 +1,6 @@
 // The Scheduler directly, over a real store and transitions, with a scripted backend: queue order, concurrency per
 // model and per capacity group, retries of an unavailable backend, a backend cut off mid-output per on_restart,
-// deadlines, stops and close.
+// deadlines, stops and close; fair shares between principals (round robin per capacity group, FIFO within each).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BackendError } from '../../../src/runtime/backend';
@@ -9,7 +9,7 @@ import { Scheduler, type SchedulerOptions } from '../../../src/runtime/scheduler
 import { isTerminal, type TaskRecord } from '../../../src/runtime/task';
 import { Gate, ScriptedBackend, says, type Script, type ScriptedBackendOptions } from '../../fixtures/scriptedBackend';
 import { openParts, types, type Parts } from '../../fixtures/runtimeParts';
-import { taskReaches } from '../../support/wait';
+import { taskReaches, waitFor } from '../../support/wait';
 
 async function setup(script: Script, o: ScriptedBackendOptions = {}, extra: Partial<SchedulerOptions> = {}) {
   const parts = await openParts();
@@ -186,3 +186,92 @@ test('a queued task’s position counts only its own principal’s tasks ahead o
   assert.equal(s.scheduler.position(a2.id), 1);
   await s.close();
 });
+
+test('fair shares: B’s first task starts after the one task that holds the slot while A has 200 queued; FIFO within A', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script);
+  const text = (n: number) => s.backend.requests[n - 1].messages.at(-1)?.content;
+  const a = Array.from({ length: 201 }, (_, i) => s.add({ principal: 'A', input: { model: 'm', input: `a${i}` } }));
+  await gate.started(1);
+  assert.equal(s.scheduler.unfinishedOf('A'), 201, 'one running, 200 queued');
+  const b = s.add({ principal: 'B', input: { model: 'm', input: 'b0' } });
+  const b1 = s.add({ principal: 'B', input: { model: 'm', input: 'b1' } });
+  assert.equal(s.scheduler.position(b.id), 1, 'first in its own line');
+  assert.equal(s.scheduler.unfinishedOf('B'), 2);
+  // The slot frees once: the next run is B's, not A's second task.
+  gate.release(1);
+  await gate.started(2);
+  assert.equal(text(2), 'b0');
+  assert.equal(status(s.parts, b), 'running');
+  // Then the two lines take turns, each in its own order.
+  gate.release(1);
+  await gate.started(3);
+  assert.equal(text(3), 'a1');
+  gate.release(1);
+  await gate.started(4);
+  assert.equal(text(4), 'b1');
+  gate.release(1);
+  await gate.started(5);
+  assert.equal(text(5), 'a2');
+  // Cleanup: forget what is left and let the running one end.
+  for (const t of a.slice(3)) s.scheduler.remove(t.id);
+  gate.release();
+  await s.done(b1);
+  await s.close();
+});
+
+test('fair shares: three principals are served in turn; a principal whose tasks drained starts afresh', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script);
+  const text = (n: number) => s.backend.requests[n - 1].messages.at(-1)?.content;
+  const add = (principal: string, input: string) => s.add({ principal, input: { model: 'm', input } });
+  add('A', 'a1');
+  await gate.started(1);
+  for (const [p, i] of [['A', 'a2'], ['A', 'a3'], ['B', 'b1'], ['B', 'b2'], ['C', 'c1']]) add(p, i);
+  const order = ['a1'];
+  for (let n = 2; n <= 6; n++) {
+    gate.release(1);
+    await gate.started(n);
+    order.push(String(text(n)));
+  }
+  assert.deepEqual(order, ['a1', 'b1', 'c1', 'a2', 'b2', 'a3']);
+  gate.release();
+  await waitIdle(s);
+  // Nothing held: every principal's turn is forgotten, so the next tasks run in plain queue order again.
+  const last = [add('C', 'c2'), add('A', 'a4')];
+  await gate.started(7);
+  assert.equal(text(7), 'c2');
+  gate.release();
+  await gate.started(8);
+  assert.equal(text(8), 'a4');
+  gate.release();
+  await Promise.all(last.map(s.done));
+  await s.close();
+});
+
+test('fair shares: turns are kept per capacity group; a busy group does not hold up the same principal’s other model', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script, { models: ['x', 'y'] });
+  const text = (n: number) => s.backend.requests[n - 1].messages.at(-1)?.content;
+  const add = (principal: string, model: string, input: string) => s.add({ principal, input: { model, input } });
+  add('A', 'x', 'ax1');
+  add('A', 'x', 'ax2');
+  add('A', 'y', 'ay1');
+  await gate.started(2);
+  assert.deepEqual([text(1), text(2)], ['ax1', 'ay1'], 'A’s y task starts beside its running x task');
+  const bx = add('B', 'x', 'bx1');
+  gate.release(1); // ax1 ends: x goes to B, who has not been served on x
+  await gate.started(3);
+  assert.equal(text(3), 'bx1');
+  gate.release();
+  await s.done(bx);
+  await gate.started(4); // ax2, A's last
+  assert.equal(text(4), 'ax2');
+  gate.release();
+  await waitIdle(s);
+  await s.close();
+});
+
+async function waitIdle(s: Awaited<ReturnType<typeof setup>>): Promise<void> {
+  await waitFor(() => s.backend.active === 0 && s.scheduler.queueLength === 0, 'every run to end');
+}

@@ -1,0 +1,108 @@
+// Fair shares: what one principal (one bearer token) may hold of what every client shares, beside the global caps.
+// Measured before these existed (issue #20): one client queued 1 001 tasks in 3.3 s and every other client then got
+// `429 queue_full` on LMSP and in both MCP eras; idle change streams never ended, so one client holding the door's
+// 256 stream slots made everyone else's `/events` answer 503; 40 prompts of 4 MB raised the server's RSS from 308 to
+// 563 MB and the store from 22 to 206 MB (the store is an in-memory database: its bytes are the process's memory,
+// in the editor the extension host's). The scheduler serves principals in turn (scheduler.ts); these caps bound
+// what one of them can pile up. Defaults, and why:
+// - 256 unfinished tasks per principal: under a quarter of the global queue (1 000), so one client, even three,
+//   cannot fill it; above the 200 that an agent's batch or our benchmark queues at once.
+// - 32 open event streams per principal (per door): an agent watches a handful of tasks at a time; 32 leaves the
+//   door's 256 shared slots to at least seven other clients. A change stream (`/task_runtime/changes`) counts only
+//   against its owner, never against the shared slots, and ends after 5 minutes without a change (clients reconnect
+//   and re-read the list, as they do on every connect), so abandoned ones free their owner's slots too.
+// - 64 MiB of stored prompts and outputs per principal: sixteen of the largest accepted bodies (4 MiB), some
+//   hundred times a long agent conversation; at the figures above that is about 100 MB of RSS per principal at
+//   most. Counted from the store (task rows' prompt and output JSON); a prompt alone over the cap is refused 413,
+//   one that would take the principal over it 429. Bytes come free as the principal's tasks are deleted (DELETE,
+//   ttl, retention).
+import { RuntimeError, type LimitInfo } from './errors';
+
+export const DEFAULT_MAX_QUEUED_PER_PRINCIPAL = 256;
+export const DEFAULT_MAX_STREAMS_PER_PRINCIPAL = 32;
+export const DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL = 64 * 1024 * 1024;
+export const DEFAULT_CHANGE_STREAM_IDLE_MS = 5 * 60_000;
+
+/** The names refusals carry (`limit.name` on every door), and the setting / flag that raises each. */
+export const LIMIT_NAMES = {
+  queued: 'max_queued_tasks_per_principal',
+  streams: 'max_streams_per_principal',
+  storedBytes: 'max_stored_bytes_per_principal',
+} as const;
+
+export function limitExceeded(limit: LimitInfo, message: string): RuntimeError {
+  return new RuntimeError('limit_exceeded', `${message} (limit ${limit.name} = ${limit.max}).`, undefined, limit);
+}
+
+/** A principal's unfinished tasks are at its cap. */
+export function tooManyQueued(current: number, max: number): RuntimeError {
+  return limitExceeded(
+    { name: LIMIT_NAMES.queued, max, current, unit: 'tasks' },
+    `Too many unfinished tasks for this client: ${current} of at most ${max}; wait for some to finish or cancel them`,
+  );
+}
+
+/** A principal's open event streams are at its cap. */
+export function tooManyStreams(current: number, max: number): RuntimeError {
+  return limitExceeded(
+    { name: LIMIT_NAMES.streams, max, current, unit: 'streams' },
+    `Too many open event streams for this client: ${current} of at most ${max}; close one first`,
+  );
+}
+
+/** Re-counted from the store at least this often, and at most this often while a principal is over its cap. */
+const RECOUNT_MS = 5000;
+const RECOUNT_OVER_MS = 250;
+
+/**
+ * Stored bytes of prompts and outputs per principal, counted from the store (TaskStore.storedBytes: ~7 ms for a
+ * principal with 5 000 tasks here, too dear for every create), so the count is kept between recounts: what was
+ * counted plus what creates added since. It is counted again after RECOUNT_MS (outputs grew, tasks were deleted), or
+ * when a create would go over the cap (at most every RECOUNT_OVER_MS while a client keeps trying), and after the
+ * principal deleted a task.
+ */
+export class StoredBytesMeter {
+  private readonly counted = new Map<string, { bytes: number; at: number }>();
+
+  constructor(
+    private readonly count: (principal: string) => number,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
+
+  /** Throws payload_too_large / limit_exceeded when `adding` more bytes would not fit the principal's `max`. */
+  admit(principal: string, adding: number, max: number): void {
+    if (adding > max) {
+      const limit: LimitInfo = { name: LIMIT_NAMES.storedBytes, max, current: adding, unit: 'bytes' };
+      throw new RuntimeError(
+        'payload_too_large',
+        `The request's prompt is ${adding} bytes as stored, more than a client may store in all (limit ${limit.name} = ${max}).`,
+        'input',
+        limit,
+      );
+    }
+    const now = this.clock();
+    let c = this.counted.get(principal);
+    const over = c !== undefined && c.bytes + adding > max;
+    if (!c || now - c.at >= RECOUNT_MS || (over && now - c.at >= RECOUNT_OVER_MS)) {
+      c = { bytes: this.count(principal), at: now };
+      this.counted.set(principal, c);
+    }
+    if (c.bytes + adding > max) {
+      throw limitExceeded(
+        { name: LIMIT_NAMES.storedBytes, max, current: c.bytes, unit: 'bytes' },
+        `This client's stored prompts and outputs take ${c.bytes} bytes; ${adding} more would pass its cap. Delete finished tasks to make room`,
+      );
+    }
+  }
+
+  /** Something of the principal's was deleted: count again at its next create. */
+  forget(principal: string): void {
+    this.counted.delete(principal);
+  }
+
+  /** A create that was admitted was written. */
+  added(principal: string, bytes: number): void {
+    const c = this.counted.get(principal);
+    if (c) c.bytes += bytes;
+  }
+}
