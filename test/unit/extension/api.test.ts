@@ -18,8 +18,9 @@ const testMembers = (): TaskRuntimeTestMembers => ({
   openEventPanels: () => [],
   getTreeSnapshot: async () => [],
   stubConfirmations: () => ({ asked: [], dispose: () => undefined }),
+  startupFigures: () => undefined,
 });
-const TEST_ONLY = ['openEventPanels', 'getTreeSnapshot', 'stubConfirmations'];
+const TEST_ONLY = ['openEventPanels', 'getTreeSnapshot', 'stubConfirmations', 'startupFigures'];
 
 describe('extension API', () => {
   it('has no test members without the harness flag', () => {
