@@ -34,8 +34,7 @@ export function loadSqlJs(): Promise<SqlJsStatic> {
 export const CHECKPOINT_RE = /^checkpoint-(\d+)\.sqlite$/;
 export const JOURNAL_RE = /^journal-(\d+)\.log$/;
 /** Temp files of a checkpoint being written: `checkpoint-<seq>.sqlite.<pid>.tmp`. */
-/** Files a crash may leave behind: an image being written, the spare journal (journal.ts SPARE_JOURNAL). */
-export const TEMP_RE = /^(checkpoint-\d+\.sqlite\.\d+|journal-spare)\.tmp$/;
+export const TEMP_RE = /^checkpoint-\d+\.sqlite\.\d+\.tmp$/;
 export const checkpointName = (seq: number) => `checkpoint-${String(seq).padStart(12, '0')}.sqlite`;
 export const journalName = (seq: number) => `journal-${String(seq).padStart(12, '0')}.log`;
 

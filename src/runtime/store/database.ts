@@ -25,7 +25,7 @@ import { SCHEMA_VERSION } from './migrations';
 import { Checkpointer, type CheckpointStats } from './checkpointer';
 import type { OpenReport } from './damageReport';
 import { GroupCommit, type WriteOptions } from './groupCommit';
-import { NODE_FILE_OPS, prepareSpareJournal, SPARE_JOURNAL, type JournalFileOps, type SqlParam, type WriteOp } from './journal';
+import { NODE_FILE_OPS, type JournalFileOps, type SqlParam, type WriteOp } from './journal';
 import { restoreStore } from './restore';
 import { StatementCache } from './statements';
 
@@ -63,10 +63,9 @@ export class DurableDatabase {
     base: number | null,
     options: Required<Omit<DatabaseOptions, 'log' | 'fileOps'>> & Pick<DatabaseOptions, 'log' | 'fileOps'>,
     readonly report: OpenReport,
-    spareReady: boolean,
   ) {
     this.statements = new StatementCache(db);
-    this.commits = new GroupCommit(this.statements, dir, seq, options.fileOps ?? NODE_FILE_OPS, options.log, spareReady);
+    this.commits = new GroupCommit(this.statements, dir, seq, options.fileOps ?? NODE_FILE_OPS, options.log);
     this.checkpointer = new Checkpointer(db, this.statements, this.commits, dir, base, options);
     this.timer = setInterval(() => this.maintain(), Math.min(5_000, options.checkpointIntervalMs));
     this.timer.unref();
@@ -82,12 +81,7 @@ export class DurableDatabase {
       fileOps: options.fileOps,
     };
     const { db, seq, base, report } = restoreStore(SQL, dir, opts.log);
-    // The first generation's journal is filled off the host's thread too (groupCommit.ts openGeneration).
-    const spareReady = await prepareSpareJournal(join(dir, SPARE_JOURNAL)).then(
-      () => true,
-      () => false,
-    );
-    const store = new DurableDatabase(db, dir, seq, base, opts, report, spareReady);
+    const store = new DurableDatabase(db, dir, seq, base, opts, report);
     // Start from a clean generation: a fresh checkpoint makes the replayed journals unnecessary. A migrated store is
     // written out at once too, so that its image says its new schema version and an older release refuses it
     // instead of replaying this release's journal over the old schema.

@@ -15,11 +15,10 @@
 //     no new journal generation starts while one may hold its bytes (a checkpoint starts only once writable).
 //   - `epoch` changes when unsynced batches are rolled back (their sequence numbers are used again) and when the
 //     journal rotates: a background sync started before says nothing about batches written after.
-import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { RuntimeError } from '../errors';
 import { journalName } from './checkpoint';
-import { JournalWriter, prepareSpareJournal, SPARE_JOURNAL, type JournalFileOps, type WriteOp } from './journal';
+import { JournalWriter, type JournalFileOps, type WriteOp } from './journal';
 import type { StatementCache } from './statements';
 
 /**
@@ -73,68 +72,18 @@ export class GroupCommit {
   /** Told how long each successful journal sync took, in ms (the runtime's metrics). */
   onSync: ((ms: number) => void) | undefined;
 
-  /** The spare journal (journal.ts SPARE_JOURNAL): filled and synced on libuv's pool, taken by the next generation. */
-  private spare: 'none' | 'preparing' | 'ready' = 'none';
-
-  /**
-   * Continues after batch `seq` (everything up to it is in the database and durable) in a new journal generation.
-   * `spareReady`: the spare journal was prepared before (DurableDatabase.open awaits one), the generation takes it.
-   */
+  /** Continues after batch `seq` (everything up to it is in the database and durable) in a new journal generation. */
   constructor(
     private readonly statements: StatementCache,
     private readonly dir: string,
     seq: number,
     private readonly fileOps: JournalFileOps,
     private readonly log: ((msg: string) => void) | undefined,
-    spareReady = false,
   ) {
     this.seq = seq;
     this.durableSeq = seq;
-    if (spareReady) this.spare = 'ready';
-    this.journal = this.openGeneration(seq);
+    this.journal = new JournalWriter(join(dir, journalName(seq + 1)), fileOps);
     this.durableEnd = this.journal.bytes;
-  }
-
-  /**
-   * The journal of the generation after batch `seq`: the spare when one is ready (its 4 MiB of zeros were written
-   * and synced off this thread, so the first append does not fill them here), else a new file as before; then the
-   * next spare is prepared in the background.
-   */
-  private openGeneration(seq: number): JournalWriter {
-    const path = join(this.dir, journalName(seq + 1));
-    let preallocated = false;
-    if (this.spare === 'ready') {
-      this.spare = 'none';
-      try {
-        // A journal of that name with records in it is never replaced (restore replayed it; it stays as it is).
-        if (!fs.existsSync(path) || fs.statSync(path).size === 0) {
-          fs.renameSync(join(this.dir, SPARE_JOURNAL), path);
-          preallocated = true;
-        }
-      } catch {
-        // a new file, filled on the first append
-      }
-    }
-    const journal = new JournalWriter(path, this.fileOps, preallocated);
-    this.prepareSpare();
-    return journal;
-  }
-
-  private prepareSpare(): void {
-    if (this.spare !== 'none' || this.closed) return;
-    this.spare = 'preparing';
-    const path = join(this.dir, SPARE_JOURNAL);
-    const drop = () => {
-      this.spare = 'none';
-      fs.rm(path, { force: true }, () => {});
-    };
-    prepareSpareJournal(path).then(
-      () => {
-        if (this.closed) drop();
-        else this.spare = 'ready';
-      },
-      drop,
-    );
   }
 
   /** The last batch applied (durable or not). */
@@ -397,7 +346,7 @@ export class GroupCommit {
     this.syncNow();
     const seq = this.seq;
     const old = this.journal;
-    this.journal = this.openGeneration(seq);
+    this.journal = new JournalWriter(join(this.dir, journalName(seq + 1)), this.fileOps);
     this.durableEnd = this.journal.bytes;
     this.epoch++;
     old.close();
@@ -413,8 +362,6 @@ export class GroupCommit {
   close(): void {
     this.closed = true;
     this.journal.close();
-    // One being prepared is removed when it is done (prepareSpare).
-    if (this.spare === 'ready') fs.rmSync(join(this.dir, SPARE_JOURNAL), { force: true });
   }
 }
 

@@ -43,25 +43,6 @@ const OPEN_BRACE = 0x7b;
 // (measured here: p50 0.11 ms vs 0.26 ms for growing appends; p99 0.3 ms vs 2–9 ms).
 const PREALLOCATE = 4 * 1024 * 1024;
 
-/**
- * The next generation's journal, zero-filled and synced ahead of time on libuv's pool (prepareSpareJournal), renamed
- * into place when a generation starts. Filling a new journal's first 4 MiB on the host's thread was what stalled the
- * first write after an open and after every checkpoint (issue #23 item 7: 110–260 ms for the zeros on the loaded
- * 2-core machine, 65–113 ms in the issue's runs). A leftover from a crash is removed at open (restore.ts, TEMP_RE).
- */
-export const SPARE_JOURNAL = 'journal-spare.tmp';
-
-/** Writes `path` as PREALLOCATE zero bytes and syncs it, all on libuv's pool. */
-export async function prepareSpareJournal(path: string): Promise<void> {
-  const fh = await fs.promises.open(path, 'w', 0o600);
-  try {
-    await fh.write(Buffer.alloc(PREALLOCATE), 0, PREALLOCATE, 0);
-    await fh.datasync();
-  } finally {
-    await fh.close();
-  }
-}
-
 /** Frames up to this size are built in the writer's scratch buffer; larger ones (bulk batches) get their own. */
 const SCRATCH_KEEP = 1024 * 1024;
 /** Statement texts whose JSON is remembered (the store writes a few dozen distinct ones). */
@@ -118,15 +99,13 @@ export class JournalWriter {
   /** Statement text as JSON, by statement (see encodeRecord). */
   private readonly sqlJson = new Map<string, string>();
 
-  /** `preallocated`: the file is a spare journal (zeros only, prepareSpareJournal): nothing to read back. */
   constructor(
     readonly path: string,
     private readonly ops: JournalFileOps = NODE_FILE_OPS,
-    preallocated = false,
   ) {
     this.fd = fs.openSync(path, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
     const existing = fs.fstatSync(this.fd).size;
-    this.size = existing > 0 && !preallocated ? readJournal(path).goodBytes : 0;
+    this.size = existing > 0 ? readJournal(path).goodBytes : 0;
     this.allocated = existing;
   }
 
