@@ -11,6 +11,7 @@
 import { TEST_API_ENV } from './constants';
 import type { IDisposable } from './lifecycle';
 import type { TaskSource } from './model/taskSource';
+import type { StartupFigures } from './startupProbe';
 
 export interface TaskRuntimeExtensionApi {
   /** Where the runtime listens (no token: a client needs one the user gives it). */
@@ -48,6 +49,8 @@ export interface TaskRuntimeTestMembers {
   getTreeSnapshot(): Promise<TreeItemSnapshot[]>;
   /** Modal confirmations (Clear Finished, Regenerate Token) answer `answer` instead of asking, until disposed. */
   stubConfirmations(answer: boolean): ConfirmationStub;
+  /** How start-up went (startupProbe.ts): undefined until the runtime opened or attached, or failed. */
+  startupFigures(): StartupFigures | undefined;
 }
 
 export type TaskRuntimeTestApi = TaskRuntimeExtensionApi & TaskRuntimeTestMembers;

@@ -17,6 +17,7 @@ import { Disposable, toDisposable } from './lifecycle';
 import { registerChatProvider } from './lm/chatProvider';
 import { McpServerProvider } from './mcpProvider';
 import { readSettings, restartNeeded, type ExtensionSettings } from './model/settings';
+import { describeStartup, StartupProbe, type StartupFigures } from './startupProbe';
 import { TokenStore } from './tokenStore';
 import { CompletionNotifier } from './ui/completionNotifier';
 import { ResultDocumentProvider } from './ui/resultDocument';
@@ -36,8 +37,12 @@ class TaskRuntimeExtension extends Disposable {
   private settings: ExtensionSettings;
   /** Set only through the test API (see api.ts): scripted answers to modal confirmations. */
   private confirmationStub: { answer: boolean; asked: string[] } | undefined;
+  private startupResult: StartupFigures | undefined;
 
-  constructor(context: vscode.ExtensionContext) {
+  constructor(
+    context: vscode.ExtensionContext,
+    private readonly startup: StartupProbe,
+  ) {
     super();
     this.log = this._register(vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME, { log: true }));
     this.settings = this.readSettings();
@@ -108,7 +113,15 @@ class TaskRuntimeExtension extends Disposable {
       }),
     );
     this._register(toDisposable(() => void this.service.stop()));
-    void this.service.start();
+    // In the background: activate() returns before the store opens (the tree says it is loading meanwhile).
+    const report = (outcome: string) => {
+      this.startupResult = this.startup.finish();
+      this.log.info(describeStartup(this.startupResult, outcome));
+    };
+    void this.service.start().then(
+      () => report(`the runtime was ${this.service.role}`),
+      () => report('start-up failed'),
+    );
   }
 
   private readSettings(): ExtensionSettings {
@@ -152,6 +165,7 @@ class TaskRuntimeExtension extends Disposable {
       getTaskSource: () => this.service.source,
       openEventPanels: () => this.panels.openTaskIds(),
       getTreeSnapshot: () => this.treeSnapshot(),
+      startupFigures: () => this.startupResult,
       stubConfirmations: (answer: boolean): ConfirmationStub => {
         const stub = { answer, asked: [] as string[] };
         this.confirmationStub = stub;
@@ -181,9 +195,12 @@ class TaskRuntimeExtension extends Disposable {
 let current: TaskRuntimeExtension | undefined;
 
 export function activate(context: vscode.ExtensionContext): TaskRuntimeExtensionApi | TaskRuntimeTestApi {
-  current = new TaskRuntimeExtension(context);
+  const startup = new StartupProbe();
+  current = new TaskRuntimeExtension(context, startup);
   context.subscriptions.push(current);
-  return current.api();
+  const api = current.api();
+  startup.activated();
+  return api;
 }
 
 export async function deactivate(): Promise<void> {

@@ -1,9 +1,10 @@
-// Mounts both doors on the one loopback listener: LMSP at /lmsp/v1, MCP at /mcp.
+// Mounts both doors on the one loopback listener: LMSP at /lmsp/v1, MCP at /mcp; Prometheus metrics at /metrics.
 import type { TaskRuntimeApi } from '../runtime/api';
 import { startListener, type ListenerLimits } from './http/listener';
 import { LMSP_PREFIX } from './lmsp/lmspConstants';
 import { createLmspDoor, type LmspDoorOptions } from './lmsp/lmspDoor';
 import { createMcpDoor, type McpDoorOptions } from './mcp/mcpDoor';
+import { METRICS_PATH, metricsHandler } from './metrics/prometheus';
 
 export const MCP_PREFIX = '/mcp';
 
@@ -40,6 +41,7 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
     doors: [
       { prefix: LMSP_PREFIX, handler: lmsp.handle, problemStyle: 'problem+json' },
       { prefix: MCP_PREFIX, handler: mcp.handle, problemStyle: 'jsonrpc' },
+      { prefix: METRICS_PATH, handler: metricsHandler(runtime), problemStyle: 'problem+json' },
     ],
   }).catch(async (e) => {
     await Promise.all([lmsp.close(), mcp.close()]);

@@ -1,5 +1,6 @@
 // What the doors (LMSP, MCP, editor) may call. TaskRuntime implements it; doors depend on this interface only.
 import type { LoadOptions, ModelInfo } from './backend';
+import type { MetricsSnapshot } from './metrics';
 import type { ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus } from './task';
 
 export interface CreateTaskParams {
@@ -82,6 +83,8 @@ export interface TaskRuntimeApi {
   getTaskByResponseId(responseId: string, principal?: string): TaskRecord | undefined;
   listTasks(query: ListTasksQuery): ListTasksPage;
   countTasks(principal?: string): TaskCounts;
+  /** Aggregate metrics over every principal (counts, sums, histogram buckets; nothing per task). */
+  metrics(): MetricsSnapshot;
   /**
    * queued → cancelled at once; loading/running/input_required → cancelling (→ cancelled when the backend stops);
    * cancelling/cancelled → unchanged. Throws task_not_found / task_not_cancelable (succeeded, failed).

@@ -14,6 +14,7 @@ import { RequestRefusedError, type LoadOptions, type ModelBackend, type ModelInf
 import { RuntimeError } from './errors';
 import { TaskEventBus } from './eventBus';
 import { checkInputResponse, unansweredKeys } from './input';
+import { RuntimeMetrics, type MetricsSnapshot } from './metrics';
 import { recoverTasks, type RecoveryOutcome } from './recovery';
 import { generateRequestOf, titleOf } from './responses';
 import { sweep } from './retention';
@@ -80,6 +81,7 @@ function decodeCursor(cursor: string): { createdAt: number; id: string } {
 export class TaskRuntime implements TaskRuntimeApi {
   readonly limits: RuntimeLimits;
   private readonly bus = new TaskEventBus();
+  private readonly collector = new RuntimeMetrics();
   private readonly transitions: TaskTransitions;
   private readonly scheduler: Scheduler;
   private readonly storedBytes: StoredBytesMeter;
@@ -99,6 +101,8 @@ export class TaskRuntime implements TaskRuntimeApi {
       this.limits.onRestart = [...this.limits.onRestart, 'resume'];
     }
     this.now = options.now ?? Date.now;
+    this.bus.onTaskChange((task, deleted) => this.collector.taskChanged(task, deleted));
+    store.database.onSync((ms) => this.collector.syncTook(ms));
     this.transitions = new TaskTransitions(store, this.bus, this.now);
     this.scheduler = new Scheduler({
       now: this.now,
@@ -167,6 +171,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (!('ops' in planned)) return planned;
     this.transitions.create(planned.task, planned.queueOrder, { extraOps: planned.ops });
     this.storedBytes.added(planned.task.principal, planned.bytes);
+    this.collector.taskCreated(planned.task);
     this.scheduler.enqueue(planned.task);
     return { task: planned.task, replayed: false };
   }
@@ -186,7 +191,10 @@ export class TaskRuntime implements TaskRuntimeApi {
       this.transitions.create(task, planned.queueOrder, {
         extraOps: planned.ops,
         defer: {
-          onDurable: () => resolve({ task, replayed: false }),
+          onDurable: () => {
+            this.collector.taskCreated(task);
+            resolve({ task, replayed: false });
+          },
           onFailed: (e) => {
             this.scheduler.remove(task.id);
             this.scheduler.stop(task.id, 'shutdown');
@@ -327,6 +335,10 @@ export class TaskRuntime implements TaskRuntimeApi {
       total += n;
     }
     return { byStatus, total };
+  }
+
+  metrics(): MetricsSnapshot {
+    return this.collector.snapshot(this.countTasks().byStatus, this.store.database.sizeBytes());
   }
 
   queuePosition(id: string): number | null {

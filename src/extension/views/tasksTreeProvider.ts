@@ -90,9 +90,11 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
     try {
       await this.model.reload();
       this.loaded = true;
+      this.view.message = undefined;
       this.updateBadge();
     } catch {
-      // The source is not ready yet; it fires invalidate (→ reload) when it is.
+      // The source is not ready yet (a large store opens after activation); it fires invalidate (→ reload) when it is.
+      this.view.message = t('Opening the task store…');
     }
   }
 

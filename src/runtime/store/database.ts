@@ -18,7 +18,9 @@
 //   - Start-up never replays past a missing batch, and every loss it finds is in `report` (`damageSummary`).
 //   - The host's thread never exports an image larger than `inlineCheckpointBytes`.
 import type { Database } from 'sql.js';
-import { loadSqlJs, listFiles } from './checkpoint';
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { checkpointName, journalName, loadSqlJs, listFiles } from './checkpoint';
 import { SCHEMA_VERSION } from './migrations';
 import { Checkpointer, type CheckpointStats } from './checkpointer';
 import type { OpenReport } from './damageReport';
@@ -112,6 +114,25 @@ export class DurableDatabase {
   /** Write batches and journal syncs since open (tests and the benchmark: group commit means fewer syncs). */
   get stats(): { batches: number; syncs: number; deferred: number } {
     return this.commits.stats;
+  }
+
+  /** Tells `listener` how long each journal sync took (ms); one listener (the runtime's metrics). */
+  onSync(listener: (ms: number) => void): void {
+    this.commits.onSync = listener;
+  }
+
+  /** Bytes of the store's checkpoints and journals on disk (a directory listing and a stat per file). */
+  sizeBytes(): number {
+    const { checkpoints, journals } = listFiles(this.dir);
+    let total = 0;
+    for (const name of [...checkpoints.map(checkpointName), ...journals.map(journalName)]) {
+      try {
+        total += fs.statSync(join(this.dir, name)).size;
+      } catch {
+        // removed meanwhile (a checkpoint let it go)
+      }
+    }
+    return total;
   }
 
   /** How the last checkpoint was made (undefined before the first one). */

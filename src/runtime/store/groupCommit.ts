@@ -69,6 +69,8 @@ export class GroupCommit {
   private readonly callbacks: Array<() => void> = [];
   /** Write batches and journal syncs since open (tests and the benchmark: group commit means fewer syncs). */
   readonly stats = { batches: 0, syncs: 0, deferred: 0 };
+  /** Told how long each successful journal sync took, in ms (the runtime's metrics). */
+  onSync: ((ms: number) => void) | undefined;
 
   /** Continues after batch `seq` (everything up to it is in the database and durable) in a new journal generation. */
   constructor(
@@ -178,6 +180,7 @@ export class GroupCommit {
   syncNow(): void {
     if (this.durableSeq === this.seq) return;
     const end = this.journal.bytes;
+    const t0 = performance.now();
     try {
       this.journal.sync();
     } catch (e) {
@@ -187,6 +190,7 @@ export class GroupCommit {
       throw new RuntimeError('store_unwritable', `The store could not be written (${errorCode(err)}).`);
     }
     this.stats.syncs++;
+    this.onSync?.(performance.now() - t0);
     this.markDurable(this.seq, end);
   }
 
@@ -195,6 +199,7 @@ export class GroupCommit {
     if (this.syncing || this.closed) return;
     const target = { seq: this.seq, end: this.journal.bytes, epoch: this.epoch };
     this.syncing = target;
+    const t0 = performance.now();
     this.journal.syncAsync((err) => {
       this.syncing = undefined;
       if (this.closed) return;
@@ -209,6 +214,7 @@ export class GroupCommit {
           return;
         }
         this.stats.syncs++;
+        this.onSync?.(performance.now() - t0);
         this.markDurable(target.seq, target.end);
       }
       // Batches written while that sync ran: the next sync covers all of them at once.

@@ -132,7 +132,7 @@ export function call(server: Pick<Server, 'port' | 'tokenA'>, method: string, p:
   Object.assign(headers, opts.headers);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: '127.0.0.1', port: server.port, method, path: p.startsWith('/lmsp') || p.startsWith('/mcp') || p === '/' ? p : `/lmsp/v1${p}`, headers, agent: false },
+      { host: '127.0.0.1', port: server.port, method, path: p.startsWith('/lmsp') || p.startsWith('/mcp') || p.startsWith('/metrics') || p === '/' ? p : `/lmsp/v1${p}`, headers, agent: false },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -19,8 +19,9 @@ const testMembers = (): TaskRuntimeTestMembers => ({
   openEventPanels: () => [],
   getTreeSnapshot: async () => [],
   stubConfirmations: () => ({ asked: [], dispose: () => undefined }),
+  startupFigures: () => undefined,
 });
-const TEST_ONLY = ['getTaskSource', 'openEventPanels', 'getTreeSnapshot', 'stubConfirmations'];
+const TEST_ONLY = ['getTaskSource', 'openEventPanels', 'getTreeSnapshot', 'stubConfirmations', 'startupFigures'];
 
 describe('extension API', () => {
   it('has no test members without the harness flag', () => {
