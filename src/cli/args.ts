@@ -2,7 +2,8 @@
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
 import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
-import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ContextSizeChoice } from '../backends/llama/contextChoice';
+import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ConcurrencyChoice, type ContextSizeChoice } from '../backends/llama/contextChoice';
+import { parseKeepAlive } from '../backends/llama/keepAlive';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
 export class UsageError extends Error {
@@ -16,7 +17,7 @@ export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--context-size N|auto]
-                     [--concurrency N] [--allow-origin ORIGIN]...
+                     [--concurrency N|auto] [--keep-alive DURATION] [--allow-origin ORIGIN]...
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
@@ -33,7 +34,11 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
-           --concurrency  tasks generating at the same time (per local model)
+           --concurrency  tasks generating at the same time per local model, as sequences of its one batched
+                          context (default auto: as many as free RAM/VRAM holds at the context size, at most
+                          8 on the CPU, 32 on a GPU)
+           --keep-alive   an idle local model unloads after this long without a task and loads again on the
+                          next one: 0 (never), seconds, or 500ms/30s/5m/1h (default 5m, like Ollama)
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
            --engine       a remote OpenAI-compatible engine (llama.cpp server, vLLM, Ollama, LM Studio): NAME and
@@ -58,7 +63,9 @@ export interface ServeArgs {
   gpu?: GpuChoice;
   gpuLayers?: GpuLayersChoice;
   contextSize?: ContextSizeChoice;
-  concurrency?: number;
+  concurrency?: ConcurrencyChoice;
+  /** Milliseconds, 0 = never unload (keepAlive.ts). */
+  keepAliveMs?: number;
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
   engines: EngineArg[];
@@ -85,7 +92,8 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   gpu: { kind: 'string' },
   'gpu-layers': { kind: 'string' },
   'context-size': { kind: 'string' },
-  concurrency: { kind: 'int', min: 1, max: 64 },
+  concurrency: { kind: 'string' },
+  'keep-alive': { kind: 'string' },
   'allow-origin': { kind: 'list' },
   engine: { kind: 'list' },
   'engine-key-file': { kind: 'list' },
@@ -147,7 +155,8 @@ function parseServe(args: readonly string[]): ServeArgs {
     gpu: gpuChoice(values.get('gpu')?.[0]),
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
-    concurrency: int('concurrency'),
+    concurrency: autoOrInt('concurrency', 1, MAX_CONCURRENCY),
+    keepAliveMs: keepAlive(values.get('keep-alive')?.[0]),
     allowedOrigins: (values.get('allow-origin') ?? []).map((raw) => {
       const origin = normalizeOrigin(raw);
       if (origin instanceof Error) throw new UsageError(`--allow-origin ${origin.message}.`);
@@ -226,6 +235,13 @@ function engineArgs(values: Map<string, string[]>): EngineArg[] {
     }
   }
   return [...engines.values()];
+}
+
+function keepAlive(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const ms = parseKeepAlive(raw);
+  if (ms === undefined) throw new UsageError(`--keep-alive must be 0 (never), seconds, or a duration such as 30s, 5m or 1h (at most 24h), got "${raw}".`);
+  return ms;
 }
 
 function gpuChoice(raw: string | undefined): GpuChoice | undefined {

@@ -114,7 +114,8 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   const dataDir = path.resolve(args.dataDir);
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const limits = envLimits();
-  if (args.concurrency !== undefined) limits.maxConcurrentTasks = args.concurrency;
+  // A number applies to every model (a local model's sequences too); 'auto' is the llama backend's, per model.
+  if (typeof args.concurrency === 'number') limits.maxConcurrentTasks = args.concurrency;
   const heartbeatMs = envInt(ENV_HEARTBEAT_MS);
   const sweepIntervalMs = envInt(ENV_SWEEP_MS);
   const checkpointBytes = envInt(ENV_CHECKPOINT_BYTES);
@@ -137,7 +138,14 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     models: args.models,
     engines,
     dataDir,
-    llama: { threads: args.threads ?? 'auto', gpu: args.gpu ?? 'auto', gpuLayers: args.gpuLayers ?? 'auto', contextSize: args.contextSize ?? 'auto' },
+    llama: {
+      threads: args.threads ?? 'auto',
+      gpu: args.gpu ?? 'auto',
+      gpuLayers: args.gpuLayers ?? 'auto',
+      contextSize: args.contextSize ?? 'auto',
+      concurrency: args.concurrency ?? 'auto',
+      ...(args.keepAliveMs !== undefined ? { keepAliveMs: args.keepAliveMs } : {}),
+    },
     members: extensions.backends,
     log,
   });
