@@ -115,7 +115,9 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const limits = envLimits();
   // A number applies to every model (a local model's sequences too); 'auto' is the llama backend's, per model.
-  if (typeof args.concurrency === 'number') limits.maxConcurrentTasks = args.concurrency;
+  // Without the flag, a limit from the environment is the local models' number too.
+  const concurrency = args.concurrency ?? limits.maxConcurrentTasks ?? 'auto';
+  if (typeof concurrency === 'number') limits.maxConcurrentTasks = concurrency;
   const heartbeatMs = envInt(ENV_HEARTBEAT_MS);
   const sweepIntervalMs = envInt(ENV_SWEEP_MS);
   const checkpointBytes = envInt(ENV_CHECKPOINT_BYTES);
@@ -143,7 +145,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
       gpu: args.gpu ?? 'auto',
       gpuLayers: args.gpuLayers ?? 'auto',
       contextSize: args.contextSize ?? 'auto',
-      concurrency: args.concurrency ?? 'auto',
+      concurrency,
       ...(args.keepAliveMs !== undefined ? { keepAliveMs: args.keepAliveMs } : {}),
     },
     members: extensions.backends,

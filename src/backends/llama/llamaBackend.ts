@@ -49,8 +49,10 @@ export interface LlamaBackendOptions {
    */
   contextSize?: number | 'auto';
   /**
-   * Generations of one model at once, as sequences of its one batched context: a number, or 'auto' (default) = as
-   * many as free RAM / VRAM holds at the context size, capped per compute type (contextPool.ts).
+   * Generations of one model at once, as sequences of its one batched context: a number, or 'auto' = as many as
+   * free RAM / VRAM holds at the context size, capped per compute type (contextPool.ts); `concurrency()` reports it
+   * to the scheduler. Absent: the context is sized as for 'auto' and the runtime's per-model limit decides how many
+   * run (an embedder's own limit; serve and the editor always pass one, default 'auto').
    */
   concurrency?: ConcurrencyChoice;
   /** A model with no task for this long unloads (ms; 0 = never; default 5 minutes, keepAlive.ts). */
@@ -141,7 +143,8 @@ export class LlamaBackend implements ModelBackend {
    */
   concurrency(modelId: string): { group: string; limit: number } | undefined {
     const loaded = this.entries.get(modelId)?.loaded;
-    const setting = this.options.concurrency ?? 'auto';
+    const setting = this.options.concurrency;
+    if (setting === undefined) return undefined;
     const limit = loaded?.concurrency ?? (setting === 'auto' ? undefined : setting);
     return limit === undefined ? undefined : { group: `model:${modelId}`, limit };
   }
