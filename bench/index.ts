@@ -6,6 +6,7 @@ import { writeTestModel } from '../src/backends/llama/demoModel';
 import { createAckBench, recoveryBench, tokenPipelineBench } from './runtimeBench';
 import { fairShareBench } from './fairShare';
 import { scaleBench } from './scaleBench';
+import { batchingBench } from './batching';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
@@ -40,6 +41,8 @@ async function main() {
   if (remote) suites.push(['remote', () => remote({ modelPath })]);
   const structured = optional('./structured', 'structuredBench');
   if (structured) suites.push(['structured', () => structured({ modelPath })]);
+  // Its own generated model of the size: the tiny one decodes too cheaply to show what batching saves.
+  suites.push(['batching', () => batchingBench()]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

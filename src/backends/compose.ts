@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import type { ModelBackend } from '../runtime/backend';
 import { CompositeBackend } from './composite';
 import { ensureDemoModel } from './llama/demoModel';
-import type { ContextSizeChoice } from './llama/contextChoice';
+import type { ConcurrencyChoice, ContextSizeChoice } from './llama/contextChoice';
 import type { GpuChoice, GpuLayersChoice, ThreadsChoice } from './llama/hardware';
 import { LlamaBackend } from './llama/llamaBackend';
 import { isModelUri } from './modelSource';
@@ -24,7 +24,15 @@ export interface ComposeOptions {
   engines: readonly EngineConfig[];
   /** The data directory: the thread calibration is cached there, models are downloaded and generated in DIR/models. */
   dataDir: string;
-  llama: { threads: ThreadsChoice; gpu: GpuChoice; gpuLayers: GpuLayersChoice; contextSize?: ContextSizeChoice };
+  llama: {
+    threads: ThreadsChoice;
+    gpu: GpuChoice;
+    gpuLayers: GpuLayersChoice;
+    contextSize?: ContextSizeChoice;
+    concurrency?: ConcurrencyChoice;
+    /** Idle models unload after this long (ms; 0 = never). */
+    keepAliveMs?: number;
+  };
   /** More members, served after the local and remote models. */
   members?: readonly ModelBackend[];
   log: (message: string) => void;

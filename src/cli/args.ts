@@ -3,7 +3,8 @@ import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { RESTART_POLICIES, type RestartPolicy } from '../runtime/task';
 import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
 import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
-import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ContextSizeChoice } from '../backends/llama/contextChoice';
+import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ConcurrencyChoice, type ContextSizeChoice } from '../backends/llama/contextChoice';
+import { parseKeepAlive } from '../backends/llama/keepAlive';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../runtime/shares';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
 
@@ -18,7 +19,7 @@ export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--context-size N|auto]
-                     [--concurrency N] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
+                     [--concurrency N|auto] [--keep-alive DURATION] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
                      [--max-queued-per-principal N] [--max-streams-per-principal N]
                      [--max-stored-mb-per-principal N]
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
@@ -37,7 +38,11 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
-           --concurrency  tasks generating at the same time (per local model)
+           --concurrency  tasks generating at the same time per local model, as sequences of its one batched
+                          context (default auto: as many as free RAM/VRAM holds at the context size, at most
+                          8 on the CPU, 32 on a GPU)
+           --keep-alive   an idle local model unloads after this long without a task and loads again on the
+                          next one: 0 (never), seconds, or 500ms/30s/5m/1h (default 5m, like Ollama)
            --background-restart  on_restart of an OpenAI background response (POST /responses with
                           background: true) when the server stops before it finishes: fail, retry (default: run it
                           again from the start) or resume (continue its output where the model can, else retry)
@@ -71,7 +76,9 @@ export interface ServeArgs {
   gpu?: GpuChoice;
   gpuLayers?: GpuLayersChoice;
   contextSize?: ContextSizeChoice;
-  concurrency?: number;
+  concurrency?: ConcurrencyChoice;
+  /** Milliseconds, 0 = never unload (keepAlive.ts). */
+  keepAliveMs?: number;
   /** on_restart of background responses (--background-restart); undefined = the LMSP door's default. */
   backgroundRestart?: RestartPolicy;
   /** Per-principal caps (runtime/shares.ts); undefined = the default. */
@@ -104,7 +111,8 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   gpu: { kind: 'string' },
   'gpu-layers': { kind: 'string' },
   'context-size': { kind: 'string' },
-  concurrency: { kind: 'int', min: 1, max: 64 },
+  concurrency: { kind: 'string' },
+  'keep-alive': { kind: 'string' },
   'max-queued-per-principal': { kind: 'int', min: 1, max: 100_000 },
   'max-streams-per-principal': { kind: 'int', min: 1, max: 10_000 },
   'max-stored-mb-per-principal': { kind: 'int', min: 1, max: 1_048_576 },
@@ -170,7 +178,8 @@ function parseServe(args: readonly string[]): ServeArgs {
     gpu: gpuChoice(values.get('gpu')?.[0]),
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
-    concurrency: int('concurrency'),
+    concurrency: autoOrInt('concurrency', 1, MAX_CONCURRENCY),
+    keepAliveMs: keepAlive(values.get('keep-alive')?.[0]),
     backgroundRestart: restartPolicy(values.get('background-restart')?.[0]),
     maxQueuedPerPrincipal: int('max-queued-per-principal'),
     maxStreamsPerPrincipal: int('max-streams-per-principal'),
@@ -259,6 +268,13 @@ function restartPolicy(raw: string | undefined): RestartPolicy | undefined {
   if (raw === undefined) return undefined;
   if (!RESTART_POLICIES.includes(raw as RestartPolicy)) throw new UsageError(`--background-restart must be one of ${RESTART_POLICIES.join(', ')}, got "${raw.slice(0, 40)}".`);
   return raw as RestartPolicy;
+}
+
+function keepAlive(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const ms = parseKeepAlive(raw);
+  if (ms === undefined) throw new UsageError(`--keep-alive must be 0 (never), seconds, or a duration such as 30s, 5m or 1h (at most 24h), got "${raw}".`);
+  return ms;
 }
 
 function gpuChoice(raw: string | undefined): GpuChoice | undefined {

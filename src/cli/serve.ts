@@ -116,7 +116,10 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   const dataDir = path.resolve(args.dataDir);
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const limits = envLimits();
-  if (args.concurrency !== undefined) limits.maxConcurrentTasks = args.concurrency;
+  // A number applies to every model (a local model's sequences too); 'auto' is the llama backend's, per model.
+  // Without the flag, a limit from the environment is the local models' number too.
+  const concurrency = args.concurrency ?? limits.maxConcurrentTasks ?? 'auto';
+  if (typeof concurrency === 'number') limits.maxConcurrentTasks = concurrency;
   if (args.maxQueuedPerPrincipal !== undefined) limits.maxQueuedTasksPerPrincipal = args.maxQueuedPerPrincipal;
   if (args.maxStoredMbPerPrincipal !== undefined) limits.maxStoredBytesPerPrincipal = args.maxStoredMbPerPrincipal * 1024 * 1024;
   const heartbeatMs = envInt(ENV_HEARTBEAT_MS);
@@ -141,7 +144,14 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     models: args.models,
     engines,
     dataDir,
-    llama: { threads: args.threads ?? 'auto', gpu: args.gpu ?? 'auto', gpuLayers: args.gpuLayers ?? 'auto', contextSize: args.contextSize ?? 'auto' },
+    llama: {
+      threads: args.threads ?? 'auto',
+      gpu: args.gpu ?? 'auto',
+      gpuLayers: args.gpuLayers ?? 'auto',
+      contextSize: args.contextSize ?? 'auto',
+      concurrency,
+      ...(args.keepAliveMs !== undefined ? { keepAliveMs: args.keepAliveMs } : {}),
+    },
     members: extensions.backends,
     log,
   });

@@ -20,6 +20,8 @@ export interface ModelInfo {
   hardware?: ModelHardware;
   /** The remote engine serving it (its configured name); absent for in-process models. */
   engine?: string;
+  /** Tasks that generate on it at once (a local model's batched sequences), once known. */
+  concurrency?: number;
 }
 
 /** The hardware a loaded model actually uses; shown to users (LMSP models, editor tooltip, serve log). */
@@ -42,6 +44,9 @@ export interface ModelHardware {
   fallbackReason?: string;
   /** Warm-up generation done while loading (ms). */
   warmupMs?: number;
+  /** Sequences of the model's one batched context (tasks decoding at once) and how that number was chosen. */
+  sequences?: number;
+  sequencesFrom?: 'setting' | 'auto';
 }
 
 /** One line for logs: "vulkan (NVIDIA H200), 16/16 layers, VRAM 1.2/150.0 GB, 15 threads (calibration)". */
@@ -51,6 +56,7 @@ export function describeHardware(h: ModelHardware): string {
   if (h.compute !== 'cpu') parts.push(`${h.gpuLayers}/${h.totalLayers ?? '?'} layers on the GPU`);
   if (h.vram && h.vram.total > 0) parts.push(`VRAM ${gb(h.vram.used)}/${gb(h.vram.total)} GB`);
   parts.push(`${h.threads} thread(s) (${h.threadsFrom})`);
+  if (h.sequences !== undefined) parts.push(`${h.sequences} sequence(s) batched (${h.sequencesFrom ?? 'setting'})`);
   if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);
   let s = parts.join(', ');
   if (h.fallbackReason) s += `; ${h.fallbackReason}`;
@@ -236,6 +242,8 @@ export interface GenerateResult {
   finishReason: FinishReason;
   inputTokens: number;
   outputTokens: number;
+  /** Of inputTokens, those not evaluated again: a kept prompt prefix (usage.input_tokens_details.cached_tokens). */
+  cachedInputTokens?: number;
 }
 
 export interface LoadOptions {

@@ -148,6 +148,8 @@ export interface Usage {
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;
+  /** Input tokens a backend did not evaluate again (a kept prompt prefix). */
+  input_tokens_details?: { cached_tokens: number };
 }
 
 export interface TaskRecord {

@@ -23,7 +23,7 @@ import {
 } from './responseEvents';
 import { responseObject } from './responses';
 import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
-import { canTransition, isTerminal, type InputRound, type Problem, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import { canTransition, isTerminal, type InputRound, type Problem, type TaskEvent, type TaskRecord, type TaskStatus, type Usage } from './task';
 import type { WriteOp } from './store/database';
 
 /** For an operation written with a background sync: what to do if it is rolled back instead. */
@@ -214,7 +214,8 @@ export class TaskTransitions {
     const items = itemsOf(messageId, delivered.segments);
     const tokens = delivered.tokens ?? result.outputTokens;
     const incomplete = result.finishReason === 'max_output_tokens';
-    const usage = { input_tokens: result.inputTokens, output_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens };
+    const usage: Usage = { input_tokens: result.inputTokens, output_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens };
+    if (result.cachedInputTokens) usage.input_tokens_details = { cached_tokens: result.cachedInputTokens };
     const completedAt = this.now();
     return this.move(id, {
       to: 'succeeded',

@@ -1,77 +1,247 @@
-// Where a generation gets its llama.cpp sequence. The seam is `SequencePool`: a generation acquires a sequence
-// (empty, on a context of the model's size and thread count), runs on it, and releases it; how contexts are made,
-// shared and reused is this module's business alone.
+// Where a generation gets its llama.cpp sequence. The seam is `SequencePool`: a generation acquires a sequence (on a
+// context of the model's size and thread count), runs on it, and releases it; how contexts are made, shared and
+// reused is this module's business alone.
 //
-// Today every context has exactly one sequence (one generation), and up to MAX_IDLE_CONTEXTS idle ones are kept per
-// model because creating a context allocates its KV cache. With one sequence there is nothing to batch a decode
-// with, so each decode is dispatched as soon as the sequence asks (a microtask) rather than on node-llama-cpp's
-// default next event-loop cycle, which waits behind whatever I/O callbacks (HTTP writes, journal syncs) are due;
-// the figures are in docs/hardware.md.
+// One context per loaded model with N sequences (`BatchedContextPool`): node-llama-cpp gathers the evaluate() calls
+// of all sequences of a context into one llama_decode per step, so N tasks cost about one decode per token step, on
+// one calibrated thread count — not N contexts each spinning its own threads (issue #20: 4 tasks × 2 threads on 2
+// cores fell to 4.4 tokens/s against 546 for llama-server's one batched context). In node-llama-cpp 3.21.1
+// `contextSize` is per sequence (the native context gets contextSize × sequences cells), so every sequence holds the
+// prompt + output of one task at the configured size.
+//
+// Dispatch: with one busy sequence a decode is dispatched at once (a microtask) rather than on node-llama-cpp's
+// default next event-loop cycle, which waits behind whatever I/O callbacks (HTTP writes, journal syncs) are due
+// (docs/hardware.md). With several busy sequences, it is dispatched as soon as every busy sequence has queued its
+// token (checked on each microtask turn, GATHER_MICROTASK_HOPS at most), else on the next cycle, so that sequences
+// whose consumers are still running their continuations (delivering text) join the same decode instead of each
+// getting a decode of its own.
+//
+// Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
+// tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
+// evaluated (never all of them: the last one is evaluated again to get logits to sample from).
 
-import type { LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import * as os from 'node:os';
+import type { ConcurrencyChoice } from './contextChoice';
+import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+
+export interface AcquiredSequence {
+  sequence: LlamaContextSequence;
+  /** Leading tokens of the asked-for tokens already evaluated in the sequence (0: it is empty). */
+  reused: number;
+}
 
 export interface SequencePool {
-  /** An empty sequence for one generation; give it back with `release`, whatever the generation's outcome. */
-  acquire(): Promise<LlamaContextSequence>;
-  /** Takes a sequence back (its state is discarded). Never throws. */
-  release(sequence: LlamaContextSequence): Promise<void>;
-  /** Frees every context, busy ones included; sequences released afterwards are freed too. */
+  /** Sequences of the context: how many generations run at once. */
+  readonly size: number;
+  /** Busy sequences now. */
+  readonly busy: number;
+  /**
+   * A sequence for one generation that will evaluate `tokens` first (empty or absent: an empty sequence); waits
+   * while every sequence is busy. Give it back with `release`, whatever the generation's outcome.
+   */
+  acquire(tokens?: readonly Token[]): Promise<AcquiredSequence>;
+  /** Takes a sequence back; `keep`: its state is consistent and may be reused as a prefix. Never throws. */
+  release(sequence: LlamaContextSequence, keep?: boolean): Promise<void>;
+  /** Frees the context, busy sequences included. */
   dispose(): Promise<void>;
 }
 
-/** Idle contexts kept per model for reuse. */
-const MAX_IDLE_CONTEXTS = 2;
+/** Most sequences `auto` gives one context, by compute: CPU measured (bench/batching.ts), GPU chosen (below). */
+export const AUTO_CONCURRENCY_CAP = {
+  /**
+   * On the CPU a batched decode step costs more with each sequence (the matrix products are compute-bound there);
+   * past 8 streams the aggregate stops growing on the 2-core machine measured (bench/batching.ts header) while
+   * each stream's first token keeps getting later.
+   */
+  cpu: 8,
+  /**
+   * On a GPU one batched decode serves dozens of sequences for about the price of one (memory-bound): 32, like
+   * vLLM's and llama-server's common defaults for a single GPU, bounded further by the KV memory below.
+   */
+  gpu: 32,
+} as const;
+/** Share of the free memory (RAM, or VRAM on the GPU path) that `auto` lets the KV caches of extra sequences take. */
+const AUTO_MEMORY_SHARE = 0.5;
 
-const DISPATCH_AT_ONCE = { dispatchSchedule: (dispatch: () => void) => queueMicrotask(dispatch) };
 
-/** A context with one sequence whose decodes are dispatched at once (above): tasks', calibration's and the probe's. */
-export function oneSequenceContext(model: LlamaModel, contextSize: number | 'auto', threads: number): Promise<LlamaContext> {
-  return model.createContext({ contextSize, threads, sequences: 1, batching: DISPATCH_AT_ONCE });
+/**
+ * Sequences for one context: the setting when it is a number, else as many as free memory holds at
+ * `contextSize` tokens each (half the free RAM or VRAM for the KV caches beyond the first sequence), at most the cap
+ * for the compute type, at least 1.
+ */
+export async function chooseSequences(
+  model: LlamaModel,
+  llama: Llama,
+  options: { setting: ConcurrencyChoice; contextSize: number; onGpu: boolean },
+): Promise<{ sequences: number; perSequenceBytes: number; freeBytes: number }> {
+  const { setting, contextSize, onGpu } = options;
+  const estimate = (sequences: number) =>
+    model.fileInsights.estimateContextResourceRequirementsV2({ contextSize, modelGpuLayers: model.gpuLayers, sequences });
+  const [one, two] = await Promise.all([estimate(1), estimate(2)]);
+  const perSequenceBytes = Math.max(1, onGpu ? two.gpuVram - one.gpuVram : two.cpuRam - one.cpuRam);
+  const freeBytes = onGpu ? (await llama.getVramState()).free : os.freemem();
+  if (setting !== 'auto') return { sequences: Math.max(1, Math.floor(setting)), perSequenceBytes, freeBytes };
+  const cap = onGpu ? AUTO_CONCURRENCY_CAP.gpu : AUTO_CONCURRENCY_CAP.cpu;
+  const firstBytes = onGpu ? one.gpuVram : one.cpuRam;
+  const extra = Math.floor((Math.max(0, freeBytes - firstBytes) * AUTO_MEMORY_SHARE) / perSequenceBytes);
+  return { sequences: Math.max(1, Math.min(cap, 1 + extra)), perSequenceBytes, freeBytes };
 }
 
 /**
- * A context the size tasks will use, made before the thread count is known (one thread, a placeholder) to prove
- * that it fits, e.g. in free VRAM; with 'auto', node-llama-cpp sizes it to what free memory allows, up to the trained
- * context, and its `contextSize` is then the size tasks use. The caller disposes it.
+ * Microtask turns a decode waits for the other busy sequences to queue their tokens before it waits for the next
+ * event-loop cycle instead: a consumer's continuation from one token to its next evaluate() is a chain of promise
+ * turns, all within one drain of the microtask queue.
  */
-export function probeContext(model: LlamaModel, contextSize: number | 'auto'): Promise<LlamaContext> {
-  return oneSequenceContext(model, contextSize, 1);
+const GATHER_MICROTASK_HOPS = 64;
+
+/** The pinned node-llama-cpp's count of sequences with a decode queued (an internal field; see the header). */
+function queuedSequences(context: LlamaContext): number | undefined {
+  const queued = (context as unknown as { _queuedDecodeSequenceIds?: Set<number> })._queuedDecodeSequenceIds;
+  return queued instanceof Set ? queued.size : undefined;
 }
 
-/** One context per generation, idle ones reused. */
-export class OneSequenceContextPool implements SequencePool {
-  private readonly idle: LlamaContext[] = [];
-  private readonly busy = new Set<LlamaContext>();
+/** A context of `sequences` sequences of `contextSize` tokens each, decoding with `threads` threads. */
+export async function createBatchedContext(
+  model: LlamaModel,
+  options: { contextSize: number | 'auto'; threads: number; sequences: number; busy?: () => number },
+): Promise<LlamaContext> {
+  let context: LlamaContext | undefined;
+  const busy = options.busy ?? (() => 1);
+  const dispatchSchedule = (dispatch: () => void) => {
+    let hops = 0;
+    const check = () => {
+      const n = busy();
+      const queued = context ? queuedSequences(context) : undefined;
+      if (n <= 1 || queued === undefined || queued >= n) dispatch();
+      else if (++hops < GATHER_MICROTASK_HOPS) queueMicrotask(check);
+      else setImmediate(dispatch);
+    };
+    queueMicrotask(check);
+  };
+  context = await model.createContext({
+    contextSize: options.contextSize,
+    threads: options.threads,
+    sequences: options.sequences,
+    batching: { dispatchSchedule },
+  });
+  return context;
+}
+
+/** A context with one sequence whose decodes are dispatched at once: calibration's and the context-size fit's. */
+export function oneSequenceContext(model: LlamaModel, contextSize: number | 'auto', threads: number): Promise<LlamaContext> {
+  return createBatchedContext(model, { contextSize, threads, sequences: 1 });
+}
+
+/** Leading tokens `a` and `b` share. */
+export function commonPrefix(a: readonly Token[], b: readonly Token[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/** The one context of a loaded model, its sequences handed to generations and kept warm between them. */
+export class BatchedContextPool implements SequencePool {
+  private readonly free: LlamaContextSequence[] = [];
+  private readonly inUse = new Set<LlamaContextSequence>();
+  private readonly waiters: Array<() => void> = [];
   private disposed = false;
 
-  constructor(
-    private readonly model: LlamaModel,
-    private readonly contextSize: number,
-    private readonly threads: number,
-  ) {}
+  private constructor(private readonly context: LlamaContext) {}
 
-  async acquire(): Promise<LlamaContextSequence> {
-    const context = this.idle.pop() ?? (await oneSequenceContext(this.model, this.contextSize, this.threads));
-    this.busy.add(context);
-    return context.getSequence();
+  /** Makes the context (its memory is allocated here: a load fails here, not in a task). */
+  static async create(model: LlamaModel, options: { contextSize: number; threads: number; sequences: number }): Promise<BatchedContextPool> {
+    let pool: BatchedContextPool | undefined;
+    const context = await createBatchedContext(model, { ...options, busy: () => pool?.busy ?? 1 });
+    pool = new BatchedContextPool(context);
+    return pool;
   }
 
-  async release(sequence: LlamaContextSequence): Promise<void> {
-    const context = sequence.context;
-    this.busy.delete(context);
-    await sequence.dispose().catch(() => undefined);
-    if (this.disposed || context.disposed || this.idle.length >= MAX_IDLE_CONTEXTS) {
-      await context.dispose().catch(() => undefined);
-    } else {
-      this.idle.push(context);
+  get size(): number {
+    return this.context.totalSequences;
+  }
+
+  get busy(): number {
+    return this.inUse.size;
+  }
+
+  /** Tokens per sequence. */
+  get contextSize(): number {
+    return this.context.contextSize;
+  }
+
+  async acquire(tokens: readonly Token[] = []): Promise<AcquiredSequence> {
+    for (;;) {
+      if (this.disposed || this.context.disposed) throw new Error('the model was unloaded');
+      if (this.free.length > 0 || this.context.sequencesLeft > 0) break;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
+    let best = -1;
+    let bestShared = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const shared = commonPrefix(this.free[i]!.contextTokens, tokens);
+      if (shared > bestShared) {
+        best = i;
+        bestShared = shared;
+      }
+    }
+    // A fresh sequence when no kept one shares anything, so that kept prefixes stay for someone they fit.
+    let sequence: LlamaContextSequence;
+    if ((bestShared <= 0 || best < 0) && this.context.sequencesLeft > 0) sequence = this.context.getSequence();
+    else sequence = this.free.splice(best, 1)[0]!;
+    this.inUse.add(sequence);
+    try {
+      const reused = await alignSequence(sequence, tokens);
+      return { sequence, reused };
+    } catch (err) {
+      await this.release(sequence, false);
+      throw err;
+    }
+  }
+
+  async release(sequence: LlamaContextSequence, keep = true): Promise<void> {
+    if (!this.inUse.delete(sequence)) return;
+    if (this.disposed || sequence.disposed) {
+      await sequence.dispose();
+    } else {
+      if (!keep) await sequence.clearHistory().catch(() => undefined);
+      this.free.push(sequence);
+    }
+    this.waiters.shift()?.();
   }
 
   async dispose(): Promise<void> {
     this.disposed = true;
-    const contexts = [...this.idle, ...this.busy];
-    this.idle.length = 0;
-    this.busy.clear();
-    for (const c of contexts) await c.dispose().catch(() => undefined);
+    this.free.length = 0;
+    this.inUse.clear();
+    for (const w of this.waiters.splice(0)) w();
+    await this.context.dispose().catch(() => undefined);
   }
+}
+
+/**
+ * Erases what follows the longest prefix the sequence shares with `tokens`, keeping at most all but the last of
+ * them (it is evaluated again for logits), and returns how many stay. Clears the sequence when erasing fails.
+ */
+async function alignSequence(sequence: LlamaContextSequence, tokens: readonly Token[]): Promise<number> {
+  const have = sequence.contextTokens;
+  if (have.length === 0) return 0;
+  const keep = Math.min(commonPrefix(have, tokens), Math.max(0, tokens.length - 1));
+  if (keep === 0) {
+    await sequence.clearHistory();
+    return 0;
+  }
+  if (keep < sequence.nextTokenIndex) {
+    try {
+      await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
+    } catch {
+      await sequence.clearHistory();
+      return 0;
+    }
+  }
+  if (sequence.nextTokenIndex !== keep) {
+    await sequence.clearHistory();
+    return 0;
+  }
+  return keep;
 }

@@ -4,9 +4,8 @@
 // tests each one in a child process first; the CPU is the fallback that never fails a task, and every fallback keeps
 // its reason for the model's status. The thread count is measured in threadCalibration.ts. Why these defaults, and
 // the figures: docs/hardware.md; what a GPU machine needs (Vulkan on a headless NVIDIA server): docs/gpu.md.
-import type { Llama, LlamaContext, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { Llama, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import { errorText } from '../../runtime/problems';
-import { probeContext } from './contextPool';
 import type { NodeLlamaCpp } from './nodeLlamaCpp';
 
 export const GPU_CHOICES = ['auto', 'off', 'cuda', 'vulkan', 'metal'] as const;
@@ -81,47 +80,55 @@ async function noGpuReason(nlc: NodeLlamaCpp): Promise<string> {
     : 'no GPU found (no CUDA, Vulkan or Metal runtime on this machine); running on the CPU';
 }
 
-export interface PlacedModel {
+export interface PlacedModel<T> {
   model: LlamaModel;
-  /** On the GPU path: the context that proved the model fits (made with a placeholder thread count); the caller disposes it. */
-  probe?: LlamaContext;
+  /** What `prepare` made on the model where it runs (on the GPU path: what proved the model fits). */
+  prepared: T;
   /** Why the model runs on the CPU although a GPU was wanted; the selection's reason when it had one. */
   fallbackReason?: string;
 }
 
 /**
  * Loads the weights on the selected binary with at most `gpuLayers` layers offloaded ('auto': node-llama-cpp fits
- * them to free VRAM). A model or context that does not fit in free VRAM, or a GPU that fails while loading, loads
- * again on the CPU instead: after the GPU attempt's memory is freed.
+ * them to free VRAM), then runs `prepare` on the model (which makes the tasks' one context: it is made once, and on
+ * the GPU path it is what proves the model fits). A model or context that does not fit in free VRAM, or a GPU that
+ * fails while loading, loads again on the CPU instead: after the GPU attempt's memory is freed.
  */
-export async function placeModel(
+export async function placeModel<T>(
   selection: LlamaSelection,
   params: {
     modelPath: string;
     gpuLayers: GpuLayersChoice;
-    /** The context size tasks will use on this model ('auto': fitted to free memory by node-llama-cpp). */
-    contextSize: (model: LlamaModel) => number | 'auto';
+    /** Makes what tasks use on the model (its context); `onGpu`: some layers are offloaded. */
+    prepare: (model: LlamaModel, onGpu: boolean) => Promise<T>;
     signal?: AbortSignal;
     onProgress: (progress: number) => void;
   },
-): Promise<PlacedModel> {
+): Promise<PlacedModel<T>> {
   const { modelPath, gpuLayers, signal, onProgress } = params;
   const loadWith = (layers: GpuLayersChoice) =>
     selection.llama.loadModel({ modelPath, gpuLayers: layers, loadSignal: signal, onLoadProgress: onProgress });
-  const reason = selection.fallbackReason ? { fallbackReason: selection.fallbackReason } : {};
-  if (selection.compute === 'cpu' || gpuLayers === 0) return { model: await loadWith(0), ...reason };
+  const onCpu = async (fallbackReason?: string): Promise<PlacedModel<T>> => {
+    const model = await loadWith(0);
+    try {
+      return { model, prepared: await params.prepare(model, false), ...(fallbackReason ? { fallbackReason } : {}) };
+    } catch (err) {
+      await model.dispose().catch(() => undefined);
+      throw err;
+    }
+  };
+  if (selection.compute === 'cpu' || gpuLayers === 0) return onCpu(selection.fallbackReason);
   let onGpu: LlamaModel | undefined;
   try {
     onGpu = await loadWith(gpuLayers);
-    const probe = await probeContext(onGpu, params.contextSize(onGpu));
+    const prepared = await params.prepare(onGpu, onGpu.gpuLayers > 0);
     if (onGpu.gpuLayers === 0) {
-      return { model: onGpu, probe, fallbackReason: 'the model does not fit in free GPU memory; running on the CPU' };
+      return { model: onGpu, prepared, fallbackReason: 'the model does not fit in free GPU memory; running on the CPU' };
     }
-    return { model: onGpu, probe, ...reason };
+    return { model: onGpu, prepared, ...(selection.fallbackReason ? { fallbackReason: selection.fallbackReason } : {}) };
   } catch (err) {
     await onGpu?.dispose().catch(() => undefined);
     signal?.throwIfAborted();
-    const fallbackReason = `the GPU could not hold the model (${errorText(err, Number.POSITIVE_INFINITY)}); running on the CPU`;
-    return { model: await loadWith(0), fallbackReason };
+    return onCpu(`the GPU could not hold the model (${errorText(err, Number.POSITIVE_INFINITY)}); running on the CPU`);
   }
 }

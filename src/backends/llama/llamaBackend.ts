@@ -4,7 +4,8 @@
 //   modelEntries.ts  ids, listing, resolution and each model's load state
 //   hardware.ts      the GPU binary and layer placement, with the CPU as the fallback that never fails a task
 //   threadCalibration.ts  the thread count, measured at load and cached
-//   contextPool.ts   where a generation gets its sequence (and gives it back)
+//   contextPool.ts   the model's one batched context: where a generation gets its sequence (kept prefixes reused)
+//   keepAlive.ts     idle models unload after the keep-alive and load again on the next task
 //   snapshots.ts     resume snapshots: saving and restoring a sequence's state
 //   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
 //   stopText.ts      stop strings (held-back text)
@@ -20,9 +21,11 @@ import type { GenerateOptions, GenerateRequest, GenerateResult, LoadOptions, Mod
 import { describeHardware, RequestRefusedError } from '../../runtime/backend';
 import { errorText } from '../../runtime/problems';
 import { isModelUri } from '../modelSource';
-import { OneSequenceContextPool, probeContext, type SequencePool } from './contextPool';
+import type { ConcurrencyChoice } from './contextChoice';
+import { BatchedContextPool, chooseSequences, oneSequenceContext, type SequencePool } from './contextPool';
 import { acceptDeliveredTokens, END_OF_JSON, GrammarCache, grammarSchemaFor } from './grammar';
 import { placeModel, selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
+import { DEFAULT_KEEP_ALIVE_MS, KeepAlive, REAL_TIMERS, type KeepAliveTimers } from './keepAlive';
 import { ModelEntries, type LlamaModelConfig, type ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
 import { checkReasoning, checkTools, hasChannels, planOutput } from './outputPlan';
@@ -47,6 +50,17 @@ export interface LlamaBackendOptions {
    * loads (node-llama-cpp's fitting), or at most this many tokens.
    */
   contextSize?: number | 'auto';
+  /**
+   * Generations of one model at once, as sequences of its one batched context: a number, or 'auto' = as many as
+   * free RAM / VRAM holds at the context size, capped per compute type (contextPool.ts); `concurrency()` reports it
+   * to the scheduler. Absent: the context is sized as for 'auto' and the runtime's per-model limit decides how many
+   * run (an embedder's own limit; serve and the editor always pass one, default 'auto').
+   */
+  concurrency?: ConcurrencyChoice;
+  /** A model with no task for this long unloads (ms; 0 = never; default 5 minutes, keepAlive.ts). */
+  keepAliveMs?: number;
+  /** The keep-alive's timers (default: real ones). */
+  timers?: KeepAliveTimers;
   /** Where model URIs are downloaded to. Required for URI sources. */
   modelsDir?: string;
   log?: (msg: string) => void;
@@ -77,6 +91,10 @@ interface LoadedModel {
   /** The model file's content fingerprint: which snapshots may be restored into it. */
   fingerprint: string;
   pool: SequencePool;
+  /** Sequences of the pool: generations at once. */
+  concurrency: number;
+  /** Generations started and not ended (counted before their sequence is acquired): the keep-alive waits for 0. */
+  active: number;
 }
 
 /** Error text without absolute paths (they end up in problem details and task errors): the runtime's scrubber. */
@@ -91,9 +109,12 @@ export class LlamaBackend implements ModelBackend {
   private llamaPromise?: Promise<LlamaSelection>;
   private readonly calibrator: ThreadCalibrator;
   private disposed = false;
+  private readonly keepAlive: KeepAlive;
+  private readonly capacityListeners: Array<() => void> = [];
 
   constructor(private readonly options: LlamaBackendOptions) {
     this.entries = new ModelEntries(options.models);
+    this.keepAlive = new KeepAlive(options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS, options.timers ?? REAL_TIMERS, (id) => void this.unloadIdle(id));
     this.calibrator = new ThreadCalibrator({
       setting: options.threads ?? 'auto',
       ...(options.cacheDir ? { cacheDir: options.cacheDir } : {}),
@@ -122,6 +143,22 @@ export class LlamaBackend implements ModelBackend {
 
   isLoaded(modelId: string): boolean {
     return this.entries.get(modelId)?.state === 'loaded';
+  }
+
+  /**
+   * The loaded model's sequences; before a load, a numeric setting, else undefined (the runtime's per-model limit
+   * until the load has measured free memory; listeners hear when it has).
+   */
+  concurrency(modelId: string): { group: string; limit: number } | undefined {
+    const loaded = this.entries.get(modelId)?.loaded;
+    const setting = this.options.concurrency;
+    if (setting === undefined) return undefined;
+    const limit = loaded?.concurrency ?? (setting === 'auto' ? undefined : setting);
+    return limit === undefined ? undefined : { group: `model:${modelId}`, limit };
+  }
+
+  onCapacityChange(listener: () => void): void {
+    this.capacityListeners.push(listener);
   }
 
   /**
@@ -158,16 +195,38 @@ export class LlamaBackend implements ModelBackend {
     const entry = this.entries.get(id)!;
     if (entry.state !== 'loaded') await this.load(id);
     const loaded = entry.loaded!;
-    const sequence = await loaded.pool.acquire();
+    loaded.active++;
+    this.keepAlive.busy(id);
     try {
-      return await this.runGeneration(loaded, sequence, request, options);
+      // A resume restoring a snapshot needs an empty sequence; everything else reuses the longest kept prefix.
+      const prefix = options.resumeFrom?.snapshot ? [] : this.promptTokens(loaded, request);
+      const { sequence, reused } = await loaded.pool.acquire(prefix);
+      let ok = false;
+      try {
+        const result = await this.runGeneration(loaded, sequence, reused, request, options);
+        ok = true;
+        return result;
+      } finally {
+        await loaded.pool.release(sequence, ok);
+      }
     } finally {
-      await loaded.pool.release(sequence);
+      if (--loaded.active === 0 && entry.loaded === loaded) this.keepAlive.idle(id);
     }
+  }
+
+  /** The keep-alive ran out: frees the model unless a generation started meanwhile. */
+  private async unloadIdle(id: string): Promise<void> {
+    const loaded = this.entries.get(id)?.loaded;
+    if (!loaded || loaded.active > 0 || this.disposed) return;
+    this.entries.unload(id);
+    await loaded.pool.dispose();
+    await loaded.model.dispose().catch(() => undefined);
+    this.log(`model ${id} unloaded: no task for the keep-alive (${Math.round((this.options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS) / 1000)} s)`);
   }
 
   async dispose(): Promise<void> {
     this.disposed = true;
+    this.keepAlive.clear();
     for (const loaded of await this.entries.unloadAll()) {
       await loaded.pool.dispose();
       await loaded.model.dispose().catch(() => undefined);
@@ -217,24 +276,47 @@ export class LlamaBackend implements ModelBackend {
       // Weights: 0.8 of what is left after a download; calibration and warm-up the rest.
       const weightsShare = (1 - base) * 0.8;
       const setting = this.options.contextSize ?? 'auto';
-      const contextSizeFor = (m: LlamaModel) => (setting === 'auto' ? 'auto' : Math.min(m.trainContextSize, setting));
-      const { model, probe, fallbackReason } = await placeModel(selection, {
+      const concurrencySetting = this.options.concurrency ?? 'auto';
+      // The tasks' one context is made once, inside placeModel (on the GPU path it proves the model fits there):
+      // thread count first (small contexts of its own), then the context size per sequence, then the sequences.
+      const { model, prepared, fallbackReason } = await placeModel(selection, {
         modelPath,
         gpuLayers: this.options.gpuLayers ?? 'auto',
-        contextSize: contextSizeFor,
         signal: options.signal,
         onProgress: (p) => report(base + weightsShare * p),
+        prepare: async (m, onGpu) => {
+          const compute = onGpu ? selection.compute : 'cpu';
+          const devices = onGpu ? selection.devices : [];
+          const picked = await this.calibrator.pick(
+            m,
+            { modelPath, fingerprint, compute, devices, gpuLayers: m.gpuLayers, mathCores: selection.mathCores },
+            options.signal,
+          );
+          report(base + weightsShare + (1 - base - weightsShare) * 0.6);
+          let perSequence: number;
+          if (setting === 'auto') {
+            // node-llama-cpp's fitting for one sequence (as large as free memory allows, up to the trained size).
+            const fitted = await oneSequenceContext(m, 'auto', 1);
+            perSequence = fitted.contextSize;
+            await fitted.dispose();
+          } else perSequence = Math.min(m.trainContextSize, setting);
+          perSequence = Math.min(perSequence, m.trainContextSize);
+          const chosen = await chooseSequences(m, selection.llama, { setting: concurrencySetting, contextSize: perSequence, onGpu });
+          let sequences = chosen.sequences;
+          for (;;) {
+            try {
+              const pool = await BatchedContextPool.create(m, { contextSize: perSequence, threads: picked.threads, sequences });
+              return { picked, pool, sequences };
+            } catch (err) {
+              // 'auto' asked for more than fits after all: fewer sequences, down to one.
+              if (concurrencySetting !== 'auto' || sequences <= 1) throw err;
+              sequences = Math.max(1, Math.floor(sequences / 2));
+            }
+          }
+        },
       });
-      // The size a probe context got is the size tasks use; 'auto' on the CPU path is fitted the same way here.
-      let contextSize: number;
-      const wanted = contextSizeFor(model);
-      if (probe) contextSize = probe.contextSize;
-      else if (wanted === 'auto') {
-        const fitted = await probeContext(model, 'auto');
-        contextSize = fitted.contextSize;
-        await fitted.dispose();
-      } else contextSize = wanted;
-      contextSize = Math.min(contextSize, model.trainContextSize);
+      const { picked, pool, sequences } = prepared;
+      const contextSize = pool.contextSize;
       const template = model.fileInfo.metadata.tokenizer?.chat_template;
       const chatWrapper = template ? nlc.resolveChatWrapper(model) : undefined;
       const totalLayers = model.fileInsights.totalLayers ?? null;
@@ -244,32 +326,39 @@ export class LlamaBackend implements ModelBackend {
         devices: onGpu ? selection.devices : [],
         gpuLayers: model.gpuLayers,
         totalLayers,
-        threads: 1,
-        threadsFrom: 'setting',
+        threads: picked.threads,
+        threadsFrom: picked.from,
+        ...(picked.measured ? { threadTokensPerSecond: picked.measured } : {}),
+        sequences,
+        sequencesFrom: concurrencySetting === 'auto' ? 'auto' : 'setting',
         ...(fallbackReason ? { fallbackReason } : {}),
       };
-      const { threads, from, measured } = await this.calibrator.pick(
-        model,
-        { modelPath, fingerprint, compute: hardware.compute, devices: hardware.devices, gpuLayers: hardware.gpuLayers, mathCores: selection.mathCores },
-        options.signal,
-      );
-      hardware.threads = threads;
-      hardware.threadsFrom = from;
-      if (measured) hardware.threadTokensPerSecond = measured;
       report(base + weightsShare + (1 - base - weightsShare) * 0.8);
-      // The probe context had a placeholder thread count: the tasks' first context is made (by the warm-up) with the
-      // chosen one, so that memory errors surface here, not in the first generation.
-      if (probe) await probe.dispose();
-      const pool = new OneSequenceContextPool(model, contextSize, threads);
-      const loaded: LoadedModel = { llama: selection.llama, model, grammars: new GrammarCache(selection.llama), trainContextSize: model.trainContextSize, contextSize, hardware, chatWrapper, fingerprint, pool };
+      const loaded: LoadedModel = {
+        llama: selection.llama,
+        model,
+        grammars: new GrammarCache(selection.llama),
+        trainContextSize: model.trainContextSize,
+        contextSize,
+        hardware,
+        chatWrapper,
+        fingerprint,
+        pool,
+        concurrency: sequences,
+        active: 0,
+      };
       hardware.warmupMs = await this.warmUp(loaded);
       if (onGpu) {
         const vram = await selection.llama.getVramState().catch(() => undefined);
         if (vram && vram.total > 0) hardware.vram = { total: vram.total, used: vram.used };
       }
       report(1);
+      // After this load's entry is `loaded` (a microtask later), the scheduler may start `sequences` tasks at once.
+      queueMicrotask(() => {
+        for (const l of this.capacityListeners) l();
+      });
       this.log(
-        `model ${entry.id} loaded in ${Date.now() - started} ms (context ${contextSize}, ` +
+        `model ${entry.id} loaded in ${Date.now() - started} ms (context ${contextSize} per sequence, ` +
           `${chatWrapper ? 'chat template' : 'plain-text prompt'}): ${describeHardware(hardware)}`,
       );
       return loaded;
@@ -284,7 +373,7 @@ export class LlamaBackend implements ModelBackend {
    * docs/hardware.md) fall inside `loading` rather than into the first task's first token.
    */
   private async warmUp(loaded: LoadedModel): Promise<number> {
-    const sequence = await loaded.pool.acquire();
+    const { sequence } = await loaded.pool.acquire();
     const started = performance.now();
     try {
       let n = 0;
@@ -294,7 +383,7 @@ export class LlamaBackend implements ModelBackend {
         if (++n >= 2) break;
       }
     } finally {
-      await loaded.pool.release(sequence);
+      await loaded.pool.release(sequence, false);
     }
     return performance.now() - started;
   }
@@ -316,6 +405,8 @@ export class LlamaBackend implements ModelBackend {
   private async runGeneration(
     loaded: LoadedModel,
     sequence: LlamaContextSequence,
+    /** Leading prompt tokens already in the sequence (a kept prefix; 0 on a snapshot resume). */
+    reused: number,
     request: GenerateRequest,
     options: GenerateOptions,
   ): Promise<GenerateResult> {
@@ -354,11 +445,11 @@ export class LlamaBackend implements ModelBackend {
         covered = restored.contextTokens - 1;
       } else {
         // No usable snapshot: prompt + delivered text, evaluated again (the text is durable in the event log).
-        input = [...prompt, ...tokenizeOutput(refed)];
+        input = [...prompt.slice(reused), ...tokenizeOutput(refed)];
       }
       delivered = tokenizeOutput(refed);
     } else {
-      input = prompt;
+      input = prompt.slice(reused);
     }
     if (sequence.nextTokenIndex + input.length >= loaded.contextSize) {
       throw new Error(
@@ -460,9 +551,10 @@ export class LlamaBackend implements ModelBackend {
       yieldEogToken: this.options.suppressEndOfGeneration === true,
     };
 
-    if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens };
-    if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens };
-    if (plan?.splitter.done) return { finishReason: 'stop', inputTokens, outputTokens };
+    const cached = reused > 0 ? { cachedInputTokens: reused } : {};
+    if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens, ...cached };
+    if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens, ...cached };
+    if (plan?.splitter.done) return { finishReason: 'stop', inputTokens, outputTokens, ...cached };
 
     /** The last tokens before the current one, for a token's own text (leading spaces depend on them). */
     let previous: Token[] = sequence.contextTokens.concat(input).slice(-4);
@@ -513,6 +605,6 @@ export class LlamaBackend implements ModelBackend {
     if (plan && (!stopped || plan.splitter.done)) route(plan.splitter.finish());
     if (stopped) finishReason = 'stop';
     else for (const p of stops.flush()) deliver(p);
-    return { finishReason, inputTokens, outputTokens };
+    return { finishReason, inputTokens, outputTokens, ...cached };
   }
 }

@@ -23,6 +23,8 @@ export interface LoadedModelInfo {
   trainContextSize: number;
   /** The context each generation runs with (tokens). */
   contextSize: number;
+  /** Generations at once (sequences of the batched context). */
+  concurrency: number;
 }
 
 export interface ModelEntry<Loaded extends LoadedModelInfo> {
@@ -73,6 +75,7 @@ export class ModelEntries<Loaded extends LoadedModelInfo> {
       maxContextLength: e.maxContextLength,
       contextLength: e.loaded?.contextSize ?? null,
       demo: e.demo,
+      ...(e.loaded ? { concurrency: e.loaded.concurrency } : {}),
       ...(e.loaded ? { hardware: e.loaded.hardware } : {}),
     }));
   }
@@ -99,6 +102,16 @@ export class ModelEntries<Loaded extends LoadedModelInfo> {
       );
     }
     return entry.loading;
+  }
+
+  /** Sets a loaded model `unloaded` and hands back what was loaded, for the caller to free (undefined: not loaded). */
+  unload(id: string): Loaded | undefined {
+    const e = this.get(id);
+    if (!e || e.state !== 'loaded' || !e.loaded) return undefined;
+    const loaded = e.loaded;
+    e.loaded = undefined;
+    e.state = 'unloaded';
+    return loaded;
   }
 
   /** Waits for loads under way, sets every model `unloaded` and hands back what was loaded, for the caller to free. */

@@ -21,7 +21,8 @@ export interface LocalHost {
 
 export function limitsFromSettings(s: ExtensionSettings): Partial<RuntimeLimits> {
   return {
-    maxConcurrentTasks: s.concurrency,
+    // A number applies to every model; 'auto' is each local model's own (the runtime's default elsewhere).
+    ...(typeof s.concurrency === 'number' ? { maxConcurrentTasks: s.concurrency } : {}),
     maxQueuedTasks: s.maxQueued,
     maxQueuedTasksPerPrincipal: s.maxQueuedPerPrincipal,
     maxStoredBytesPerPrincipal: s.maxStoredMbPerPrincipal * 1024 * 1024,
@@ -54,7 +55,14 @@ export async function openLocalHost(options: {
     models: settings.model ? [settings.model] : [],
     engines,
     dataDir,
-    llama: { threads: settings.threads > 0 ? settings.threads : 'auto', gpu: settings.gpu, gpuLayers: settings.gpuLayers, contextSize: settings.contextSize },
+    llama: {
+      threads: settings.threads > 0 ? settings.threads : 'auto',
+      gpu: settings.gpu,
+      gpuLayers: settings.gpuLayers,
+      contextSize: settings.contextSize,
+      concurrency: settings.concurrency,
+      keepAliveMs: settings.keepAliveMs,
+    },
     log,
   });
   let runtime: TaskRuntimeApi;

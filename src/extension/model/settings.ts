@@ -1,6 +1,7 @@
 // Reads and validates the extension's settings (pure: the caller passes a getter over the configuration).
 // Invalid values fall back to the default and are reported with a message naming the setting.
-import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, parseContextSize, type ContextSizeChoice } from '../../backends/llama/contextChoice';
+import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, parseConcurrency, parseContextSize, type ConcurrencyChoice, type ContextSizeChoice } from '../../backends/llama/contextChoice';
+import { DEFAULT_KEEP_ALIVE_MS, parseKeepAlive } from '../../backends/llama/keepAlive';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/openai/config';
@@ -21,7 +22,10 @@ export interface ExtensionSettings {
   gpuLayers: GpuLayersChoice;
   /** Tokens of context per task, or auto (the trained context as far as memory allows). */
   contextSize: ContextSizeChoice;
-  concurrency: number;
+  /** Tasks generating at once per local model (its batched sequences), or auto (by free memory). */
+  concurrency: ConcurrencyChoice;
+  /** Milliseconds an idle local model stays loaded; 0 = never unload. */
+  keepAliveMs: number;
   maxQueued: number;
   /** Per-principal caps (runtime/shares.ts): unfinished tasks, open streams per door, stored MiB. */
   maxQueuedPerPrincipal: number;
@@ -53,6 +57,7 @@ export const SETTING_KEYS = {
   gpuLayers: 'gpuLayers',
   contextSize: 'contextSize',
   concurrency: 'concurrency',
+  keepAliveMs: 'keepAlive',
   maxQueued: 'maxQueuedTasks',
   maxQueuedPerPrincipal: 'perPrincipal.maxQueuedTasks',
   maxStreamsPerPrincipal: 'perPrincipal.maxStreams',
@@ -76,7 +81,8 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   gpu: 'auto',
   gpuLayers: 'auto',
   contextSize: 'auto',
-  concurrency: 1,
+  concurrency: 'auto',
+  keepAliveMs: DEFAULT_KEEP_ALIVE_MS,
   maxQueued: 1000,
   maxQueuedPerPrincipal: DEFAULT_MAX_QUEUED_PER_PRINCIPAL,
   maxStreamsPerPrincipal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
@@ -102,6 +108,7 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'gpuLayers',
   'contextSize',
   'concurrency',
+  'keepAliveMs',
   'maxQueued',
   'backgroundRestartPolicy',
   'maxQueuedPerPrincipal',
@@ -193,6 +200,20 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     if (parsed !== undefined) contextSize = parsed;
     else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.contextSize, MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE, String(d.contextSize)));
   }
+  const concurrencyRaw = get(k.concurrency);
+  let concurrency = d.concurrency;
+  if (concurrencyRaw !== undefined && concurrencyRaw !== null) {
+    const parsed = parseConcurrency(concurrencyRaw);
+    if (parsed !== undefined) concurrency = parsed;
+    else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.concurrency, 1, MAX_CONCURRENCY, String(d.concurrency)));
+  }
+  const keepAliveRaw = get(k.keepAliveMs);
+  let keepAliveMs = d.keepAliveMs;
+  if (keepAliveRaw !== undefined && keepAliveRaw !== null) {
+    const parsed = parseKeepAlive(keepAliveRaw);
+    if (parsed !== undefined) keepAliveMs = parsed;
+    else p.push(t('Setting taskRuntime.{0} must be 0 (never unload), seconds, or a duration such as "30s", "5m" or "1h"; using {1}.', k.keepAliveMs, '5m'));
+  }
   const originsRaw = get(k.allowedOrigins);
   const allowedOrigins: string[] = [];
   if (Array.isArray(originsRaw)) {
@@ -213,7 +234,8 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     gpu,
     gpuLayers,
     contextSize,
-    concurrency: integer(get, k.concurrency, 1, 64, d.concurrency, p, t),
+    concurrency,
+    keepAliveMs,
     maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
     maxQueuedPerPrincipal: integer(get, k.maxQueuedPerPrincipal, 1, 100000, d.maxQueuedPerPrincipal, p, t),
     maxStreamsPerPrincipal: integer(get, k.maxStreamsPerPrincipal, 1, 10000, d.maxStreamsPerPrincipal, p, t),

@@ -115,6 +115,7 @@ export function toModelObject(model: ModelInfo): Record<string, unknown> {
     // loaded model runs on (absent before the first load).
     task_runtime: {
       context_length: model.contextLength ?? null,
+      concurrency: model.concurrency ?? null,
       ...(model.hardware ? { hardware: hardwareObject(model.hardware) } : {}),
     },
   };
@@ -132,6 +133,7 @@ function hardwareObject(h: ModelHardware): Record<string, unknown> {
     thread_tokens_per_second: h.threadTokensPerSecond ?? null,
     fallback_reason: h.fallbackReason ?? null,
     warmup_ms: h.warmupMs !== undefined ? Math.round(h.warmupMs) : null,
+    sequences: h.sequences ?? null,
     summary: describeHardware(h),
   };
 }

@@ -1,13 +1,14 @@
-// The context pool on the demo model with real node-llama-cpp: sequences handed out empty on contexts of the
-// model's size and thread count, taken back and reused, at most two idle contexts kept, everything freed on dispose.
+// The batched context pool on the demo model with real node-llama-cpp: one context with N sequences of the given
+// size and threads, sequences kept with their state after release and handed to the caller whose tokens share the
+// longest prefix with them (the rest erased), a wait while every sequence is busy, everything freed on dispose.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Llama, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { OneSequenceContextPool, probeContext } from '../../../src/backends/llama/contextPool';
+import type { Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import { BatchedContextPool, chooseSequences, commonPrefix, oneSequenceContext } from '../../../src/backends/llama/contextPool';
 import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { testModelPath } from '../../fixtures/testModel';
 
-describe('OneSequenceContextPool on the demo model', () => {
+describe('BatchedContextPool on the demo model', () => {
   let llama: Llama;
   let model: LlamaModel;
   before(async () => {
@@ -19,107 +20,147 @@ describe('OneSequenceContextPool on the demo model', () => {
     await llama?.dispose();
   });
 
-  /** Evaluates a few tokens on the sequence, so that it holds state. */
-  async function use(sequence: Awaited<ReturnType<OneSequenceContextPool['acquire']>>): Promise<void> {
-    let n = 0;
-    for await (const token of sequence.evaluate(model.tokenize('hello world'), { temperature: 0, yieldEogToken: true })) {
+  /** Evaluates `tokens` into the sequence (and one generated token). */
+  async function use(sequence: LlamaContextSequence, tokens: Token[]): Promise<void> {
+    for await (const token of sequence.evaluate(tokens, { temperature: 0, yieldEogToken: true })) {
       void token;
-      if (++n >= 2) break;
+      break;
     }
-    assert.ok(sequence.contextTokens.length > 0);
   }
 
-  it('hands out empty sequences of one-sequence contexts with the given size and threads', async () => {
-    const pool = new OneSequenceContextPool(model, 256, 2);
+  it('hands out sequences of one context with the given size per sequence, threads and count', async () => {
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 2, sequences: 3 });
     try {
-      const a = await pool.acquire();
-      const b = await pool.acquire();
-      assert.notEqual(a.context, b.context, 'each generation has its own context');
-      for (const s of [a, b]) {
-        assert.equal(s.contextTokens.length, 0);
-        assert.equal(s.context.contextSize, 256);
-        assert.equal(s.context.idealThreads, 2);
-        assert.equal(s.context.totalSequences, 1);
+      assert.equal(pool.size, 3);
+      const got = [await pool.acquire(), await pool.acquire(), await pool.acquire()];
+      assert.equal(pool.busy, 3);
+      const context = got[0]!.sequence.context;
+      for (const { sequence, reused } of got) {
+        assert.equal(sequence.context, context, 'one context for all');
+        assert.equal(reused, 0);
+        assert.equal(sequence.contextTokens.length, 0);
       }
-      await pool.release(a);
-      await pool.release(b);
+      assert.equal(context.contextSize, 256, 'the size is per sequence');
+      assert.equal(context.idealThreads, 2);
+      assert.equal(context.totalSequences, 3);
+      for (const { sequence } of got) await pool.release(sequence);
+      assert.equal(pool.busy, 0);
     } finally {
       await pool.dispose();
     }
   });
 
-  it('reuses a released context with a fresh sequence', async () => {
-    const pool = new OneSequenceContextPool(model, 256, 1);
+  it('reuses the kept sequence with the longest common prefix and erases the rest', async () => {
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 1, sequences: 2 });
     try {
-      const first = await pool.acquire();
-      await use(first);
-      const context = first.context;
-      await pool.release(first);
-      assert.equal(first.disposed, true);
-      assert.equal(context.disposed, false);
-      const second = await pool.acquire();
-      assert.equal(second.context, context);
-      assert.notEqual(second, first);
-      assert.equal(second.contextTokens.length, 0, 'nothing of the last generation is left');
-      await pool.release(second);
+      const a = model.tokenize('the quick brown fox jumps over the lazy dog');
+      const b = model.tokenize('a completely different sentence here');
+      const first = await pool.acquire(a);
+      const second = await pool.acquire(b);
+      await use(first.sequence, a);
+      await use(second.sequence, b);
+      await pool.release(first.sequence);
+      await pool.release(second.sequence);
+      const wanted = [...a.slice(0, 5), ...model.tokenize(' cat')];
+      const again = await pool.acquire(wanted);
+      assert.equal(again.sequence, first.sequence, 'the sequence that shares the prefix');
+      assert.equal(again.reused, commonPrefix(a, wanted));
+      assert.ok(again.reused >= 5);
+      assert.deepEqual(again.sequence.contextTokens, wanted.slice(0, again.reused), 'what follows the prefix is erased');
+      await pool.release(again.sequence);
+      // The very same tokens: all but the last stay (it is evaluated again for logits).
+      const same = await pool.acquire(b);
+      assert.equal(same.sequence, second.sequence);
+      assert.equal(same.reused, b.length - 1);
+      await pool.release(same.sequence, false);
+      assert.equal(same.sequence.contextTokens.length, 0, 'released without keep: cleared');
     } finally {
       await pool.dispose();
     }
   });
 
-  it('keeps at most two idle contexts, freeing the rest', async () => {
-    const pool = new OneSequenceContextPool(model, 256, 1);
+  it('waits while every sequence is busy and hands over the released one', async () => {
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 1, sequences: 1 });
     try {
-      const held = [await pool.acquire(), await pool.acquire(), await pool.acquire()];
-      const contexts = held.map((s) => s.context);
-      for (const s of held) await pool.release(s);
-      assert.deepEqual(
-        contexts.map((c) => c.disposed),
-        [false, false, true],
-      );
-      // The kept ones are handed out again, the last released first.
-      assert.equal((await pool.acquire()).context, contexts[1]);
-      assert.equal((await pool.acquire()).context, contexts[0]);
-      assert.notEqual((await pool.acquire()).context, contexts[2]);
+      const held = await pool.acquire();
+      let got: LlamaContextSequence | undefined;
+      const waiting = pool.acquire().then((s) => (got = s.sequence));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(got, undefined, 'no sequence free yet');
+      await pool.release(held.sequence);
+      await waiting;
+      assert.equal(got, held.sequence);
     } finally {
       await pool.dispose();
     }
   });
 
-  it('dispose frees idle and busy contexts; a sequence released afterwards is freed too', async () => {
-    const pool = new OneSequenceContextPool(model, 256, 1);
-    const done = await pool.acquire();
-    const busy = await pool.acquire();
-    const idleContext = done.context;
-    await pool.release(done);
+  it('dispose frees the context and wakes waiters with an error', async () => {
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 1, sequences: 1 });
+    const held = await pool.acquire();
+    const waiting = assert.rejects(pool.acquire(), /unloaded/);
     await pool.dispose();
-    assert.equal(idleContext.disposed, true);
-    assert.equal(busy.context.disposed, true);
-    await pool.release(busy);
-    assert.equal(busy.disposed, true);
+    await waiting;
+    assert.equal(held.sequence.context.disposed, true);
+    await pool.release(held.sequence);
   });
 
-  it('a released sequence whose context was freed elsewhere is not kept', async () => {
-    const pool = new OneSequenceContextPool(model, 256, 1);
+  it('batches the decodes of several sequences into shared steps', async () => {
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 1, sequences: 4 });
     try {
-      const s = await pool.acquire();
-      const context = s.context;
-      await context.dispose();
-      await pool.release(s);
-      assert.notEqual((await pool.acquire()).context, context);
+      const prompts = ['one two three', 'four five six', 'seven eight', 'nine ten eleven'].map((t) => model.tokenize(t));
+      const seqs = await Promise.all(prompts.map((p) => pool.acquire(p)));
+      const context = seqs[0]!.sequence.context;
+      // Counts the native decodes: the addon object behind a proxy that counts decodeBatch calls.
+      const decodes = { n: 0 };
+      const holder = context as unknown as { _ctx: Record<string | symbol, unknown> };
+      const native = holder._ctx;
+      holder._ctx = new Proxy(native, {
+        get(target, key) {
+          const v = target[key];
+          if (typeof v !== 'function') return v;
+          const bound = (v as (...a: unknown[]) => unknown).bind(target);
+          if (key !== 'decodeBatch') return bound;
+          return (...a: unknown[]) => {
+            decodes.n++;
+            return bound(...a);
+          };
+        },
+      });
+      const steps = 16;
+      await Promise.all(
+        seqs.map(async ({ sequence }, i) => {
+          let n = 0;
+          for await (const token of sequence.evaluate(prompts[i]!, { temperature: 0, yieldEogToken: true })) {
+            void token;
+            if (++n >= steps) break;
+          }
+        }),
+      );
+      holder._ctx = native;
+      // Unbatched: 4 × (1 prompt + 15 token) decodes = 64; batched: about one per step (21 seen), the prompts apart.
+      assert.ok(decodes.n <= 2 * steps, `decodes ${decodes.n} (unbatched: ${4 * steps})`);
+      for (const { sequence } of seqs) await pool.release(sequence);
     } finally {
       await pool.dispose();
     }
   });
 
-  it('probeContext makes a context of the tasks size with a placeholder thread', async () => {
-    const probe = await probeContext(model, 512);
+  it('chooseSequences takes a number as given and sizes auto by memory within the CPU cap', async () => {
+    const fixed = await chooseSequences(model, llama, { setting: 3, contextSize: 256, onGpu: false });
+    assert.equal(fixed.sequences, 3);
+    assert.ok(fixed.perSequenceBytes > 0);
+    const auto = await chooseSequences(model, llama, { setting: 'auto', contextSize: 256, onGpu: false });
+    assert.ok(auto.sequences >= 1 && auto.sequences <= 8, `auto ${auto.sequences}`);
+  });
+
+  it('oneSequenceContext makes a context of one sequence', async () => {
+    const c = await oneSequenceContext(model, 512, 1);
     try {
-      assert.equal(probe.contextSize, 512);
-      assert.equal(probe.idealThreads, 1);
-      assert.equal(probe.totalSequences, 1);
+      assert.equal(c.contextSize, 512);
+      assert.equal(c.totalSequences, 1);
     } finally {
-      await probe.dispose();
+      await c.dispose();
     }
   });
 });

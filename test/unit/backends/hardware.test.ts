@@ -120,24 +120,24 @@ describe('selectLlama and placeModel (real binaries, this machine has no GPU)', 
     }
   });
 
-  it('on the CPU build every layer stays on the CPU, no probe context is made, and the reason is passed on', async () => {
+  it('on the CPU build every layer stays on the CPU, prepare runs once on it, and the reason is passed on', async () => {
     const selection = await selectLlama(await importNodeLlamaCpp(), 'auto');
     try {
       const progress: number[] = [];
-      const sizes: number[] = [];
+      const prepared: Array<{ layers: number; onGpu: boolean }> = [];
       const placed = await placeModel(selection, {
         modelPath,
         gpuLayers: 'auto',
-        contextSize: (m) => {
-          sizes.push(m.trainContextSize);
-          return 512;
+        prepare: async (m, onGpu) => {
+          prepared.push({ layers: m.gpuLayers, onGpu });
+          return 'made';
         },
         onProgress: (p) => progress.push(p),
       });
       try {
         assert.equal(placed.model.gpuLayers, 0);
-        assert.equal(placed.probe, undefined);
-        assert.deepEqual(sizes, [], 'no context is sized without a GPU to prove it on');
+        assert.equal(placed.prepared, 'made');
+        assert.deepEqual(prepared, [{ layers: 0, onGpu: false }], 'the tasks context is made once, on the CPU');
         assert.equal(placed.fallbackReason, selection.fallbackReason);
         assert.match(placed.fallbackReason ?? '', /CPU/);
         for (let i = 0; i < progress.length; i++) {

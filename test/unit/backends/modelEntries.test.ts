@@ -7,7 +7,7 @@ import { defaultModelId, ModelEntries, type LoadedModelInfo } from '../../../src
 import type { ModelHardware } from '../../../src/runtime/backend';
 
 const hardware: ModelHardware = { compute: 'cpu', devices: [], gpuLayers: 0, totalLayers: 2, threads: 1, threadsFrom: 'setting' };
-const loadedInfo = (trainContextSize: number): LoadedModelInfo => ({ hardware, trainContextSize, contextSize: trainContextSize });
+const loadedInfo = (trainContextSize: number): LoadedModelInfo => ({ hardware, trainContextSize, contextSize: trainContextSize, concurrency: 1 });
 
 /** A load that ends when told to. */
 function pendingLoad() {
@@ -72,7 +72,7 @@ describe('ModelEntries', () => {
     assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loading', maxContextLength: null, contextLength: null, demo: false }]);
     load.resolve(loadedInfo(2048));
     await p1;
-    assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loaded', maxContextLength: 2048, contextLength: 2048, demo: false, hardware }]);
+    assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loaded', maxContextLength: 2048, contextLength: 2048, demo: false, concurrency: 1, hardware }]);
     await entries.load('a', start);
     assert.equal(starts, 1, 'a loaded model is not loaded again');
   });
@@ -114,5 +114,19 @@ describe('ModelEntries', () => {
         ['c', 'unloaded', undefined],
       ],
     );
+  });
+});
+
+describe('ModelEntries.unload', () => {
+  it('hands back a loaded model and lists it unloaded; anything else is left alone', async () => {
+    const entries = new ModelEntries<LoadedModelInfo>([{ id: 'a', source: '/m/a.gguf' }]);
+    assert.equal(entries.unload('a'), undefined, 'not loaded');
+    const info = loadedInfo(2048);
+    await entries.load('a', async () => info);
+    assert.equal(entries.unload('a'), info);
+    assert.equal(entries.get('a')!.state, 'unloaded');
+    assert.equal(entries.list()[0]!.concurrency, undefined);
+    assert.equal(entries.unload('a'), undefined, 'already unloaded');
+    assert.equal(entries.unload('nope'), undefined);
   });
 });

@@ -1,0 +1,223 @@
+// `batching` section (issue #20): many tasks of one model at once, and a prompt prefix shared with the previous
+// request. Side by side in one run, same GGUF (a generated model, embd 512, 8 layers, like the issue's figures),
+// same thread count:
+// - aggregate tokens/s of 1, 4 and 8 concurrent streams: ours (`serve`'s runtime + POST /responses streams, the
+//   model's one batched context) against llama.cpp's llama-server (-np 8, POST /completion streams, ignore_eos),
+//   rounds alternating which side goes first; at 1 stream also raw node-llama-cpp (one sequence, evaluate());
+// - first-token time of a request whose 2 000-token prefix the previous request had: ours (prefix reuse) against
+//   llama-server with cache_prompt, and ours without a shared prefix (uncached).
+// Goals (issue #20): ≥ 0.9× llama-server at 4 and 8 streams, 1 stream ≥ 0.95× raw node-llama-cpp, cached-prefix
+// first token ≤ 1.2× llama-server's and ≤ 0.25× our own uncached.
+// Needs llama-server built (node scripts/remote-engine/prepare.mjs); without it only our side and raw are measured.
+// Measured 2026-12-01 on the shared 2-core machine, 1 thread, one round each side (bench/results.json `batching`;
+// the load average fell from 15 to 5 during the run, so single figures are noisy; ratios are same-run):
+//   streams   ours tokens/s   llama-server   ratio   first token ours / theirs
+//   1         184             195            0.95    20 / 96 ms     (raw node-llama-cpp 130 in that run)
+//   4         153             243            0.63    129 / 44 ms
+//   8         159             329            0.48    99 / 78 ms
+//   2 000-token shared prefix, first token: ours 83 ms cached vs llama-server cache_prompt 82 ms (1.01x, goal met),
+//   ours uncached 2 055 ms (cached 0.04x of it, goal met).
+// Not met: aggregate at 4 and 8 streams (goal >= 0.9x): the backend batches (8 direct generations start within
+// 93 ms and decode in one batch per step; test/unit/backends/contextPool.test.ts counts the decodes), but our
+// aggregate stays flat from 1 to 8 streams through the runtime: the per-token cost above the decode is still to
+// be found (dispatch wait for the next cycle when a stream's consumer is slow, per-token journal/HTTP work).
+// Run directly: node out/bench/batching.js
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { writeTestModel } from '../src/backends/llama/demoModel';
+import { LlamaBackend } from '../src/backends/llama/llamaBackend';
+import { startEndpoint, type Endpoint } from '../src/protocols/endpoint';
+import { TaskRuntime } from '../src/runtime/runtime';
+import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
+import { sseFrames } from '../test/fixtures/sse';
+import { TOKEN } from './lmsp';
+import { rawGenerationBench } from './rawGeneration';
+
+const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
+const STORY = 'Write a long story about a durable task runtime.';
+
+interface StreamRun {
+  ttftMs: number;
+  endAt: number;
+  startAt: number;
+  outputTokens: number;
+}
+
+async function oursOnce(ep: Endpoint, input: string, tokens: number): Promise<StreamRun> {
+  const startAt = performance.now();
+  const res = await fetch(`${ep.lmspUrl}/responses`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'bench', input, max_output_tokens: tokens, temperature: 0.8, stream: true }),
+  });
+  if (res.status !== 200) throw new Error(`POST /responses: ${res.status} ${await res.text()}`);
+  let first = 0;
+  let last = 0;
+  let outputTokens = 0;
+  for await (const f of sseFrames(res.body)) {
+    if (f.event === 'response.output_text.delta') {
+      if (!first) first = f.at;
+      last = f.at;
+    }
+    if (f.event === 'response.completed' || f.event === 'response.incomplete') {
+      outputTokens = (JSON.parse(f.data) as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens;
+    }
+  }
+  return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
+}
+
+async function theirsOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
+  const startAt = performance.now();
+  const res = await fetch(`${server.url}/completion`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt: input, n_predict: tokens, temperature: 0.8, stream: true, ignore_eos: true, cache_prompt: true }),
+  });
+  if (res.status !== 200) throw new Error(`POST /completion: ${res.status} ${await res.text()}`);
+  let first = 0;
+  let last = 0;
+  let outputTokens = 0;
+  for await (const f of sseFrames(res.body)) {
+    const chunk = JSON.parse(f.data) as { content?: string; stop?: boolean; tokens_predicted?: number };
+    if (!chunk.stop) {
+      if (!first) first = f.at;
+      last = f.at;
+      outputTokens++;
+    } else if (typeof chunk.tokens_predicted === 'number') outputTokens = chunk.tokens_predicted;
+  }
+  return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
+}
+
+/** N streams at once: aggregate tokens/s (all tokens over first start to last delta) and the median first token. */
+async function concurrent(n: number, once: (input: string) => Promise<StreamRun>) {
+  const runs = await Promise.all(Array.from({ length: n }, (_, i) => once(`${i}: ${STORY}`)));
+  const span = Math.max(...runs.map((r) => r.endAt)) - Math.min(...runs.map((r) => r.startAt));
+  const tokens = runs.reduce((s, r) => s + r.outputTokens, 0);
+  return { tps: (tokens / span) * 1000, ttft: median(runs.map((r) => r.ttftMs)), tokens };
+}
+
+/** About `n` tokens of the demo tokenizer (one per character or so) of varied text. */
+function prefixText(n: number, salt: string): string {
+  const words = ['task', 'runtime', 'durable', 'stream', 'model', 'batch', 'prefix', 'token', 'server', 'queue'];
+  let s = `${salt} `;
+  for (let i = 0; s.length < n; i++) s += words[(i * 7 + salt.length) % words.length] + (i % 11 === 10 ? '. ' : ' ');
+  return s.slice(0, n);
+}
+
+export async function batchingBench(
+  opts: { tokens?: number; rounds?: number; threads?: number; streams?: number[]; prefixTokens?: number; embd?: number; layers?: number } = {},
+): Promise<Record<string, unknown>> {
+  const tokens = opts.tokens ?? 96;
+  const rounds = opts.rounds ?? 3;
+  const threads = opts.threads ?? 1;
+  const streams = opts.streams ?? [1, 4, 8];
+  const prefixTokens = opts.prefixTokens ?? 2000;
+  const maxStreams = Math.max(...streams);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'batching-bench-'));
+  const modelPath = path.join(dir, 'bench.gguf');
+  writeTestModel(modelPath, { seed: 3, embd: opts.embd ?? 512, layers: opts.layers ?? 8, contextLength: 4096 });
+  const ctx = 4096;
+  let server: LlamaServer | undefined;
+  let skipped: string | undefined;
+  try {
+    llamaServerBinary();
+  } catch (e) {
+    skipped = (e as Error).message;
+  }
+  const backend = new LlamaBackend({
+    models: [{ id: 'bench', source: modelPath }],
+    contextSize: ctx,
+    threads,
+    gpu: 'off',
+    concurrency: maxStreams,
+    keepAliveMs: 0,
+    suppressEndOfGeneration: true,
+  });
+  const runtime = await TaskRuntime.open({ dataDir: path.join(dir, 'data'), backend, limits: { maxConcurrentTasks: maxStreams } });
+  const ep = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'bench']]) });
+  const out: Record<string, unknown> = {
+    model: `generated, embd ${opts.embd ?? 512}, ${opts.layers ?? 8} layers, ${Math.round(fs.statSync(modelPath).size / 1e6)} MB`,
+    tokens_per_stream: tokens,
+    threads,
+    rounds,
+    load_average: os.loadavg().map((l) => round(l, 1)),
+  };
+  try {
+    if (!skipped) server = await startLlamaServer({ model: modelPath, ctx, threads, parallel: maxStreams });
+    const ours = (input: string) => oursOnce(ep, input, tokens);
+    const theirs = server ? (input: string) => theirsOnce(server!, input, tokens) : undefined;
+    // Warm both (our first request loads the model).
+    await ours('warm');
+    await concurrent(maxStreams, ours);
+    if (theirs) await concurrent(maxStreams, theirs);
+    for (const n of streams) {
+      const o: Array<{ tps: number; ttft: number }> = [];
+      const t: Array<{ tps: number; ttft: number }> = [];
+      const raw: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        // Alternate which side goes first.
+        if (theirs && r % 2) t.push(await concurrent(n, theirs));
+        o.push(await concurrent(n, ours));
+        if (theirs && !(r % 2)) t.push(await concurrent(n, theirs));
+        if (n === 1) raw.push((await rawGenerationBench({ modelPath, tokens, threads })).tokensPerSecond);
+      }
+      const oTps = median(o.map((x) => x.tps));
+      out[`streams_${n}_ours_tokens_per_second`] = Math.round(oTps);
+      out[`streams_${n}_ours_first_token_ms`] = round(median(o.map((x) => x.ttft)));
+      if (t.length) {
+        const tTps = median(t.map((x) => x.tps));
+        out[`streams_${n}_llama_server_tokens_per_second`] = Math.round(tTps);
+        out[`streams_${n}_llama_server_first_token_ms`] = round(median(t.map((x) => x.ttft)));
+        out[`streams_${n}_ratio`] = round(oTps / tTps, 2);
+      }
+      if (raw.length) {
+        out.streams_1_raw_node_llama_cpp_tokens_per_second = Math.round(median(raw));
+        out.streams_1_vs_raw = round(oTps / median(raw), 2);
+      }
+    }
+    // Cached prefix: each request shares its first `prefixTokens` characters with the request before it.
+    const shared = prefixText(prefixTokens, 'shared');
+    const cached: number[] = [];
+    const cachedTheirs: number[] = [];
+    const uncached: number[] = [];
+    const short = 8;
+    await ours(`${shared} question 0`);
+    if (theirs) await theirsOnce(server!, `${shared} question 0`, short);
+    for (let r = 1; r <= rounds; r++) {
+      cached.push((await oursOnce(ep, `${shared} question ${r}`, short)).ttftMs);
+      if (theirs) cachedTheirs.push((await theirsOnce(server!, `${shared} question ${r}`, short)).ttftMs);
+      uncached.push((await oursOnce(ep, `${prefixText(prefixTokens, `fresh${r}`)} question`, short)).ttftMs);
+      // The fresh prefix took a sequence: bring the shared one back as the latest for the next round.
+      await oursOnce(ep, `${shared} question ${r}b`, 1);
+      if (theirs) await theirsOnce(server!, `${shared} question ${r}b`, 1);
+    }
+    out.prefix_tokens = prefixTokens;
+    out.cached_prefix_ours_first_token_ms = round(median(cached));
+    out.uncached_ours_first_token_ms = round(median(uncached));
+    out.cached_vs_uncached_ours = round(median(cached) / median(uncached), 2);
+    if (cachedTheirs.length) {
+      out.cached_prefix_llama_server_first_token_ms = round(median(cachedTheirs));
+      out.cached_prefix_ratio = round(median(cached) / median(cachedTheirs), 2);
+    }
+    out.goals = '>= 0.9x llama-server at 4 and 8 streams; 1 stream >= 0.95x raw; cached first token <= 1.2x llama-server, <= 0.25x uncached';
+    if (skipped) out.llama_server = `not measured: ${skipped}`;
+    return out;
+  } finally {
+    await ep.close();
+    await runtime.close();
+    await backend.dispose();
+    await server?.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  const rounds = process.argv[2] ? Number(process.argv[2]) : undefined;
+  const threads = process.argv[3] ? Number(process.argv[3]) : undefined;
+  void batchingBench({ rounds, threads }).then((r) => {
+    console.log(JSON.stringify(r, null, 2));
+    process.exit(0);
+  });
+}
