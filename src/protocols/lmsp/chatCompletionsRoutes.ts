@@ -18,7 +18,7 @@ export async function createChatCompletion(deps: LmspDeps, req: IncomingMessage,
   const body = await readJsonBody(req, deps.maxBodyBytes);
   const idempotency = idempotencyOf(req, IDEMPOTENCY_SCOPES.chatCompletions, body);
   const chat = validateChatBody(body);
-  const task = await startResponseTask(deps, res, ctx, { input: chat.input, idempotency, route: 'chat_completions' }).catch((e: unknown) => {
+  const { task } = await startResponseTask(deps, res, ctx, { input: chat.input, idempotency, route: 'chat_completions' }).catch((e: unknown) => {
     throw inChatTerms(e, chat.names);
   });
   if (chat.stream) {

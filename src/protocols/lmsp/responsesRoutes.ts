@@ -27,14 +27,14 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
   checkBackgroundRules(request);
   const background = request.background === true;
   const input = withPreviousResponse(deps.runtime, ctx.principal, request);
-  const task = await startResponseTask(deps, res, ctx, { input, idempotency, route: 'responses', background });
+  const { task, replayed } = await startResponseTask(deps, res, ctx, { input, idempotency, route: 'responses', background });
   if (stream) {
     await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: undefined, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly });
     return;
   }
   if (background) {
     // Answered as soon as it is durable: `queued` (or, replayed, however far it has got).
-    sendJson(res, 200, toResponseObject(deps.runtime.getTask(task.id, ctx.principal) ?? task));
+    sendJson(res, 200, toResponseObject(replayed ? (deps.runtime.getTask(task.id, ctx.principal) ?? task) : task));
     return;
   }
   const final = await awaitTerminal(deps, req, ctx, task.id);
@@ -56,7 +56,7 @@ export interface StartResponseTask {
  * cancelled when its client leaves and is not run again after a restart (`fail`); a background one runs under the
  * configured background policy (`retry` when that is `resume` and the model cannot resume).
  */
-export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, p: StartResponseTask): Promise<TaskRecord> {
+export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, p: StartResponseTask): Promise<CreateTaskResult> {
   const create = (onRestart: RestartPolicy) =>
     translateAsync(() =>
       deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { lmsp_route: p.route } }),
@@ -84,7 +84,7 @@ export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx
     if (ctx.signal.aborted) cancelQuietly(deps, task.id, ctx.principal);
     else ctx.signal.addEventListener('abort', () => cancelQuietly(deps, task.id, ctx.principal), { once: true });
   }
-  return task;
+  return result;
 }
 
 /** The finished task of a non-streamed synchronous response; undefined when the client left meanwhile. */

@@ -227,12 +227,15 @@ describe('LMSP endpoints', () => {
       assert.equal(r.status, 202);
       assert.equal(r.json.on_restart, 'resume');
     }
-    const tools = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', tools: [{ type: 'function', name: 'f' }] } });
+    // Hosted tools (OpenAI's cloud ones) are named; function tools run.
+    const tools = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] } });
     assertProblem(tools, 400, 'unsupported_capability');
-    assert.equal(tools.json.param, 'tools');
+    assert.equal(tools.json.param, 'tools.1.type');
+    assert.match(tools.json.detail, /web_search/);
+    // A reasoning effort on a model whose template has no thought segment (the demo model's plain prompt).
     const reasoning = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x', reasoning: { effort: 'low' } } } });
     assertProblem(reasoning, 400, 'unsupported_capability');
-    assert.equal(reasoning.json.param, 'input.reasoning');
+    assert.equal(reasoning.json.param, 'input.reasoning.effort');
   });
 
   it('405 for a wrong method, 404 not_found for an unknown route', async () => {
