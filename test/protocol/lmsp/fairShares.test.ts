@@ -20,7 +20,8 @@ describe('fair shares: per-principal caps on every door', () => {
   let alice: OpenAI;
   before(async () => {
     server = await startServer({
-      args: ['--max-queued-per-principal', String(QUEUED), '--max-streams-per-principal', String(STREAMS)],
+      // One task at a time, so that whose task runs next is the queue's choice.
+      args: ['--concurrency', '1', '--max-queued-per-principal', String(QUEUED), '--max-streams-per-principal', String(STREAMS)],
       limits: { maxStoredBytesPerPrincipal: STORED_BYTES },
     });
     alice = new OpenAI({ apiKey: server.tokenA, baseURL: server.lmsp, maxRetries: 0 });

@@ -154,8 +154,10 @@ describe('manifest: settings', () => {
       const types = [schema.type].flat();
       const value = DEFAULT_SETTINGS[field];
       const type = jsonType(value);
+      // A duration setting is contributed in its readable spelling ("5m") and read into milliseconds.
+      const contributed = typeof schema.default === 'string' && type !== 'string' ? read(key, schema.default).settings[field] : schema.default;
       assert.ok(types.includes(type) || (type === 'integer' && types.includes('number')), `taskRuntime.${key}: default ${type}, contributed ${types.join('|')}`);
-      assert.deepEqual(schema.default, value, `taskRuntime.${key} default`);
+      assert.deepEqual(contributed, value, `taskRuntime.${key} default`);
     }
     assert.deepEqual(read('', undefined).problems, [], 'the probe baseline is valid');
   });
