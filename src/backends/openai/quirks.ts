@@ -152,9 +152,9 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
     // ChatCompletionRequest): frequency_penalty, presence_penalty, response_format (JSON mode and json_schema), seed,
     // stop — no top_k, min_p or repeat penalty on /v1 (only in the native API's options). Logprobs since v0.12.11
     // (release notes; ollama#16867: the page's unchecked box is stale, openai.go reads logprobs/top_logprobs).
-    // Tools: `tools` are taken, tool_choice and parallel_tool_calls are not read (openai.go has neither), so only
-    // `auto` is offered; thinking streams as delta.reasoning, and reasoning_effort ("none" = think off,
-    // low/medium/high) becomes the native `think`.
+    // Tools: `tools` are taken, tool_choice and parallel_tool_calls are not read (openai.go ChatCompletionRequest has
+    // neither), so only `auto` is offered; a call arrives whole in one delta; thinking streams as delta.reasoning, and
+    // reasoning_effort (FromChatRequest: "high", "medium", "low", "none" = think off, else 400) becomes `think`.
     request: {
       sampling: { ...OPENAI_SAMPLING },
       formats: ['json_object', 'json_schema'],
@@ -178,9 +178,10 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
       sampling: { ...OPENAI_SAMPLING, topK: 'top_k', repeatPenalty: 'repeat_penalty' },
       formats: ['json_schema'],
       logprobs: false,
-      // tool-use.md: `tools` and tool_choice "none" / "auto" / "required" (no named choice, no parallel_tool_calls);
-      // no documented reasoning_effort for every model, so it is refused.
-      tools: { choices: ['required'], parallel: false },
+      // tools.md: `tools` in the OpenAI shape, calls parsed from the model's template (or its default format);
+      // tool_choice and parallel_tool_calls are not among chat-completions.md's supported payload parameters, so only
+      // `auto` is offered; reasoning_effort is documented for /v1/responses only (gpt-oss), so it is refused here.
+      tools: { choices: [], parallel: false },
     },
   },
   // Any other OpenAI-compatible server: only what OpenAI's chat/completions defines (seed, stop, the two penalties,

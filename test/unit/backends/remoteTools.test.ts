@@ -135,6 +135,8 @@ describe('request mapping', () => {
     refused('ollama', base({ tools: [TOOL], toolChoice: 'required' }), 'tool_choice', /tool_choice "required"/);
     refused('ollama', base({ tools: [TOOL], toolChoice: { name: 'get_weather' } }), 'tool_choice', /named tool_choice/);
     refused('lmstudio', base({ tools: [TOOL], toolChoice: { name: 'get_weather' } }), 'tool_choice', /named tool_choice/);
+    refused('lmstudio', base({ tools: [TOOL], toolChoice: 'required' }), 'tool_choice', /tool_choice "required" is not supported by engines of kind "lmstudio"/);
+    checkForKind('llama.cpp', base({ tools: [TOOL], toolChoice: { name: 'get_weather' }, parallelToolCalls: false }));
     refused('ollama', base({ tools: [TOOL], parallelToolCalls: false }), 'parallel_tool_calls', /parallel_tool_calls/);
     for (const kind of ENGINE_KINDS) {
       checkForKind(kind, base({ tools: [TOOL] }));
