@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test';
 import { applyChatEvent, type ChatStreamState } from '../../../src/backends/openai/chatStream';
 import { ENGINE_KINDS, ENGINE_PROFILES } from '../../../src/backends/openai/quirks';
 import { chatMessages, checkForKind, requestFields, RemoteBackend } from '../../../src/backends/openai/remoteBackend';
-import { RequestRefusedError, type GenerateRequest, type OutputChannel } from '../../../src/runtime/backend';
+import { BackendError, RequestRefusedError, type GenerateRequest, type OutputChannel } from '../../../src/runtime/backend';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import { sseHead, startFakeEngine, usageChunk, type ChatHandler, type FakeEngine } from '../../fixtures/fakeEngine';
 import { tempDir } from '../runtime/helpers';
@@ -150,6 +150,17 @@ describe('request mapping', () => {
     for (const r of [base({ tools: [TOOL] }), base({ reasoningEffort: 'low' })]) {
       assert.throws(() => b.checkRequest(r, { onRestart: 'resume' }), (e: unknown) => e instanceof RequestRefusedError && e.param === 'on_restart' && /use "retry"/.test(e.message));
       b.checkRequest(r, { onRestart: 'retry' });
+    }
+  });
+
+  it('a resume point inside a call or a thought fails the run (nothing is sent): the engine continues text only', async () => {
+    const b = new RemoteBackend([{ name: 'x', urls: ['http://127.0.0.1:9/v1'], kind: 'llama.cpp' }]);
+    for (const channel of [{ kind: 'reasoning' as const }, { kind: 'function_call' as const, callId: 'call_1', name: 'f' }]) {
+      const resumeFrom = { text: '', outputTokens: 3, segments: [{ channel, text: 'abc' }] };
+      await assert.rejects(
+        b.generate(base(), { signal: new AbortController().signal, onText: () => assert.fail('no output'), resumeFrom }),
+        (e: unknown) => e instanceof BackendError && e.kind === 'failed' && /cannot resume inside a function call or reasoning/.test(e.message),
+      );
     }
   });
 });
