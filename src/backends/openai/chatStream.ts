@@ -13,10 +13,19 @@
 // entry fails the stream like any other bad shape (a client that asked must not get silently wrong numbers), and
 // entries that arrive on a chunk without content (an engine holding text back) go with the next content piece —
 // those still pending at the end belonged to text never sent (a stop sequence) and are dropped.
+// Function calls and reasoning (issue #19): `delta.tool_calls[{index, id, type, function: {name, arguments}}]` become
+// pieces on a function_call channel — a call starts (a piece, maybe '') with the first delta of its index, which
+// must name the function, and its arguments follow as raw JSON text; each index is one call, with the engine's id
+// (or `call_` + random when it sends none or repeats one), indexes 0, 1, 2… in order (parallel calls), never back to
+// an earlier one. `delta.reasoning_content` / `delta.reasoning` (quirks.ts REASONING_DELTA_FIELDS) become pieces on
+// the reasoning channel. A malformed one (no name, arguments that are not text, an index that skips or goes back)
+// fails the task like any other bad shape. Log-probabilities go with answer text only; those of reasoning and call
+// tokens are dropped.
 // What engines send (error shapes, overflow messages, finish reasons) is data in quirks.ts.
 import { scrubKey } from './scrubKey';
-import { BackendError, type FinishReason, type TokenLogprob } from '../../runtime/backend';
-import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, type EngineErrorInfo } from './quirks';
+import { randomBytes } from 'node:crypto';
+import { BackendError, type FinishReason, type OutputChannel, type TokenLogprob } from '../../runtime/backend';
+import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, REASONING_DELTA_FIELDS, type EngineErrorInfo } from './quirks';
 import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
 
 export interface StreamTimeouts {
@@ -38,8 +47,11 @@ export interface ChatStreamRequest {
   maxEventBytes: number;
   /** Read each chunk's log-probabilities (the body asks for them). */
   logprobs?: boolean;
-  /** Each content piece, with the log-probabilities of its tokens when `logprobs` is set and the engine sent them. */
-  onDelta(text: string, logprobs?: TokenLogprob[]): void;
+  /**
+   * Each piece: answer text (no channel) with the log-probabilities of its tokens when `logprobs` is set and the
+   * engine sent them, or reasoning / a function call's arguments on their channel (see applyChatEvent).
+   */
+  onDelta: DeltaHandler;
 }
 
 export interface ChatStreamResult {
@@ -51,6 +63,8 @@ export interface ChatStreamResult {
   /** True once the engine answered at all (for health bookkeeping). */
   answered: true;
 }
+
+export type DeltaHandler = (text: string, logprobs?: TokenLogprob[], channel?: OutputChannel) => void;
 
 /** A failure before any response byte: the endpoint is unreachable, safe to try another one. */
 export class EndpointUnreachable extends BackendError {
@@ -257,7 +271,14 @@ export interface ChatStreamState {
   logprobs?: boolean;
   /** Log-probabilities received on chunks without content, for the next content piece. */
   pendingLogprobs?: TokenLogprob[];
+  /** The function calls started, by the engine's index (0, 1, …), each with the callId it was given. */
+  calls?: Array<{ callId: string; name: string; channel: OutputChannel }>;
+  /** The index of the call whose arguments are being streamed. */
+  currentCall?: number;
 }
+
+const MAX_CALL_ID = 256;
+const MAX_TOOL_NAME = 256;
 
 /** An event that is not a valid chat chunk (`info` unset), or one that carries the engine's error. */
 export class ChatEventError extends Error {
@@ -276,7 +297,7 @@ export class ChatEventError extends Error {
  * reason and usage in `st`. Returns true for `[DONE]`. Throws ChatEventError for anything malformed or an error
  * event. Pure apart from `onDelta`, so the bench measures exactly this parse.
  */
-export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text: string, logprobs?: TokenLogprob[]) => void): boolean {
+export function applyChatEvent(data: string, st: ChatStreamState, onDelta: DeltaHandler): boolean {
   if (data === '[DONE]') return true;
   let chunk: unknown;
   try {
@@ -307,12 +328,29 @@ export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text
     if (!isObject(delta)) throw new ChatEventError('sent a malformed delta.');
     const content = delta.content;
     if (content !== undefined && content !== null && typeof content !== 'string') throw new ChatEventError('sent a delta whose content is not text.');
+    const field = REASONING_DELTA_FIELDS.find((f) => delta[f] !== undefined && delta[f] !== null);
+    if (field !== undefined) {
+      const reasoning = delta[field];
+      if (typeof reasoning !== 'string') throw new ChatEventError(`sent a delta whose "${field}" is not text.`);
+      if (reasoning) {
+        st.chunks++;
+        st.pendingLogprobs = undefined;
+        st.currentCall = undefined;
+        onDelta(reasoning, undefined, REASONING);
+      }
+    }
     if (content) {
+      st.currentCall = undefined;
       st.chunks++;
       const lp = st.pendingLogprobs;
       st.pendingLogprobs = undefined;
       if (lp) onDelta(content, lp);
       else onDelta(content);
+    }
+    const calls = delta.tool_calls;
+    if (calls !== undefined && calls !== null) {
+      if (!Array.isArray(calls)) throw new ChatEventError('sent "tool_calls" that is not a list.');
+      for (const call of calls) applyToolCallDelta(call, st, onDelta);
     }
   }
   const fr = choice.finish_reason;
@@ -324,6 +362,53 @@ export function applyChatEvent(data: string, st: ChatStreamState, onDelta: (text
     st.finishReason = meaning;
   }
   return false;
+}
+
+const REASONING: OutputChannel = { kind: 'reasoning' };
+
+/** One entry of `delta.tool_calls`: starts a call (its index's first delta) or continues the current one's arguments. */
+function applyToolCallDelta(call: unknown, st: ChatStreamState, onDelta: DeltaHandler): void {
+  if (!isObject(call)) throw new ChatEventError('sent a tool call delta that is not an object.');
+  const index = call.index;
+  if (!Number.isSafeInteger(index) || (index as number) < 0) throw new ChatEventError('sent a tool call delta without a valid "index".');
+  if (call.type !== undefined && call.type !== null && call.type !== 'function') {
+    throw new ChatEventError(`sent a tool call of type "${String(call.type).slice(0, 40)}" (only "function" is supported).`);
+  }
+  if (call.id !== undefined && call.id !== null && typeof call.id !== 'string') throw new ChatEventError('sent a tool call whose "id" is not text.');
+  const fn = call.function;
+  if (fn !== undefined && fn !== null && !isObject(fn)) throw new ChatEventError('sent a tool call whose "function" is not an object.');
+  const name = fn?.name;
+  if (name !== undefined && name !== null && typeof name !== 'string') throw new ChatEventError('sent a tool call whose function name is not text.');
+  const args = fn?.arguments;
+  if (args !== undefined && args !== null && typeof args !== 'string') throw new ChatEventError('sent tool call arguments that are not text (a JSON string).');
+  const calls = (st.calls ??= []);
+  const i = index as number;
+  if (i === calls.length) {
+    // A new call: its first delta names the function.
+    if (typeof name !== 'string' || !name) throw new ChatEventError(`sent tool call ${i} without a function name.`);
+    if (name.length > MAX_TOOL_NAME || /[\u0000-\u001f\u007f]/.test(name)) throw new ChatEventError(`sent tool call ${i} with an invalid function name.`);
+    const engineId = typeof call.id === 'string' ? call.id : '';
+    const usable = engineId && engineId.length <= MAX_CALL_ID && !/[\u0000-\u001f\u007f]/.test(engineId) && !calls.some((c) => c.callId === engineId);
+    const callId = usable ? engineId : `call_${randomBytes(12).toString('hex')}`;
+    const channel: OutputChannel = { kind: 'function_call', callId, name };
+    calls.push({ callId, name, channel });
+    st.currentCall = i;
+    st.chunks++;
+    st.pendingLogprobs = undefined;
+    onDelta(typeof args === 'string' ? args : '', undefined, channel);
+    return;
+  }
+  if (i > calls.length) throw new ChatEventError(`sent tool call ${i} before tool call ${calls.length} (the index skipped).`);
+  if (i !== st.currentCall) throw new ChatEventError(`went back to tool call ${i} after another output had started.`);
+  const started = calls[i];
+  if (typeof name === 'string' && name && name !== started.name) {
+    throw new ChatEventError(`renamed tool call ${i} from "${started.name.slice(0, 60)}" to "${name.slice(0, 60)}".`);
+  }
+  if (typeof args === 'string' && args) {
+    st.chunks++;
+    st.pendingLogprobs = undefined;
+    onDelta(args, undefined, started.channel);
+  }
 }
 
 /** A chunk's `logprobs` ({content: [...]} or null) as TokenLogprobs; throws ChatEventError for a malformed one. */

@@ -4,6 +4,7 @@
 // reader (chatStream.ts), the pool (engine.ts) and the backend (remoteBackend.ts) read these tables; nothing else
 // branches on an engine's name. Each row names the engine and version it comes from; each is covered by the
 // scripted engine's flavours (test/fixtures/fakeEngine.ts, test/unit/backends/engineKinds.test.ts).
+import type { GenerateRequest } from '../../runtime/backend';
 import { SAMPLING_EXTRAS, type SamplingField } from '../../runtime/responses';
 
 /** Kinds of engine a configuration may name; `openai` is any other OpenAI-compatible server (the default). */
@@ -54,7 +55,29 @@ export interface EngineRequestFields {
    * the smallest N that still reports the chosen tokens (llama.cpp server reports nothing at 0); false: none.
    */
   logprobs: false | { minTop: number };
+  /** Function tools (`tools`, `tool_choice`, `parallel_tool_calls`); false: the engine kind takes none. */
+  tools: false | EngineToolFields;
+  /** `reasoning.effort` values it takes, and under which field; absent: refused (unsupported_capability). */
+  reasoningEffort?: { field: string; values: readonly ReasoningEffort[] };
 }
+
+export type ReasoningEffort = NonNullable<GenerateRequest['reasoningEffort']>;
+
+/** How an engine kind takes function tools on chat/completions. */
+export interface EngineToolFields {
+  /** The tool_choice values it honours (`auto` is the default with tools, never sent); others are refused. */
+  choices: ReadonlyArray<'required' | 'named'>;
+  /**
+   * How a named choice is sent: `object` — OpenAI's `{"type": "function", "function": {"name"}}`; `only-tool` — the
+   * named tool alone with `"required"` (an engine that reads tool_choice only as a string).
+   */
+  named?: 'object' | 'only-tool';
+  /** Whether it honours `parallel_tool_calls: false`; when not, asking for it is refused. */
+  parallel: boolean;
+}
+
+/** OpenAI's chat/completions tool fields (platform.openai.com/docs/api-reference/chat/create). */
+const OPENAI_TOOLS: EngineToolFields = { choices: ['required', 'named'], named: 'object', parallel: true };
 
 /** OpenAI's own chat/completions fields for these (platform.openai.com/docs/api-reference/chat/create). */
 const OPENAI_SAMPLING: Partial<Record<SamplingField, string>> = {
@@ -77,6 +100,12 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
   // with n_probs 0 no probabilities at all are reported, so at least 1 is asked and the alternatives trimmed. A bare
   // {"type": "json_object"} becomes the schema {} there, which is no grammar at all (an empty object counts as "no
   // schema"; measured on the bundled server in test/remote): json_object is sent with the schema of any object.
+  // Tools (server-common.cpp oaicompat_chat_params_parse, common/chat.cpp; the jinja template engine is on by default
+  // in this build, `--jinja`): tools go through the model's chat template, `required` constrains the call by grammar,
+  // parallel_tool_calls is read; tool_choice is read only as a string ("auto" / "none" / "required" — an object is
+  // taken as "auto" with a warning), so a named choice is sent as that tool alone with "required". Reasoning comes
+  // as delta.reasoning_content (reasoning_format deepseek, the default); `reasoning_effort` is read: "none" turns
+  // thinking off, any other value goes to the template as its reasoning_effort variable.
   'llama.cpp': {
     label: 'llama.cpp server',
     slotsPath: '/props',
@@ -87,6 +116,8 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
       formats: ['json_object', 'json_schema'],
       jsonObject: { type: 'json_object', schema: { type: 'object' } },
       logprobs: { minTop: 1 },
+      tools: { choices: ['required', 'named'], named: 'only-tool', parallel: true },
+      reasoningEffort: { field: 'reasoning_effort', values: ['none', 'minimal', 'low', 'medium', 'high'] },
     },
   },
   // vLLM: continue_final_message: true with add_generation_prompt: false (it refuses both true); /v1/models entries
@@ -94,6 +125,9 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
   // Request fields (docs.vllm.ai "OpenAI-Compatible Server", Extra Parameters; vllm/entrypoints/openai/protocol.py
   // ChatCompletionRequest "chat-completion-sampling-params"): top_k, min_p and repetition_penalty (its name for the
   // multiplicative penalty, 1 = off); response_format json_object / json_schema (structured outputs); logprobs.
+  // Tools (docs.vllm.ai "Tool Calling"): auto needs the server's --enable-auto-tool-choice and a parser, `required`
+  // and named choices are constrained by structured outputs, parallel_tool_calls is read; reasoning parsers stream
+  // delta.reasoning_content (delta.reasoning since 0.11); reasoning_effort low/medium/high (ChatCompletionRequest).
   vllm: {
     label: 'vLLM',
     continuesFinalMessage: true,
@@ -102,6 +136,8 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
       sampling: { ...OPENAI_SAMPLING, topK: 'top_k', minP: 'min_p', repeatPenalty: 'repetition_penalty' },
       formats: ['json_object', 'json_schema'],
       logprobs: { minTop: 0 },
+      tools: OPENAI_TOOLS,
+      reasoningEffort: { field: 'reasoning_effort', values: ['low', 'medium', 'high'] },
     },
   },
   // Ollama's /v1: no continue_final_message parameter; whether a trailing assistant message is continued or answered
@@ -116,7 +152,16 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
     // ChatCompletionRequest): frequency_penalty, presence_penalty, response_format (JSON mode and json_schema), seed,
     // stop — no top_k, min_p or repeat penalty on /v1 (only in the native API's options). Logprobs since v0.12.11
     // (release notes; ollama#16867: the page's unchecked box is stale, openai.go reads logprobs/top_logprobs).
-    request: { sampling: { ...OPENAI_SAMPLING }, formats: ['json_object', 'json_schema'], logprobs: { minTop: 0 } },
+    // Tools: `tools` are taken, tool_choice and parallel_tool_calls are not read (openai.go ChatCompletionRequest has
+    // neither), so only `auto` is offered; a call arrives whole in one delta; thinking streams as delta.reasoning, and
+    // reasoning_effort (FromChatRequest: "high", "medium", "low", "none" = think off, else 400) becomes `think`.
+    request: {
+      sampling: { ...OPENAI_SAMPLING },
+      formats: ['json_object', 'json_schema'],
+      logprobs: { minTop: 0 },
+      tools: { choices: [], parallel: false },
+      reasoningEffort: { field: 'reasoning_effort', values: ['none', 'low', 'medium', 'high'] },
+    },
   },
   // LM Studio: no documented way to continue a final assistant message; /v1/models entries have only id/object/
   // owned_by "organization_owner"; unknown routes answer 200 with {"error": "Unexpected endpoint or method. (…)"}.
@@ -133,6 +178,10 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
       sampling: { ...OPENAI_SAMPLING, topK: 'top_k', repeatPenalty: 'repeat_penalty' },
       formats: ['json_schema'],
       logprobs: false,
+      // tools.md: `tools` in the OpenAI shape, calls parsed from the model's template (or its default format);
+      // tool_choice and parallel_tool_calls are not among chat-completions.md's supported payload parameters, so only
+      // `auto` is offered; reasoning_effort is documented for /v1/responses only (gpt-oss), so it is refused here.
+      tools: { choices: [], parallel: false },
     },
   },
   // Any other OpenAI-compatible server: only what OpenAI's chat/completions defines (seed, stop, the two penalties,
@@ -142,9 +191,22 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
     slotsPath: '/props',
     continuesFinalMessage: undefined,
     ownedBy: [],
-    request: { sampling: { ...OPENAI_SAMPLING }, formats: ['json_object', 'json_schema'], logprobs: { minTop: 0 } },
+    request: {
+      sampling: { ...OPENAI_SAMPLING },
+      formats: ['json_object', 'json_schema'],
+      logprobs: { minTop: 0 },
+      tools: OPENAI_TOOLS,
+      reasoningEffort: { field: 'reasoning_effort', values: ['none', 'minimal', 'low', 'medium', 'high'] },
+    },
   },
 };
+
+/**
+ * Where a chunk's reasoning text is, in the order read (the first present one is taken, never both):
+ * `reasoning_content` — llama.cpp server, vLLM before 0.11, DeepSeek's API; `reasoning` — Ollama's /v1, LM Studio,
+ * vLLM since 0.11, OpenRouter.
+ */
+export const REASONING_DELTA_FIELDS = ['reasoning_content', 'reasoning'] as const;
 
 export function isEngineKind(v: unknown): v is EngineKind {
   return typeof v === 'string' && (ENGINE_KINDS as readonly string[]).includes(v);
@@ -235,8 +297,8 @@ export function isWrongRoute(e: EngineErrorInfo): boolean {
 /**
  * finish_reason values and what they mean for the task: `stop` → completed, `max_output_tokens` → incomplete,
  * `interrupted` → the engine gave up on the request (vLLM "abort": preempted or shut down) and the on_restart policy
- * decides, `error` → the engine failed it (vLLM "error"). Anything else ("tool_calls", "content_filter", "eos", …) →
- * completed.
+ * decides, `error` → the engine failed it (vLLM "error"). Anything else ("tool_calls" after function calls,
+ * "function_call", "content_filter", "eos", …) → completed.
  */
 export const FINISH_REASONS: Readonly<Record<string, 'stop' | 'max_output_tokens' | 'interrupted' | 'error'>> = {
   stop: 'stop',

@@ -10,6 +10,11 @@
 // Sampling, output formats and log-probabilities go to the engine under the names its kind takes (quirks.ts
 // ENGINE_PROFILES[kind].request); what its kind cannot honour is refused by checkRequest before the task is stored,
 // so nothing is sent that the engine would ignore.
+// Function tools and reasoning (issue #19): tools, tool_choice and parallel_tool_calls go as chat/completions takes
+// them (a named choice as the engine kind reads it, quirks.ts), the history's calls as assistant `tool_calls` and
+// `role: "tool"` messages; the stream's tool_calls and reasoning deltas come back on their channels (chatStream.ts).
+// "resume" is refused with tools or a reasoning effort, and a resume point inside a call or a thought fails: an
+// engine continues a final assistant message's text only (llama.cpp server refuses to continue one with tool calls).
 import type { RestartPolicy } from '../../runtime/task';
 import {
   BackendError,
@@ -21,6 +26,7 @@ import {
   type LoadOptions,
   type ModelBackend,
   type ModelInfo,
+  type OutputChannel,
   type TokenLogprob,
 } from '../../runtime/backend';
 import { checkEngineConfig, type EngineConfig } from './config';
@@ -83,7 +89,8 @@ export class RemoteBackend implements ModelBackend {
   /**
    * Refuses sampling fields, formats and log-probabilities the model's engine kind does not honour, and on_restart
    * "resume" with a format: an engine continues a final assistant message without its grammar's state, so the
-   * continued JSON could be invalid (the local backend resumes inside the grammar).
+   * continued JSON could be invalid (the local backend resumes inside the grammar); likewise with tools or a
+   * reasoning effort: an engine cannot continue a half-written call or thought.
    */
   checkRequest(request: GenerateRequest, task?: { onRestart: RestartPolicy }): void {
     const engine = this.route(request.model)?.engine;
@@ -93,6 +100,14 @@ export class RemoteBackend implements ModelBackend {
       throw new RequestRefusedError(
         'unsupported_capability',
         `on_restart "resume" cannot be combined with text.format on a remote engine (its continuation would start outside the format); use "retry".`,
+        'on_restart',
+      );
+    }
+    if ((request.tools?.length || request.reasoningEffort !== undefined) && task?.onRestart === 'resume') {
+      const what = request.tools?.length ? 'tools' : 'reasoning.effort';
+      throw new RequestRefusedError(
+        'unsupported_capability',
+        `on_restart "resume" cannot be combined with ${what} on a remote engine (it cannot continue a half-written function call or reasoning); use "retry".`,
         'on_restart',
       );
     }
@@ -125,7 +140,11 @@ export class RemoteBackend implements ModelBackend {
     const body: Record<string, unknown> = { messages, stream: true, stream_options: { include_usage: true } };
     const before = resume?.outputTokens ?? 0;
     if (resume) {
-      // The engine continues the text clients already have; only what follows it is streamed (and emitted).
+      // The engine continues the text clients already have; only what follows it is streamed (and emitted). Text on
+      // other channels (a call's arguments, reasoning) cannot be handed back as a message the engine continues.
+      if (resume.segments?.some((s) => s.channel)) {
+        throw new BackendError('failed', 'backend_error', `Engine "${r.engine.name}" cannot resume inside a function call or reasoning; use on_restart "retry".`);
+      }
       messages.push({ role: 'assistant', content: resume.text });
       Object.assign(body, CONTINUE_FINAL_MESSAGE);
     }
@@ -142,10 +161,11 @@ export class RemoteBackend implements ModelBackend {
     const top = request.topLogprobs;
     let counted = 0;
     try {
-      const onDelta = (text: string, logprobs?: TokenLogprob[]) => {
+      const onDelta = (text: string, logprobs?: TokenLogprob[], channel?: OutputChannel) => {
         const n = logprobs?.length ? logprobs.length : 1;
         counted += n;
-        if (top === undefined) options.onText(text, n);
+        if (channel) options.onText(text, n, undefined, channel);
+        else if (top === undefined) options.onText(text, n);
         else options.onText(text, n, (logprobs ?? []).map((l) => (l.top_logprobs.length > top ? { ...l, top_logprobs: l.top_logprobs.slice(0, top) } : l)));
       };
       const result = await r.engine.chat(r.model, body, options.signal, onDelta, top !== undefined);
@@ -168,7 +188,7 @@ export class RemoteBackend implements ModelBackend {
 /** Throws RequestRefusedError for the first field of `request` that engines of `kind` cannot honour. */
 export function checkForKind(kind: EngineKind, request: GenerateRequest): void {
   const { label, request: can } = ENGINE_PROFILES[kind];
-  const refuse = (what: string, param: string) => {
+  const refuse = (what: string, param: string): never => {
     throw new RequestRefusedError('unsupported_capability', `${what} is not supported by engines of kind "${kind}" (${label}).`, param);
   };
   for (const f of SAMPLING_FIELDS) {
@@ -176,6 +196,18 @@ export function checkForKind(kind: EngineKind, request: GenerateRequest): void {
   }
   if (request.format && !can.formats.includes(request.format.type)) refuse(`"text.format" of type "${request.format.type}"`, 'text.format');
   if (request.topLogprobs !== undefined && !can.logprobs) refuse('Log-probabilities ("top_logprobs")', 'top_logprobs');
+  if (request.tools?.length) {
+    const tools = can.tools;
+    if (!tools) return refuse('Function tools ("tools")', 'tools');
+    const choice = request.toolChoice ?? 'auto';
+    if (choice === 'required' && !tools.choices.includes('required')) refuse('tool_choice "required"', 'tool_choice');
+    if (typeof choice === 'object' && !tools.choices.includes('named')) refuse('A named tool_choice', 'tool_choice');
+    if (request.parallelToolCalls === false && !tools.parallel) refuse('"parallel_tool_calls": false', 'parallel_tool_calls');
+  }
+  const effort = request.reasoningEffort;
+  if (effort !== undefined && !can.reasoningEffort?.values.includes(effort)) {
+    refuse(can.reasoningEffort ? `"reasoning.effort" "${effort}" (it takes ${can.reasoningEffort.values.join(', ')})` : '"reasoning.effort"', 'reasoning.effort');
+  }
 }
 
 /** The chat/completions fields for `request`'s sampling, format and log-probabilities, named as `kind` takes them. */
@@ -200,13 +232,51 @@ export function requestFields(kind: EngineKind, request: GenerateRequest): Recor
     out.logprobs = true;
     out.top_logprobs = Math.max(request.topLogprobs, can.logprobs.minTop);
   }
+  if (request.tools?.length && can.tools) {
+    const choice = request.toolChoice ?? 'auto';
+    const named = typeof choice === 'object' ? choice.name : undefined;
+    const onlyTool = named !== undefined && can.tools.named === 'only-tool';
+    const tools = onlyTool ? request.tools.filter((t) => t.name === named) : request.tools;
+    out.tools = tools.map((t) => {
+      const fn: Record<string, unknown> = { name: t.name };
+      if (t.description !== undefined) fn.description = t.description;
+      if (t.parameters !== undefined) fn.parameters = t.parameters;
+      if (t.strict !== undefined) fn.strict = t.strict;
+      return { type: 'function', function: fn };
+    });
+    if (named !== undefined) out.tool_choice = onlyTool ? 'required' : { type: 'function', function: { name: named } };
+    else if (choice === 'required') out.tool_choice = 'required';
+    if (request.parallelToolCalls !== undefined && can.tools.parallel) out.parallel_tool_calls = request.parallelToolCalls;
+  }
+  if (request.reasoningEffort !== undefined && can.reasoningEffort) out[can.reasoningEffort.field] = request.reasoningEffort;
   return out;
 }
 
-/** Instructions become a leading system message; `developer` is sent as `system` (not every engine knows it). */
-export function chatMessages(request: GenerateRequest): Array<{ role: string; content: string }> {
-  const out: Array<{ role: string; content: string }> = [];
+/** One chat/completions message as sent. */
+export interface ChatWireMessage {
+  role: string;
+  content: string | null;
+  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+/**
+ * Instructions become a leading system message; `developer` is sent as `system` (not every engine knows it); an
+ * assistant turn's calls go as `tool_calls` (content null when it said nothing else), a call's output as a `tool`
+ * message with its `tool_call_id`.
+ */
+export function chatMessages(request: GenerateRequest): ChatWireMessage[] {
+  const out: ChatWireMessage[] = [];
   if (request.instructions) out.push({ role: 'system', content: request.instructions });
-  for (const m of request.messages as ChatMessage[]) out.push({ role: m.role === 'developer' ? 'system' : m.role, content: m.content });
+  for (const m of request.messages as ChatMessage[]) {
+    if (m.role === 'assistant' && m.toolCalls?.length) {
+      out.push({
+        role: 'assistant',
+        content: m.content ? m.content : null,
+        tool_calls: m.toolCalls.map((c) => ({ id: c.callId, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+      });
+    } else if (m.role === 'tool') out.push({ role: 'tool', content: m.content, tool_call_id: m.callId ?? '' });
+    else out.push({ role: m.role === 'developer' ? 'system' : m.role, content: m.content });
+  }
   return out;
 }
