@@ -2,7 +2,7 @@
 // host, with the extension loaded from the repo as a development extension. The exit code is the one the
 // workbench reports through codeAutomationExit.
 // Usage: node scripts/editor-harness/runIntegration.mjs [--extension-path DIR] [--artifacts DIR]
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { format } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -31,6 +31,9 @@ export async function runIntegration() {
   rmSync(artifacts, { recursive: true, force: true });
   mkdirSync(artifacts, { recursive: true });
   const profile = makeProfile(mkdtempSync(join(tmpdir(), 'task-runtime-integration-')));
+  // The web workbench takes one development extension (a second extensionDevelopmentPath replaces the first): the
+  // consumer is an installed extension instead, unpacked into the profile's extensions folder.
+  cpSync(consumerPath, join(profile.extensionsDir, 'task-runtime-tests.lm-consumer-0.0.1'), { recursive: true });
   const started = Date.now();
   const report = join(artifacts, 'report.txt');
   const consoleLog = join(artifacts, 'workbench-console.log');
@@ -55,7 +58,6 @@ export async function runIntegration() {
     const url = workbenchUrl(server, {
       payload: [
         ['extensionDevelopmentPath', remoteUri(server, extensionPath)],
-        ['extensionDevelopmentPath', remoteUri(server, consumerPath)],
         ['extensionTestsPath', remoteUri(server, testsPath)],
         ['skipWelcome', 'true'],
       ],
