@@ -43,8 +43,13 @@ describe('Task Runtime as an instrument (UI)', function () {
       await wb.acceptQuickPicksUntilClosed();
       const row = wb.row(`${prompt}, `).first();
       await row.waitFor({ timeout: 120_000 });
-      await row.click();
-      const frame = await wb.webviewFrame(prompt.slice(0, 24), 60_000, '#task-title');
+      // A running row is redrawn every second (its tokens/s): a click that lands mid-redraw opens nothing, so retry.
+      let frame: Awaited<ReturnType<typeof wb.webviewFrame>> | undefined;
+      for (let click = 0; click < 4 && !frame; click++) {
+        await row.click();
+        frame = await wb.webviewFrame(prompt.slice(0, 24), 15_000, '#task-title').catch(() => undefined);
+      }
+      if (!frame) throw new Error(`no events panel opened for "${prompt}" after 4 clicks on its row`);
       try {
         await frame.locator('body[data-status="running"] #speed[data-active="true"] #speed-chart svg rect').first().waitFor({ timeout: 20_000 });
       } catch {
