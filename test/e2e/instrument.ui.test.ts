@@ -83,6 +83,7 @@ describe('Task Runtime as an instrument (UI)', function () {
 
   it('keeps the timings and the speed chart on the finished task, also after the panel is reopened', async () => {
     await panel.locator('body[data-status="succeeded"], body[data-status="cancelled"], body[data-status="failed"]').waitFor({ timeout: 180_000 });
+    const final = await panel.locator('body').getAttribute('data-status');
     await panel.locator('#timeline-list li[data-kind="first_token"] .duration').waitFor({ timeout: 10_000 });
     const durations = await panel.locator('#timeline-list li .duration').allInnerTexts();
     assert.ok(durations.some((d) => /queued for/.test(d)), `durations: ${durations.join(' | ')}`);
@@ -98,6 +99,8 @@ describe('Task Runtime as an instrument (UI)', function () {
     // Reopen: a new webview rebuilt from the stored events shows the same figures and chart.
     await wb.runCommand('View: Close Editor');
     await panel.locator('body').waitFor({ state: 'detached', timeout: 30_000 }).catch(() => {});
+    // Finished now: its row is in a group of its status, collapsed until opened.
+    await wb.expandGroup(final === 'cancelled' ? 'Cancelled' : final === 'failed' ? 'Failed' : 'Succeeded');
     await wb.row(`${title}, `).first().click();
     const reopened = await wb.webviewFrame(title.slice(0, 24), 60_000, '#task-title');
     await reopened.locator('#speed-chart svg rect').first().waitFor({ timeout: 30_000 });
