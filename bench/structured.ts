@@ -1,9 +1,19 @@
 // Schema-constrained generation against free text on the same model, backend and thread count (issue #19 item 8):
-// what the grammar costs per token. Free text runs a fixed length (end tokens suppressed); constrained runs end
-// where their document ends, so both rates are total output tokens over total generation time, over the same seeds.
-// The grammar is compiled once before timing (it is cached per model and schema). The llama.cpp server comparison
-// of the issue needs a server build and is not part of this part.
-// Run directly: node out/bench/structured.js [threads=2] [seeds=8]
+// what the grammar costs per token, and, side by side in the same run, llama.cpp's own llama-server (built from the
+// bundled source, test/fixtures/llamaServer.ts) constraining the same schema with its `json_schema` on the same GGUF,
+// thread count and context size. Free text runs a fixed length (end tokens suppressed; llama-server: ignore_eos);
+// constrained runs end where their document ends, so every rate is total output tokens over total request time
+// (prompt included; llama-server's over the HTTP round trip, as a client sees it), over the same seeds, the four
+// kinds interleaved per seed. Our grammar is compiled once before timing (cached per model and schema); llama-server
+// converts the schema on each request, as it does for any client.
+// Goals (issue #19): ours ≥ 0.9× llama-server's constrained rate; grammar overhead (1 − constrained/free) ≤ 15 %.
+// Measured here (2 cores shared with other work, load 4-7, demo model, 1 thread, 8 seeds, two runs): ours
+// constrained 1029 / 900 tok/s against free 1168 / 1084 (grammar overhead 11.9 % / 17.0 %, around the 15 % goal;
+// the UTF-8 guard's token bias is in it); llama-server constrained 2762 / 2446, free 2945 / 2551 (overhead 6.2 % /
+// 4.1 %): ours ÷ theirs 0.37× constrained, 0.40-0.43× free — the goal of 0.9× is not met, and the gap is the
+// per-token path (free text is as far behind), not the grammar. All 8 free llama-server runs of a pass hit the
+// parse error above.
+// Run directly: node out/bench/structured.js [threads=1] [seeds=8]
 
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -11,6 +21,7 @@ import * as path from 'node:path';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { writeTestModel } from '../src/backends/llama/demoModel';
 import type { GenerateRequest, OutputFormat } from '../src/runtime/backend';
+import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
 
 const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });
 /** Long documents of a similar length: 16 small records. */
@@ -28,15 +39,72 @@ const FORMAT: OutputFormat = {
   }),
 };
 
+const PROMPT = 'List records as JSON.';
+const TEMPERATURE = 0.8;
+const CONTEXT = 2048;
+
+interface Sample {
+  tokens: number;
+  ms: number;
+}
+
+/**
+ * llama-server free text of exactly `nPredict` tokens (ignore_eos). On the demo model's noise the server answers
+ * many of them 500 "does not match the expected Content-only format": its output parser (run even on /completion)
+ * refuses the text once it is generated. The tokens were generated all the same, so such a request counts as
+ * `nPredict` tokens over its time; `parseErrors` says how often it happened.
+ */
+async function serverFree(engine: LlamaServer, seed: number, nPredict: number, counter: { parseErrors: number }): Promise<Sample> {
+  const started = performance.now();
+  try {
+    return await serverOnce(engine, seed, false, nPredict);
+  } catch (e) {
+    if (!/Content-only format/.test((e as Error).message)) throw e;
+    counter.parseErrors++;
+    return { tokens: nPredict, ms: performance.now() - started };
+  }
+}
+
+/** One llama-server /completion: constrained by `json_schema`, or free text of a fixed length. */
+async function serverOnce(engine: LlamaServer, seed: number, constrained: boolean, nPredict: number): Promise<Sample> {
+  const started = performance.now();
+  const res = await fetch(`${engine.url}/completion`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      prompt: PROMPT,
+      n_predict: nPredict,
+      temperature: TEMPERATURE,
+      seed,
+      cache_prompt: false,
+      ...(constrained && FORMAT.type === 'json_schema' ? { json_schema: FORMAT.schema } : { ignore_eos: true }),
+    }),
+  });
+  const body = (await res.json()) as { content?: string; tokens_predicted?: number; error?: unknown };
+  const ms = performance.now() - started;
+  if (res.status !== 200 || typeof body.tokens_predicted !== 'number') throw new Error(`llama-server /completion: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  if (constrained) JSON.parse(body.content ?? ''); // its document is JSON too, or the comparison is void
+  return { tokens: body.tokens_predicted, ms };
+}
+
 export async function structuredBench(opts: { modelPath: string; threads?: number; seeds?: number }): Promise<Record<string, unknown>> {
-  const threads = opts.threads ?? 2;
+  // One thread: what `auto` picks on the 2 shared cores here (bench hardware: demo_auto_threads); at 2 threads under
+  // load our evaluate loop collapses (41 tok/s free, 60 constrained) while llama-server keeps 2445 constrained.
+  const threads = opts.threads ?? 1;
   const seeds = Array.from({ length: opts.seeds ?? 8 }, (_, i) => i + 1);
-  const backend = new LlamaBackend({ models: [{ source: opts.modelPath }], threads, suppressEndOfGeneration: true });
+  let serverSkipped: string | undefined;
+  try {
+    llamaServerBinary();
+  } catch (e) {
+    serverSkipped = (e as Error).message;
+  }
+  const backend = new LlamaBackend({ models: [{ source: opts.modelPath }], threads, contextSize: CONTEXT, gpu: 'off', suppressEndOfGeneration: true });
+  const engine = serverSkipped ? undefined : await startLlamaServer({ model: opts.modelPath, ctx: CONTEXT, threads });
   try {
     const id = backend.resolveModel(undefined)!;
     await backend.load(id);
-    const base: GenerateRequest = { model: id, messages: [{ role: 'user', content: 'List records as JSON.' }], temperature: 0.8 };
-    const run = async (req: GenerateRequest) => {
+    const base: GenerateRequest = { model: id, messages: [{ role: 'user', content: PROMPT }], temperature: TEMPERATURE };
+    const run = async (req: GenerateRequest): Promise<Sample> => {
       const started = performance.now();
       const r = await backend.generate(req, { signal: new AbortController().signal, onText: () => undefined });
       return { tokens: r.outputTokens, ms: performance.now() - started };
@@ -44,26 +112,57 @@ export async function structuredBench(opts: { modelPath: string; threads?: numbe
     const compileStarted = performance.now();
     await run({ ...base, format: FORMAT, seed: 1000, maxOutputTokens: 4 });
     const firstUseMs = performance.now() - compileStarted;
-    const sum = (xs: Array<{ tokens: number; ms: number }>) => xs.reduce((a, b) => ({ tokens: a.tokens + b.tokens, ms: a.ms + b.ms }), { tokens: 0, ms: 0 });
-    const constrained: Array<{ tokens: number; ms: number }> = [];
-    for (const seed of seeds) constrained.push(await run({ ...base, format: FORMAT, seed, maxOutputTokens: 1500 }));
-    const c = sum(constrained);
-    // Free text of the same lengths, same seeds.
-    const free: Array<{ tokens: number; ms: number }> = [];
-    for (const [i, seed] of seeds.entries()) free.push(await run({ ...base, seed, maxOutputTokens: Math.max(1, constrained[i]!.tokens) }));
-    const f = sum(free);
-    const constrainedRate = (c.tokens / c.ms) * 1000;
-    const freeRate = (f.tokens / f.ms) * 1000;
-    return {
+    // Warm llama-server's slot and both of its paths once.
+    if (engine) {
+      await serverOnce(engine, 1000, true, 1500);
+      await serverFree(engine, 1000, 16, { parseErrors: 0 });
+    }
+    const sum = (xs: Sample[]) => xs.reduce((a, b) => ({ tokens: a.tokens + b.tokens, ms: a.ms + b.ms }), { tokens: 0, ms: 0 });
+    const rate = (xs: Sample[]) => {
+      const t = sum(xs);
+      return (t.tokens / t.ms) * 1000;
+    };
+    const constrained: Sample[] = [];
+    const free: Sample[] = [];
+    const theirs: Sample[] = [];
+    const theirsFree: Sample[] = [];
+    const counter = { parseErrors: 0 };
+    for (const seed of seeds) {
+      const c = await run({ ...base, format: FORMAT, seed, maxOutputTokens: 1500 });
+      constrained.push(c);
+      if (engine) theirs.push(await serverOnce(engine, seed, true, 1500));
+      // Free text of the same length as our document, same seed.
+      const n = Math.max(1, c.tokens);
+      free.push(await run({ ...base, seed, maxOutputTokens: n }));
+      if (engine) theirsFree.push(await serverFree(engine, seed, n, counter));
+    }
+    const constrainedRate = rate(constrained);
+    const freeRate = rate(free);
+    const out: Record<string, unknown> = {
       threads,
       generations: seeds.length,
-      tokens: c.tokens,
+      tokens: sum(constrained).tokens,
       free_tokens_per_s: Math.round(freeRate),
       constrained_tokens_per_s: Math.round(constrainedRate),
       constrained_over_free: Number((constrainedRate / freeRate).toFixed(3)),
+      grammar_overhead_pct: Number((100 * (1 - constrainedRate / freeRate)).toFixed(1)),
       grammar_first_use_ms: Math.round(firstUseMs),
     };
+    if (!engine) return { ...out, llama_server: { skipped: serverSkipped } };
+    const theirRate = rate(theirs);
+    const theirFreeRate = rate(theirsFree);
+    return {
+      ...out,
+      llama_server_tokens: sum(theirs).tokens,
+      llama_server_constrained_tokens_per_s: Math.round(theirRate),
+      llama_server_free_tokens_per_s: Math.round(theirFreeRate),
+      llama_server_free_parse_errors: counter.parseErrors,
+      llama_server_grammar_overhead_pct: Number((100 * (1 - theirRate / theirFreeRate)).toFixed(1)),
+      ours_over_llama_server_constrained: Number((constrainedRate / theirRate).toFixed(3)),
+      ours_over_llama_server_free: Number((freeRate / theirFreeRate).toFixed(3)),
+    };
   } finally {
+    await engine?.kill();
     await backend.dispose();
   }
 }
@@ -72,7 +171,7 @@ if (require.main === module) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-bench-'));
   const modelPath = path.join(dir, 'tiny.gguf');
   writeTestModel(modelPath, { seed: 1 });
-  structuredBench({ modelPath, threads: Number(process.argv[2] ?? 2), seeds: Number(process.argv[3] ?? 8) })
+  structuredBench({ modelPath, threads: Number(process.argv[2] ?? 1), seeds: Number(process.argv[3] ?? 8) })
     .then((r) => console.log(JSON.stringify(r, null, 2)))
     .catch((err: unknown) => {
       console.error(err);

@@ -34,6 +34,7 @@ import { modelFingerprint, restoreSnapshot, SnapshotWriter } from './snapshots';
 import { StopText, type Piece } from './stopText';
 import { ThreadCalibrator, timingPrompt } from './threadCalibration';
 import { TokenTextStream } from './tokenTextStream';
+import { utf8Guard } from './utf8Guard';
 
 export interface LlamaBackendOptions {
   models: LlamaModelConfig[];
@@ -472,6 +473,9 @@ export class LlamaBackend implements ModelBackend {
       acceptDeliveredTokens(state, delivered);
       grammarEvaluationState = state;
     }
+    // The grammar alone lets byte tokens form invalid UTF-8 (a maxLength it kept broken by U+FFFD): the same guard as
+    // call grammars (utf8Guard.ts). Without a plan only; a plan brings its own.
+    const formatGuard = grammarEvaluationState && !plan ? utf8Guard(await importNodeLlamaCpp(), model) : undefined;
     // A JSON grammar ends the document with END_OF_JSON: a stop like the client's, never delivered.
     const stops = new StopText([...(request.stop ?? []), ...(request.format && !plan?.forced ? [END_OF_JSON] : [])], resumeFrom?.text);
 
@@ -532,7 +536,7 @@ export class LlamaBackend implements ModelBackend {
       minP: request.minP,
       seed: request.seed,
       grammarEvaluationState: plan ? plan.grammar : grammarEvaluationState,
-      ...(plan?.tokenBias ? { tokenBias: plan.tokenBias } : {}),
+      ...(plan?.tokenBias ? { tokenBias: plan.tokenBias } : formatGuard ? { tokenBias: () => formatGuard.bias() } : {}),
       // llama.cpp's penalties subtract frequency × count + presence × (count > 0) from a logit, OpenAI's formula,
       // over the last PENALTY_WINDOW output tokens (docs/hardware.md, "Sampling and log-probabilities").
       ...(penalized
@@ -584,6 +588,7 @@ export class LlamaBackend implements ModelBackend {
       }
       outputTokens++;
       plan?.onToken(token);
+      formatGuard?.accept(token);
       if (wantLogprobs) pendingLogprobs.push(logprobOf(token, (result as { probabilities?: Map<Token, number> }).probabilities));
       previous = [...previous.slice(-3), token];
       if (penalized) {
