@@ -6,7 +6,7 @@
 // background (group commit, store/database.ts); its listeners hear of it once it is durable, and `defer.onFailed`
 // runs instead if it never becomes durable (rolled back; the store refuses writes).
 import type { GenerateResult, GenerationSnapshot, OutputChannel, OutputSegment, TokenLogprob } from './backend';
-import { itemsOf, type OutputStep } from './outputItems';
+import { itemsOf, OutputAssembler, type OutputStep } from './outputItems';
 import type { RuntimeError } from './errors';
 import type { TaskEventBus } from './eventBus';
 import { pendingRequests, waitingMessage } from './input';
@@ -293,24 +293,18 @@ export class TaskTransitions {
 
   /** What the task's current attempt delivered, read back from its events (after a restart, or a run that is gone). */
   delivered(task: TaskRecord): Delivered {
-    // The current attempt: the output after its last response.created, by channel in event order.
-    let text = '';
+    // The current attempt: the output after its last response.created, as the pieces it was written from, put back
+    // together by the same assembler that wrote them (outputItems.ts).
     let messageId: string | undefined;
     let logprobs: TokenLogprob[] | undefined;
-    let segments: OutputSegment[] = [];
+    let pieces: OutputSegment[] = [];
     /** Channels of the items after the message, by item id. */
     let channels = new Map<string, OutputChannel>();
-    const append = (channel: OutputChannel | undefined, piece: string) => {
-      const last = segments[segments.length - 1];
-      if (last && (last.channel === channel || (!last.channel && !channel))) last.text += piece;
-      else segments.push({ ...(channel ? { channel } : {}), text: piece });
-    };
     for (const ev of this.store.readEvents(task.id, task.oldestSeq - 1)) {
       if (ev.type === EVENT.created) {
-        text = '';
         messageId = undefined;
         logprobs = undefined;
-        segments = [];
+        pieces = [];
         channels = new Map();
       } else if (ev.type === EVENT.outputItemAdded) {
         const item = ev.data.item as { id?: string; type?: string; call_id?: unknown; name?: unknown } | undefined;
@@ -319,24 +313,25 @@ export class TaskTransitions {
           const channel: OutputChannel =
             item.type === 'reasoning' ? { kind: 'reasoning' } : { kind: 'function_call', callId: String(item.call_id ?? ''), name: String(item.name ?? '') };
           channels.set(item.id, channel);
-          segments.push({ channel, text: '' });
+          pieces.push({ text: '', channel });
         }
       } else if (ev.type === EVENT.outputTextDelta) {
-        const delta = String(ev.data.delta ?? '');
-        text += delta;
-        append(undefined, delta);
+        pieces.push({ text: String(ev.data.delta ?? '') });
         const lp = storedLogprobs(ev.data.logprobs);
         if (lp.length) (logprobs ??= []).push(...lp);
       } else if (ev.type === EVENT.functionCallArgumentsDelta || ev.type === EVENT.reasoningTextDelta) {
         const channel = channels.get(String(ev.data.item_id ?? ''));
-        if (channel) append(channel, String(ev.data.delta ?? ''));
+        if (channel) pieces.push({ text: String(ev.data.delta ?? ''), channel });
       }
     }
-    const out: Delivered = { text, messageId };
+    const output = new OutputAssembler(messageId ?? '', pieces);
+    const out: Delivered = { text: output.text, messageId };
     if (logprobs) out.logprobs = logprobs;
-    if (segments.some((s) => s.channel)) out.segments = segments;
+    const segments = output.segments;
+    if (segments) out.segments = segments;
     return out;
   }
+
 
   // ---------------- events not yet durable ----------------
 
