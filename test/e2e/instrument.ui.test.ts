@@ -44,11 +44,18 @@ describe('Task Runtime as an instrument (UI)', function () {
       const row = wb.row(`${prompt}, `).first();
       await row.waitFor({ timeout: 120_000 });
       // A running row is redrawn every second (its tokens/s): a click that lands mid-redraw opens nothing, so retry.
+      // A task that ends first moves to its status group, collapsed, and its row leaves the list: start the next one.
       let frame: Awaited<ReturnType<typeof wb.webviewFrame>> | undefined;
-      for (let click = 0; click < 4 && !frame; click++) {
-        await row.click();
+      let gone = false;
+      for (let click = 0; click < 4 && !frame && !gone; click++) {
+        const clicked = await row.click({ timeout: 10_000 }).then(() => true, () => false);
+        if (!clicked) {
+          gone = (await row.count()) === 0;
+          continue;
+        }
         frame = await wb.webviewFrame(prompt.slice(0, 24), 15_000, '#task-title').catch(() => undefined);
       }
+      if (!frame && gone) continue;
       if (!frame) throw new Error(`no events panel opened for "${prompt}" after 4 clicks on its row`);
       try {
         await frame.locator('body[data-status="running"] #speed[data-active="true"] #speed-chart svg rect').first().waitFor({ timeout: 20_000 });
