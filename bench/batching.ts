@@ -32,7 +32,7 @@ import { TaskRuntime } from '../src/runtime/runtime';
 import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
 import { sseFrames } from '../test/fixtures/sse';
 import { TOKEN } from './lmsp';
-import { rawGenerationBench } from './rawGeneration';
+import { rawBatchedBench, rawGenerationBench } from './rawGeneration';
 
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
@@ -162,6 +162,7 @@ export async function batchingBench(
         o.push(await concurrent(n, ours));
         if (theirs && !(r % 2)) t.push(await concurrent(n, theirs));
         if (n === 1) raw.push((await rawGenerationBench({ modelPath, tokens, threads })).tokensPerSecond);
+        else raw.push(await rawBatchedBench({ modelPath, tokens, threads, streams: n, prompt: (i) => `${i}: ${STORY}` }));
       }
       const oTps = median(o.map((x) => x.tps));
       out[`streams_${n}_ours_tokens_per_second`] = Math.round(oTps);
@@ -173,8 +174,9 @@ export async function batchingBench(
         out[`streams_${n}_ratio`] = round(oTps / tTps, 2);
       }
       if (raw.length) {
-        out.streams_1_raw_node_llama_cpp_tokens_per_second = Math.round(median(raw));
-        out.streams_1_vs_raw = round(oTps / median(raw), 2);
+        out[`streams_${n}_raw_node_llama_cpp_tokens_per_second`] = Math.round(median(raw));
+        out[`streams_${n}_vs_raw`] = round(oTps / median(raw), 2);
+        if (t.length) out[`streams_${n}_raw_vs_llama_server`] = round(median(raw) / median(t.map((x) => x.tps)), 2);
       }
     }
     // Cached prefix: each request shares its first `prefixTokens` characters with the request before it.

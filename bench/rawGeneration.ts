@@ -56,6 +56,38 @@ export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<
   }
 }
 
+/**
+ * Raw node-llama-cpp with `streams` sequences of one context generating at once (node-llama-cpp's own batching,
+ * nothing of ours): the ceiling of what the runtime can get from this binary at that concurrency. Aggregate
+ * tokens/s: all tokens over the wall time from the first evaluate to the last token.
+ */
+export async function rawBatchedBench(opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string }): Promise<number> {
+  const nlc = await import('node-llama-cpp');
+  const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
+  try {
+    const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
+    const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: opts.streams });
+    const started = performance.now();
+    const counts = await Promise.all(
+      Array.from({ length: opts.streams }, async (_, i) => {
+        const sequence = context.getSequence();
+        let n = 0;
+        for await (const token of sequence.evaluate(model.tokenize(opts.prompt(i)), { temperature: 0.8, seed: i, yieldEogToken: true })) {
+          void token;
+          if (++n >= opts.tokens) break;
+        }
+        return n;
+      }),
+    );
+    const ended = performance.now();
+    await context.dispose();
+    await model.dispose();
+    return (counts.reduce((a, b) => a + b, 0) / (ended - started)) * 1000;
+  } finally {
+    await llama.dispose();
+  }
+}
+
 export async function backendGenerationBench(opts: GenerationBenchOptions): Promise<GenerationBenchResult> {
   const backend = new LlamaBackend({
     models: [{ source: opts.modelPath }],

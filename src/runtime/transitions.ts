@@ -121,11 +121,14 @@ export class TaskTransitions {
   /**
    * Progress of a running attempt: the output tokens so far, the output that arrived since the last call (its steps:
    * answer text deltas, items opened, growing and closed — outputItems.ts), and the resume snapshot that covers it.
-   * `waiting`: the task waits for input, and its status message keeps saying so.
+   * `waiting`: the task waits for input, and its status message keeps saying so. With `defer` the batch shares a
+   * background sync with whatever else is written meanwhile (group commit) and its events reach listeners once it is
+   * durable: a running generation's deltas never make the loop wait for the disk (docs/store.md).
    */
   progress(
     id: string,
     o: { messageId: string; tokens: number; output?: readonly OutputStep[]; snapshot?: GenerationSnapshot; waiting?: boolean },
+    defer?: DeferredTransition,
   ): TaskRecord | undefined {
     return this.record(
       id,
@@ -135,6 +138,7 @@ export class TaskTransitions {
         ...(o.snapshot ? { snapshot: o.snapshot } : {}),
       },
       () => (o.output?.length ? outputStepEvents(o.messageId, o.output) : []),
+      defer,
     );
   }
 
@@ -386,10 +390,15 @@ export class TaskTransitions {
   }
 
   /** Fields and events without a status change. Ignored once the task is terminal. */
-  private record(id: string, patch: Omit<TaskPatch, 'status'>, events: (task: TaskRecord) => NewEvent[]): TaskRecord | undefined {
+  private record(
+    id: string,
+    patch: Omit<TaskPatch, 'status'>,
+    events: (task: TaskRecord) => NewEvent[],
+    defer?: DeferredTransition,
+  ): TaskRecord | undefined {
     const current = this.store.getTask(id);
     if (!current || isTerminal(current.status)) return undefined;
-    return this.commit([this.plan(current, patch, events)]);
+    return this.commit([this.plan(current, patch, events)], defer);
   }
 
   private plan(current: TaskRecord, patch: TaskPatch, events: (task: TaskRecord) => NewEvent[]): Planned {

@@ -9,12 +9,19 @@
 // `contextSize` is per sequence (the native context gets contextSize × sequences cells), so every sequence holds the
 // prompt + output of one task at the configured size.
 //
-// Dispatch: with one busy sequence a decode is dispatched at once (a microtask) rather than on node-llama-cpp's
-// default next event-loop cycle, which waits behind whatever I/O callbacks (HTTP writes, journal syncs) are due
-// (docs/hardware.md). With several busy sequences, it is dispatched as soon as every busy sequence has queued its
-// token (checked on each microtask turn, GATHER_MICROTASK_HOPS at most), else on the next cycle, so that sequences
-// whose consumers are still running their continuations (delivering text) join the same decode instead of each
-// getting a decode of its own.
+// Dispatch: a decode is dispatched at once (a microtask) rather than on node-llama-cpp's default next event-loop
+// cycle, which waits behind whatever I/O callbacks (HTTP writes, journal syncs) are due (docs/hardware.md).
+//
+// Gathering (`DecodeGate`): node-llama-cpp decodes, under one lock, whatever is queued when the previous decode and
+// its sampling end, and loops while anything is queued. Sequences that start at different times (HTTP requests
+// arriving one after another) therefore settle into a round robin of one-token decodes: each sequence queues its next
+// token while another's decode runs, and never meets the others. Measured on the 2-core machine, 4 and 8 streams
+// through `serve`: 1.0–2.9 tokens per decode on average, aggregate tokens/s flat from 1 to 8 streams (bench/batching.ts
+// 153 and 159 against llama-server's 243 and 329), while the same 8 generations started in one instant decoded 6.9
+// tokens per step. So each token decode of a generating sequence waits at the gate until every generating sequence of
+// the context has its token there (or, for one that is late — busy delivering, saving a snapshot, finishing — a
+// bounded wait: GATHER_MICROTASK_HOPS microtask turns, then event-loop turns while more keep arriving, at most
+// GATHER_MAX_TURNS), and then all go into the queue together: one decode per step again.
 //
 // Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
 // tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
@@ -88,48 +95,127 @@ export async function chooseSequences(
 }
 
 /**
- * Microtask turns a decode waits for the other busy sequences to queue their tokens before it waits for the next
- * event-loop cycle instead: a consumer's continuation from one token to its next evaluate() is a chain of promise
- * turns, all within one drain of the microtask queue.
+ * Microtask turns a held decode waits for the other generating sequences before it waits event-loop turns instead: a
+ * consumer's continuation from one token to its next evaluate() is a chain of promise turns, all within one drain
+ * of the microtask queue.
  */
 const GATHER_MICROTASK_HOPS = 64;
+/** Event-loop turns a held decode waits at most, each only while more sequences arrived in the turn before. */
+const GATHER_MAX_TURNS = 4;
 
-/** The pinned node-llama-cpp's count of sequences with a decode queued (an internal field; see the header). */
-function queuedSequences(context: LlamaContext): number | undefined {
-  const queued = (context as unknown as { _queuedDecodeSequenceIds?: Set<number> })._queuedDecodeSequenceIds;
-  return queued instanceof Set ? queued.size : undefined;
+type DecodeTokens = (args: { sequenceId: number }, ...rest: unknown[]) => Promise<unknown>;
+
+/**
+ * Holds the token decodes of a context's sequences until every generating sequence has one (header). A sequence is
+ * generating from its first decode until `retire` (its release); it is in flight from its decode's release here
+ * until that decode (and its sampling) resolves — a sequence in flight is sure to come back soon, so the gate waits
+ * for it without a bound.
+ */
+export class DecodeGate {
+  private readonly generating = new Set<number>();
+  private readonly inFlight = new Set<number>();
+  private held: Array<() => void> = [];
+  private heldIds = new Set<number>();
+  /** Bumped on every opening and every new bounded wait: an older wait stops. */
+  private round = 0;
+
+  /** Wraps node-llama-cpp's per-context decode entry (an internal method of the pinned version; see the header). */
+  install(context: LlamaContext): void {
+    const target = context as unknown as { _decodeTokens?: DecodeTokens };
+    const decode = target._decodeTokens;
+    if (typeof decode !== 'function') return; // another version: decodes go straight to the queue
+    target._decodeTokens = async (args, ...rest) => {
+      const id = args.sequenceId;
+      await new Promise<void>((resolve) => this.admit(id, resolve));
+      this.inFlight.add(id);
+      try {
+        return await decode.call(context, args, ...rest);
+      } finally {
+        this.settled(id);
+      }
+    };
+  }
+
+  /** The sequence stopped generating (released): nobody waits for it any longer. */
+  retire(sequenceId: number): void {
+    if (!this.generating.delete(sequenceId)) return;
+    this.inFlight.delete(sequenceId);
+    this.recheck();
+  }
+
+  /** Lets every held decode go (also when the context is disposed: they fail there instead of waiting forever). */
+  open(): void {
+    this.round++;
+    const held = this.held;
+    this.held = [];
+    this.heldIds = new Set();
+    for (const release of held) release();
+  }
+
+  private admit(sequenceId: number, release: () => void): void {
+    this.generating.add(sequenceId);
+    if (this.heldIds.has(sequenceId)) {
+      // A second decode of a sequence already held (not a token step): never hold it behind itself.
+      this.open();
+      release();
+      return;
+    }
+    this.held.push(release);
+    this.heldIds.add(sequenceId);
+    this.recheck();
+  }
+
+  private settled(sequenceId: number): void {
+    this.inFlight.delete(sequenceId);
+    this.recheck();
+  }
+
+  /** Opens when every generating sequence is held; else, with none in flight, waits a bounded while for the rest. */
+  private recheck(): void {
+    if (!this.held.length) return;
+    if (this.heldIds.size >= this.generating.size) return this.open();
+    if (this.inFlight.size > 0) return; // its settling rechecks
+    const round = ++this.round;
+    let hops = 0;
+    let turns = 0;
+    let lastHeld = -1;
+    const check = (): void => {
+      if (round !== this.round) return;
+      if (this.heldIds.size >= this.generating.size) return this.open();
+      if (++hops < GATHER_MICROTASK_HOPS) return queueMicrotask(check);
+      if (this.held.length === lastHeld || ++turns > GATHER_MAX_TURNS) return this.open();
+      lastHeld = this.held.length;
+      hops = 0;
+      setImmediate(check);
+    };
+    queueMicrotask(check);
+  }
 }
 
 /** A context of `sequences` sequences of `contextSize` tokens each, decoding with `threads` threads. */
 export async function createBatchedContext(
   model: LlamaModel,
-  options: { contextSize: number | 'auto'; threads: number; sequences: number; busy?: () => number },
+  options: { contextSize: number | 'auto'; threads: number; sequences: number; gate?: DecodeGate },
 ): Promise<LlamaContext> {
-  let context: LlamaContext | undefined;
-  const busy = options.busy ?? (() => 1);
-  const dispatchSchedule = (dispatch: () => void) => {
-    let hops = 0;
-    const check = () => {
-      const n = busy();
-      const queued = context ? queuedSequences(context) : undefined;
-      if (n <= 1 || queued === undefined || queued >= n) dispatch();
-      else if (++hops < GATHER_MICROTASK_HOPS) queueMicrotask(check);
-      else setImmediate(dispatch);
-    };
-    queueMicrotask(check);
-  };
-  context = await model.createContext({
+  const context = await model.createContext({
     contextSize: options.contextSize,
     threads: options.threads,
     sequences: options.sequences,
-    batching: { dispatchSchedule },
+    batching: { dispatchSchedule: (dispatch) => queueMicrotask(dispatch) },
   });
+  if (options.sequences > 1) options.gate?.install(context);
   return context;
 }
 
 /** A context with one sequence whose decodes are dispatched at once: calibration's and the context-size fit's. */
 export function oneSequenceContext(model: LlamaModel, contextSize: number | 'auto', threads: number): Promise<LlamaContext> {
   return createBatchedContext(model, { contextSize, threads, sequences: 1 });
+}
+
+/** node-llama-cpp's id of a sequence in its context (an internal field of the pinned version), -1 if absent. */
+function sequenceIdOf(sequence: LlamaContextSequence): number {
+  const id = (sequence as unknown as { _sequenceId?: number })._sequenceId;
+  return typeof id === 'number' ? id : -1;
 }
 
 /** Leading tokens `a` and `b` share. */
@@ -147,14 +233,16 @@ export class BatchedContextPool implements SequencePool {
   private readonly waiters: Array<() => void> = [];
   private disposed = false;
 
-  private constructor(private readonly context: LlamaContext) {}
+  private constructor(
+    private readonly context: LlamaContext,
+    private readonly gate: DecodeGate,
+  ) {}
 
   /** Makes the context (its memory is allocated here: a load fails here, not in a task). */
   static async create(model: LlamaModel, options: { contextSize: number; threads: number; sequences: number }): Promise<BatchedContextPool> {
-    let pool: BatchedContextPool | undefined;
-    const context = await createBatchedContext(model, { ...options, busy: () => pool?.busy ?? 1 });
-    pool = new BatchedContextPool(context);
-    return pool;
+    const gate = new DecodeGate();
+    const context = await createBatchedContext(model, { ...options, gate });
+    return new BatchedContextPool(context, gate);
   }
 
   get size(): number {
@@ -201,6 +289,7 @@ export class BatchedContextPool implements SequencePool {
 
   async release(sequence: LlamaContextSequence, keep = true): Promise<void> {
     if (!this.inUse.delete(sequence)) return;
+    this.gate.retire(sequenceIdOf(sequence));
     if (this.disposed || sequence.disposed) {
       await sequence.dispose();
     } else {
@@ -215,6 +304,7 @@ export class BatchedContextPool implements SequencePool {
     this.free.length = 0;
     this.inUse.clear();
     for (const w of this.waiters.splice(0)) w();
+    this.gate.open();
     await this.context.dispose().catch(() => undefined);
   }
 }
