@@ -110,7 +110,18 @@ export interface GenerateRequest {
   model: string;
   instructions?: string;
   messages: ChatMessage[];
+  /**
+   * The output budget. As the caller gave it, prompt + budget must fit the context: a backend that knows the context
+   * refuses more (checkRequest; context_length_exceeded, param max_output_tokens). With `capMaxOutputTokens` it is an
+   * "up to" budget instead, capped to the room the prompt leaves (the output then ends `incomplete`). Absent: up to
+   * the context.
+   */
   maxOutputTokens?: number;
+  /**
+   * maxOutputTokens is a default the caller did not choose (the MCP tools' budgets, the editor's chat provider):
+   * capped to the room, never refused for it (stored as `task_runtime.cap_max_output_tokens`).
+   */
+  capMaxOutputTokens?: boolean;
   /** 0–2; absent: the backend's default. */
   temperature?: number;
   /** 0–1. */
@@ -320,7 +331,8 @@ export interface ModelBackend {
   onCapacityChange?(listener: () => void): void;
   /**
    * Checks a request before it is stored, from what the backend knows now (the formats and schema keywords it can
-   * enforce, the sampling it supports; the context, when the model is loaded): throws RequestRefusedError. Absent:
+   * enforce, the sampling it supports; whether prompt + maxOutputTokens fit the context, as far as it knows the
+   * context and the prompt's tokens): throws RequestRefusedError. Absent:
    * everything is accepted here and problems surface when the task runs.
    */
   checkRequest?(request: GenerateRequest, task: { onRestart: RestartPolicy }): void;
