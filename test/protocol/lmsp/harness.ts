@@ -254,9 +254,10 @@ export async function createTask(server: Server, input: Record<string, unknown> 
 
 /**
  * A generation that runs until the context is full (greedy decoding on the tiny model rarely samples EOS): no
- * max_output_tokens, the budget is the context (a larger explicit one is refused, context_length_exceeded).
+ * max_output_tokens (null: unset, over createTask's default), so the budget is the context; a larger explicit one
+ * would be refused (context_length_exceeded).
  */
-export const LONG_INPUT = { input: 'write a long report', temperature: 0 };
+export const LONG_INPUT = { input: 'write a long report', max_output_tokens: null, temperature: 0 };
 
 /** Creates a long task and returns once its first text delta has been streamed (so it is `running`). */
 export async function startRunningTask(server: Server, extra: Record<string, unknown> = {}): Promise<{ task: any; seen: SseEvent[] }> {
