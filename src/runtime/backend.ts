@@ -10,7 +10,7 @@ export interface ModelInfo {
   /** Where the weights come from: a local path or a model URI. */
   source: string;
   state: ModelState;
-  /** Trained context length when known (after load), else null. */
+  /** Trained context length when known (a local file's header, read when the runtime opens; else after load), else null. */
   maxContextLength: number | null;
   /** The context this model runs with (tokens) once known: prompt + output of one task must fit it. */
   contextLength?: number | null;
@@ -336,6 +336,13 @@ export interface ModelBackend {
    * everything is accepted here and problems surface when the task runs.
    */
   checkRequest?(request: GenerateRequest, task: { onRestart: RestartPolicy }): void;
+  /**
+   * Learns what checkRequest can know without loading a model (a local file's trained context, from its header).
+   * `serve` awaits it before it listens, so its first create is checked with it; the editor does not call it
+   * (node-llama-cpp stays lazy there until a model is needed: about 0.9 s to import on a loaded 2-core machine).
+   * Never loads a model, never rejects.
+   */
+  prepare?(): Promise<void>;
   listModels(): ModelInfo[];
   /**
    * Tokens `text` takes in this model's own tokenizer, when the backend has it at hand now (a local model that is

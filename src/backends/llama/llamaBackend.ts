@@ -78,6 +78,8 @@ export interface LlamaBackendOptions {
 const DEFAULT_TEMPERATURE = 0.8;
 /** Recent output tokens the repeat/frequency/presence penalties look at (node-llama-cpp's default window). */
 const PENALTY_WINDOW = 64;
+/** The header's vocabulary arrays: megabytes that prepare() does not need for the trained context. */
+const VOCABULARY_KEYS = ['tokenizer.ggml.tokens', 'tokenizer.ggml.scores', 'tokenizer.ggml.token_type', 'tokenizer.ggml.merges'];
 /** What a token absent from the sampled distribution is reported with (OpenAI's floor; JSON has no -Infinity). */
 const MIN_LOGPROB = -9999;
 
@@ -179,6 +181,25 @@ export class LlamaBackend implements ModelBackend {
     if (!loaded) return refuse(budgetMisfit(this.contextBound(entry), explicitBudget(request)));
     checkReasoning(request, loaded.chatWrapper);
     refuse(contextMisfit(loaded.contextSize, this.promptTokens(loaded, request).length, explicitBudget(request)));
+  }
+
+  /**
+   * Reads each local model file's header (not its weights, nor its vocabulary) for its trained context, so that
+   * checkRequest bounds the context before the first load (contextFit.ts). A model URI is known after its download
+   * and load; a file that cannot be read is left for its load to report.
+   */
+  async prepare(): Promise<void> {
+    const nlc = await importNodeLlamaCpp().catch(() => undefined);
+    if (!nlc) return;
+    const read = async (entry: ModelEntry<LoadedModel>) => {
+      if (isModelUri(entry.source) || entry.maxContextLength !== null) return;
+      const info = await nlc
+        .readGgufFileInfo(path.resolve(entry.source), { readTensorInfo: false, logWarnings: false, ignoreKeys: VOCABULARY_KEYS })
+        .catch(() => undefined);
+      const trained = info?.architectureMetadata.context_length;
+      if (typeof trained === 'number' && trained > 0 && entry.maxContextLength === null) entry.maxContextLength = trained;
+    };
+    await Promise.all(this.entries.all.map(read));
   }
 
   /** The most context a load can give the model: the trained context (once known) and a numeric setting. */

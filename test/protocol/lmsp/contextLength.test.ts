@@ -4,11 +4,12 @@
 // max_completion_tokens), MCP (-32602, data.code and data.param). Before the model is loaded, a budget as large as
 // the context's bound is refused the same way and a closer one fails the task when it starts; once loaded, the
 // boundary is exact. A default budget (the MCP tools') is not refused for its size: it is capped to the room.
-// One in-process server (LMSP and MCP doors on the real runtime), the slow demo model, --context-size 512.
+// One in-process server (LMSP and MCP doors on the real runtime), the slow demo model, --context-size 512; and a
+// real `serve` with --context-size auto, whose trained context comes from the model file's header at startup.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { connect, rpcError, startInProcess, TOKENS, type InProcessServer } from '../mcp/harness';
-import { call, type CallResult } from './harness';
+import { call, removeDir, startServer, type CallResult } from './harness';
 import { until } from '../../support/wait';
 
 const CONTEXT = 512;
@@ -54,6 +55,7 @@ describe('prompt + max_output_tokens beyond the context: 400 context_length_exce
     await mcpRefusal(CONTEXT);
     const models = await call(lmsp, 'GET', '/models');
     assert.equal(models.json.data[0].task_runtime.context_length, null, `not loaded yet: ${models.text}`);
+    assert.equal(models.json.data[0].max_context_length, 2048, 'the trained context, from the file header');
     assert.equal((await call(lmsp, 'GET', '/tasks')).json.data.length, 0, 'nothing was stored');
     // The prompt's tokens are not known before the load: accepted, then the task fails before generating.
     const created = await tasks({ max_output_tokens: CONTEXT - 1 });
@@ -92,6 +94,22 @@ describe('prompt + max_output_tokens beyond the context: 400 context_length_exce
       }, `task ${id} to succeed`);
       const response = done.response;
       assert.deepEqual([response.status, response.usage.output_tokens], ['incomplete', room], JSON.stringify(response.usage));
+    }
+  });
+});
+
+describe('serve --context-size auto, before any load', () => {
+  it("bounds the context by the model file's trained context: a budget of all of it is 400 at create", async () => {
+    const server = await startServer();
+    try {
+      const models = await call(server, 'GET', '/models');
+      assert.deepEqual([models.json.data[0].max_context_length, models.json.data[0].task_runtime.context_length], [2048, null], models.text);
+      const r = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', max_output_tokens: 2048 } });
+      assert.equal(r.status, 400, r.text);
+      assert.deepEqual([r.json.code, r.json.param], ['context_length_exceeded', 'max_output_tokens']);
+    } finally {
+      assert.equal(await server.stop(), 0);
+      removeDir(server.dataDir);
     }
   });
 });

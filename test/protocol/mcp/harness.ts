@@ -71,6 +71,8 @@ export async function startInProcess(
     ...(opts.contextSize !== undefined && { contextSize: opts.contextSize }),
   });
   const backend = opts.fixtures ? new CompositeBackend([llama, new ConformanceFixtureBackend()]) : llama;
+  // As serve does: the model file's trained context is known before the first create.
+  await backend.prepare?.();
   const runtime = await TaskRuntime.open({ dataDir, backend, limits: opts.limits });
   const mcp = createMcpDoor(runtime, { ...opts.door, ...(opts.fixtures && { extraTools: conformanceTools() }) });
   const lmsp = createLmspDoor(runtime, {});

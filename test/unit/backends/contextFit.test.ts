@@ -1,7 +1,7 @@
 // Prompt + max_output_tokens must fit a local model's context (issue #19 item 4, src/backends/llama/contextFit.ts):
 // an explicit budget that cannot fit is refused at create (RequestRefusedError context_length_exceeded, param
 // max_output_tokens) with the model loaded (exactly, to the token) and before a load as far as the context's bound
-// decides; what create could not decide fails the task when it starts; an "up to" budget (capMaxOutputTokens) is
+// (--context-size N, the trained context from the file header) decides; what create could not decide fails the task when it starts; an "up to" budget (capMaxOutputTokens) is
 // never refused for its size and is capped to the room. Real tiny demo model (trained context 2048).
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -78,18 +78,22 @@ describe('LlamaBackend: prompt + max_output_tokens within the context', () => {
     );
   });
 
-  it("not loaded, --context-size auto: decided at start before the first load, at create once the trained context is known", async () => {
+  it('not loaded, --context-size auto: bounded by the trained context from the file header (prepare), kept after an unload', async () => {
     const timers = manualTimers();
     const backend = make({ keepAliveMs: 60_000, timers });
+    // Nothing known yet (a backend no runtime has opened): decided when the task starts.
     backend.checkRequest(request({ maxOutputTokens: 100_000 }));
+    await backend.prepare();
+    assert.deepEqual([backend.listModels()[0]!.state, backend.listModels()[0]!.maxContextLength], ['unloaded', 2048]);
+    assert.throws(() => backend.checkRequest(request({ maxOutputTokens: 2048 })), refusedFor('max_output_tokens'));
+    backend.checkRequest(request({ maxOutputTokens: 2047 }));
     await assert.rejects(
-      backend.generate(request({ maxOutputTokens: 100_000 }), { signal: never(), onText: () => {} }),
+      backend.generate(request({ maxOutputTokens: 2047 }), { signal: never(), onText: () => {} }),
       (e: unknown) => e instanceof BackendError && e.code === 'context_length_exceeded',
     );
     assert.equal(backend.listModels()[0]!.state, 'loaded');
     timers.fire();
     assert.equal(backend.listModels()[0]!.state, 'unloaded', 'the keep-alive unloaded it');
     assert.throws(() => backend.checkRequest(request({ maxOutputTokens: 2048 })), refusedFor('max_output_tokens'));
-    backend.checkRequest(request({ maxOutputTokens: 2047 }));
   });
 });
