@@ -44,6 +44,10 @@ export class CompositeBackend implements ModelBackend {
     return undefined;
   }
 
+  async prepare(): Promise<void> {
+    await Promise.all(this.backends.map((b) => b.prepare?.()));
+  }
+
   checkRequest(request: GenerateRequest, task: { onRestart: RestartPolicy }): void {
     this.owner(request.model)?.checkRequest?.(request, task);
   }

@@ -38,6 +38,7 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
+                          context_length_exceeded (a default budget is capped to the room)
            --concurrency  tasks generating at the same time per local model, as sequences of its one batched
                           context (default auto: as many as free RAM/VRAM holds at the context size, at most
                           8 on the CPU, 32 on a GPU)

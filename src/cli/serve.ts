@@ -158,7 +158,10 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   const backend = composed.backend;
   if (composed.demoModel) process.stderr.write(demoWarning(composed.demoModel) + '\n');
   logEngines(composed.engines);
+  // Beside the store's open: the model files' trained contexts, so that the first create is checked against them.
+  const prepared = backend.prepare?.();
   const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
+  await prepared;
   const damage = damageSummary(runtime.storeReport);
   if (damage) log(`WARNING: ${damage}`);
   const endpoint = await startEndpoint(runtime, {

@@ -10,7 +10,7 @@ export interface ModelInfo {
   /** Where the weights come from: a local path or a model URI. */
   source: string;
   state: ModelState;
-  /** Trained context length when known (after load), else null. */
+  /** Trained context length when known (a local file's header, read when the runtime opens; else after load), else null. */
   maxContextLength: number | null;
   /** The context this model runs with (tokens) once known: prompt + output of one task must fit it. */
   contextLength?: number | null;
@@ -110,7 +110,18 @@ export interface GenerateRequest {
   model: string;
   instructions?: string;
   messages: ChatMessage[];
+  /**
+   * The output budget. As the caller gave it, prompt + budget must fit the context: a backend that knows the context
+   * refuses more (checkRequest; context_length_exceeded, param max_output_tokens). With `capMaxOutputTokens` it is an
+   * "up to" budget instead, capped to the room the prompt leaves (the output then ends `incomplete`). Absent: up to
+   * the context.
+   */
   maxOutputTokens?: number;
+  /**
+   * maxOutputTokens is a default the caller did not choose (the MCP tools' budgets, the editor's chat provider):
+   * capped to the room, never refused for it (stored as `task_runtime.cap_max_output_tokens`).
+   */
+  capMaxOutputTokens?: boolean;
   /** 0–2; absent: the backend's default. */
   temperature?: number;
   /** 0–1. */
@@ -320,10 +331,18 @@ export interface ModelBackend {
   onCapacityChange?(listener: () => void): void;
   /**
    * Checks a request before it is stored, from what the backend knows now (the formats and schema keywords it can
-   * enforce, the sampling it supports; the context, when the model is loaded): throws RequestRefusedError. Absent:
+   * enforce, the sampling it supports; whether prompt + maxOutputTokens fit the context, as far as it knows the
+   * context and the prompt's tokens): throws RequestRefusedError. Absent:
    * everything is accepted here and problems surface when the task runs.
    */
   checkRequest?(request: GenerateRequest, task: { onRestart: RestartPolicy }): void;
+  /**
+   * Learns what checkRequest can know without loading a model (a local file's trained context, from its header).
+   * `serve` awaits it before it listens, so its first create is checked with it; the editor does not call it
+   * (node-llama-cpp stays lazy there until a model is needed: about 0.9 s to import on a loaded 2-core machine).
+   * Never loads a model, never rejects.
+   */
+  prepare?(): Promise<void>;
   listModels(): ModelInfo[];
   /**
    * Tokens `text` takes in this model's own tokenizer, when the backend has it at hand now (a local model that is

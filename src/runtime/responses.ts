@@ -152,6 +152,7 @@ export function generateRequestOf(input: ResponseRequest, model: string): Genera
     instructions: input.instructions,
     messages: toChatMessages(input),
     maxOutputTokens: input.max_output_tokens,
+    capMaxOutputTokens: x.cap_max_output_tokens === true && input.max_output_tokens !== undefined ? true : undefined,
     temperature: input.temperature,
     topP: input.top_p,
     topLogprobs: wantLogprobs ? (input.top_logprobs ?? 0) : undefined,

@@ -82,7 +82,7 @@ export type ResponseTextFormat =
 
 /**
  * The vendor member of a Responses request (`task_runtime`): sampling the Responses API has no field for, named as
- * OpenAI's chat completions and llama.cpp name them.
+ * OpenAI's chat completions and llama.cpp name them, and whether max_output_tokens is an "up to" budget.
  */
 export interface ResponseSamplingExtras {
   seed?: number;
@@ -92,6 +92,12 @@ export interface ResponseSamplingExtras {
   repeat_penalty?: number;
   frequency_penalty?: number;
   presence_penalty?: number;
+  /**
+   * max_output_tokens is an "up to" budget: capped to the room the prompt leaves in the context instead of refused
+   * (400 context_length_exceeded) when prompt + max_output_tokens do not fit. Doors set it for budgets the caller
+   * did not give (MCP tools' defaults, the editor's chat provider); an LMSP client may too.
+   */
+  cap_max_output_tokens?: boolean;
 }
 
 /** A function tool of a Responses request (OpenAI's flat Responses shape, not chat completions' nested one). */

@@ -35,7 +35,7 @@ function carriesTaskText(result: vscode.LanguageModelToolResult, taskId: string,
 async function occupyRuntime(count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    ids.push(await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: `blocker ${i}`, maxOutputTokens: 8192 }));
+    ids.push(await vscode.commands.executeCommand<string>(Commands.createTask, { prompt: `blocker ${i}` }));
   }
   return ids;
 }

@@ -51,8 +51,7 @@ describe('tasks view', () => {
     const source = api.getTaskSource();
     const id = await vscode.commands.executeCommand<string>(Commands.createTask, {
       prompt: `tree cancel ${Date.now()}`,
-      maxOutputTokens: 8192,
-      temperature: 0, // runs until cancelled
+      temperature: 0, // no budget: runs until cancelled (or the context is full)
     });
     const running = await waitFor('the row under Running', async () => {
       const task = await source.get(id);

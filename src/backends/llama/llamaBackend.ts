@@ -5,6 +5,7 @@
 //   hardware.ts      the GPU binary and layer placement, with the CPU as the fallback that never fails a task
 //   threadCalibration.ts  the thread count, measured at load and cached
 //   contextPool.ts   the model's one batched context: where a generation gets its sequence (kept prefixes reused)
+//   contextFit.ts    whether prompt + max_output_tokens fit the context: at create, and when the task starts
 //   keepAlive.ts     idle models unload after the keep-alive and load again on the next task
 //   snapshots.ts     resume snapshots: saving and restoring a sequence's state
 //   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
@@ -18,10 +19,11 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { ChatWrapper, Llama, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import type { GenerateOptions, GenerateRequest, GenerateResult, LoadOptions, ModelBackend, ModelHardware, ModelInfo, TokenLogprob } from '../../runtime/backend';
-import { describeHardware, RequestRefusedError } from '../../runtime/backend';
+import { describeHardware } from '../../runtime/backend';
 import { errorText } from '../../runtime/problems';
 import { isModelUri } from '../modelSource';
 import type { ConcurrencyChoice } from './contextChoice';
+import { budgetMisfit, contextMisfit, explicitBudget, failStart, refuse } from './contextFit';
 import { BatchedContextPool, chooseSequences, oneSequenceContext, type SequencePool } from './contextPool';
 import { acceptDeliveredTokens, END_OF_JSON, GrammarCache, grammarSchemaFor } from './grammar';
 import { placeModel, selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
@@ -76,6 +78,8 @@ export interface LlamaBackendOptions {
 const DEFAULT_TEMPERATURE = 0.8;
 /** Recent output tokens the repeat/frequency/presence penalties look at (node-llama-cpp's default window). */
 const PENALTY_WINDOW = 64;
+/** The header's vocabulary arrays: megabytes that prepare() does not need for the trained context. */
+const VOCABULARY_KEYS = ['tokenizer.ggml.tokens', 'tokenizer.ggml.scores', 'tokenizer.ggml.token_type', 'tokenizer.ggml.merges'];
 /** What a token absent from the sampled distribution is reported with (OpenAI's floor; JSON has no -Infinity). */
 const MIN_LOGPROB = -9999;
 
@@ -163,27 +167,46 @@ export class LlamaBackend implements ModelBackend {
   }
 
   /**
-   * Refuses what cannot run as asked: a format whose schema the grammar cannot enforce (jsonSchema.ts), and, once
-   * the model is loaded, a prompt that leaves no room for output in its context. A max_output_tokens beyond the
-   * room is not refused: the output ends where the context does (`incomplete`, reason max_output_tokens), as
-   * llama.cpp's server does — refusing it would depend on whether the model happens to be loaded (the prompt's
-   * tokens are known only then) and would refuse the MCP tools' default budgets on small-context models.
+   * Refuses what cannot run as asked: a format whose schema the grammar cannot enforce (jsonSchema.ts), and a prompt
+   * with the caller's max_output_tokens that cannot fit the context — exactly once the model is loaded, before that
+   * as far as the context's bound decides (contextFit.ts; the rest is decided when the task starts).
    */
   checkRequest(request: GenerateRequest): void {
     if (request.format) grammarSchemaFor(request.format);
     checkTools(request);
     const id = this.resolveModel(request.model);
-    const loaded = id ? this.entries.get(id)?.loaded : undefined;
-    if (!loaded) return;
+    const entry = id ? this.entries.get(id) : undefined;
+    if (!entry) return;
+    const loaded = entry.loaded;
+    if (!loaded) return refuse(budgetMisfit(this.contextBound(entry), explicitBudget(request)));
     checkReasoning(request, loaded.chatWrapper);
-    const prompt = this.promptTokens(loaded, request).length;
-    if (prompt + 1 > loaded.contextSize) {
-      throw new RequestRefusedError(
-        'context_length_exceeded',
-        `This model's context is ${loaded.contextSize} tokens; the input is ${prompt} tokens, which leaves no room for output.`,
-        'input',
-      );
-    }
+    refuse(contextMisfit(loaded.contextSize, this.promptTokens(loaded, request).length, explicitBudget(request)));
+  }
+
+  /**
+   * Reads each local model file's header (not its weights, nor its vocabulary) for its trained context, so that
+   * checkRequest bounds the context before the first load (contextFit.ts). A model URI is known after its download
+   * and load; a file that cannot be read is left for its load to report.
+   */
+  async prepare(): Promise<void> {
+    const nlc = await importNodeLlamaCpp().catch(() => undefined);
+    if (!nlc) return;
+    const read = async (entry: ModelEntry<LoadedModel>) => {
+      if (isModelUri(entry.source) || entry.maxContextLength !== null) return;
+      const info = await nlc
+        .readGgufFileInfo(path.resolve(entry.source), { readTensorInfo: false, logWarnings: false, ignoreKeys: VOCABULARY_KEYS })
+        .catch(() => undefined);
+      const trained = info?.architectureMetadata.context_length;
+      if (typeof trained === 'number' && trained > 0 && entry.maxContextLength === null) entry.maxContextLength = trained;
+    };
+    await Promise.all(this.entries.all.map(read));
+  }
+
+  /** The most context a load can give the model: the trained context (once known) and a numeric setting. */
+  private contextBound(entry: ModelEntry<LoadedModel>): number | undefined {
+    const setting = this.options.contextSize;
+    const bounds = [entry.maxContextLength, typeof setting === 'number' ? setting : null].filter((n): n is number => n !== null);
+    return bounds.length ? Math.min(...bounds) : undefined;
   }
 
   load(modelId: string, options: LoadOptions = {}): Promise<void> {
@@ -452,12 +475,10 @@ export class LlamaBackend implements ModelBackend {
     } else {
       input = prompt.slice(reused);
     }
+    // What checkRequest could not decide before the load (contextFit.ts), or a context fitted smaller at a reload.
+    failStart(contextMisfit(loaded.contextSize, inputTokens, explicitBudget(request)));
     if (sequence.nextTokenIndex + input.length >= loaded.contextSize) {
-      throw new Error(
-        resumeFrom
-          ? `prompt and delivered text (${sequence.nextTokenIndex + input.length} tokens) do not fit the context of ${loaded.contextSize} tokens`
-          : `prompt of ${inputTokens} tokens does not fit the context of ${loaded.contextSize} tokens`,
-      );
+      throw new Error(`prompt and delivered text (${sequence.nextTokenIndex + input.length} tokens) do not fit the context of ${loaded.contextSize} tokens`);
     }
     const room = loaded.contextSize - sequence.nextTokenIndex - input.length;
     const requested = request.maxOutputTokens ?? Number.POSITIVE_INFINITY;

@@ -99,6 +99,8 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
     if (token.isCancellationRequested) return;
     const temperature = options.modelOptions?.['temperature'];
     // A caller may ask for less output than the room kept for it (modelOptions `maxOutputTokens` or `max_tokens`).
+    // Either is an "up to" budget: the input's fit is estimated (fitToContext), so the budget is capped to the room
+    // the prompt leaves rather than refused for a few tokens.
     const asked = options.modelOptions?.['maxOutputTokens'] ?? options.modelOptions?.['max_tokens'];
     const maxOutputTokens = Number.isInteger(asked) && (asked as number) > 0 ? Math.min(asked as number, info.maxOutputTokens) : info.maxOutputTokens;
     const task = await this.d.source.create({
@@ -107,6 +109,7 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
       model: model.id,
       title: chatTitle(fit.items),
       maxOutputTokens,
+      capMaxOutputTokens: true,
       ...(typeof temperature === 'number' ? { temperature } : {}),
       ...(fit.tools.length ? { tools: fit.tools, toolChoice: required ? 'required' : toToolChoice(options.toolMode) } : {}),
     });

@@ -73,6 +73,7 @@ export class LocalTaskSource implements TaskSource {
         ...(request.model ? { model: request.model } : {}),
         ...(request.instructions ? { instructions: request.instructions } : {}),
         ...(request.maxOutputTokens ? { max_output_tokens: request.maxOutputTokens } : {}),
+        ...(request.maxOutputTokens && request.capMaxOutputTokens ? { task_runtime: { cap_max_output_tokens: true } } : {}),
         ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       },
       onRestart: request.onRestart,

@@ -196,6 +196,7 @@ export class RemoteTaskSource implements TaskSource {
     }
     if (request.instructions) input['instructions'] = request.instructions;
     if (request.maxOutputTokens) input['max_output_tokens'] = request.maxOutputTokens;
+    if (request.maxOutputTokens && request.capMaxOutputTokens) input['task_runtime'] = { cap_max_output_tokens: true };
     if (request.temperature !== undefined) input['temperature'] = request.temperature;
     const body = await this.request('POST', PATHS.tasks, {
       type: TASK_TYPE_RESPONSE,

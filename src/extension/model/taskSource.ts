@@ -56,7 +56,10 @@ export interface CreateTaskRequest {
   prompt: string;
   model?: string;
   onRestart?: RestartPolicy;
+  /** Prompt + this must fit the model's context (else the create fails with context_length_exceeded)... */
   maxOutputTokens?: number;
+  /** ...unless it is an "up to" budget, capped to the room the prompt leaves (the chat provider's reserve). */
+  capMaxOutputTokens?: boolean;
   /** Sampling temperature (0 = greedy). */
   temperature?: number;
   instructions?: string;

@@ -116,6 +116,8 @@ export const samplingExtrasSchema = z.strictObject({
   repeat_penalty: z.number().gt(0).max(2).optional(),
   frequency_penalty: z.number().min(-2).max(2).optional(),
   presence_penalty: z.number().min(-2).max(2).optional(),
+  // Not sampling: max_output_tokens as an "up to" budget, capped to the room instead of refused (task.ts).
+  cap_max_output_tokens: z.boolean().optional(),
 });
 
 /** Body of POST /lmsp/v1/responses (profile §6.1, the subset this runtime serves). */

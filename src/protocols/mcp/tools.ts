@@ -37,7 +37,9 @@ function generationArgs(defaultMaxTokens: number) {
         .min(1)
         .max(MAX_OUTPUT_TOKENS)
         .optional()
-        .describe(`Upper bound on generated tokens (default ${defaultMaxTokens}).`),
+        .describe(
+          `Upper bound on generated tokens; prompt + this must fit the model's context (default ${defaultMaxTokens}, capped to the room the prompt leaves).`,
+        ),
       temperature: z.number().min(0).max(2).optional().describe('Sampling temperature, 0..2.'),
       output_schema: jsonSchemaArg
         .refine((s) => s['type'] === 'object', { message: 'the root of output_schema must be {"type": "object", …}' })
@@ -154,6 +156,9 @@ export function toResponseRequest(args: GenerationArgs, defaultMaxTokens: number
     input: args.prompt ?? (args.messages ?? []).map((m) => ({ type: 'message', role: m.role, content: m.content })),
     max_output_tokens: args.max_output_tokens ?? defaultMaxTokens,
   };
+  // The caller's max_output_tokens must fit with the prompt (else context_length_exceeded, -32602); the default is
+  // "up to", capped to the room the prompt leaves on a small-context model.
+  if (args.max_output_tokens === undefined) request.task_runtime = { cap_max_output_tokens: true };
   if (args.model !== undefined) request.model = args.model;
   if (args.instructions !== undefined) request.instructions = args.instructions;
   if (args.temperature !== undefined) request.temperature = args.temperature;

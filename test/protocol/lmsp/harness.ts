@@ -252,8 +252,12 @@ export async function createTask(server: Server, input: Record<string, unknown> 
   return r.json;
 }
 
-/** A generation that runs until the context is full (greedy decoding on the tiny model rarely samples EOS). */
-export const LONG_INPUT = { input: 'write a long report', max_output_tokens: 100_000, temperature: 0 };
+/**
+ * A generation that runs until the context is full (greedy decoding on the tiny model rarely samples EOS): no
+ * max_output_tokens (null: unset, over createTask's default), so the budget is the context; a larger explicit one
+ * would be refused (context_length_exceeded).
+ */
+export const LONG_INPUT = { input: 'write a long report', max_output_tokens: null, temperature: 0 };
 
 /** Creates a long task and returns once its first text delta has been streamed (so it is `running`). */
 export async function startRunningTask(server: Server, extra: Record<string, unknown> = {}): Promise<{ task: any; seen: SseEvent[] }> {

@@ -63,7 +63,7 @@ test("an editor window's origin claim is refused by a server that has no editor 
 test('events: replay from a sequence, then live, ending after the terminal event; cancel through the owner', async () => {
   // Greedy decoding keeps the tiny model going until cancelled (the editor's create has no temperature).
   const res = await call(server, 'POST', '/tasks', {
-    body: { type: 'response', input: { model: server.model, input: 'stream me', max_output_tokens: 100_000, temperature: 0 } },
+    body: { type: 'response', input: { model: server.model, input: 'stream me', temperature: 0 } },
   });
   assert.equal(res.status, 202);
   const task = { id: (res.json as { id: string }).id };

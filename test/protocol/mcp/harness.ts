@@ -57,6 +57,8 @@ export async function startInProcess(
     door?: McpDoorOptions;
     limits?: Partial<RuntimeLimits>;
     suppressEos?: boolean;
+    /** The backend's context size (default 'auto': the model's trained 2048). */
+    contextSize?: number;
     allowedOrigins?: string[];
     /** The conformance fixture tools and their backend, as the conformance test entry point serves them. */
     fixtures?: boolean;
@@ -66,8 +68,11 @@ export async function startInProcess(
   const llama = new LlamaBackend({
     models: [{ id: MODEL_ID, source: slowModelPath(), demo: true }],
     suppressEndOfGeneration: opts.suppressEos ?? true,
+    ...(opts.contextSize !== undefined && { contextSize: opts.contextSize }),
   });
   const backend = opts.fixtures ? new CompositeBackend([llama, new ConformanceFixtureBackend()]) : llama;
+  // As serve does: the model file's trained context is known before the first create.
+  await backend.prepare?.();
   const runtime = await TaskRuntime.open({ dataDir, backend, limits: opts.limits });
   const mcp = createMcpDoor(runtime, { ...opts.door, ...(opts.fixtures && { extraTools: conformanceTools() }) });
   const lmsp = createLmspDoor(runtime, {});

@@ -85,7 +85,7 @@ describe('/metrics (Prometheus text format)', () => {
     const bobs = await createTask(ctx.server, { input: 'from bob', max_output_tokens: 5 }, {}, ctx.server.tokenB);
     const bobDone = await waitForStatus(ctx.server, bobs.id, ['succeeded'], ctx.server.tokenB);
     outputTokens += bobDone.response.usage.output_tokens;
-    const doomed = await createTask(ctx.server, { input: 'stop me', max_output_tokens: 100_000 });
+    const doomed = await createTask(ctx.server, { input: 'stop me', max_output_tokens: null });
     await call(ctx.server, 'POST', `/tasks/${doomed.id}/cancel`);
     const cancelled = await waitForStatus(ctx.server, doomed.id, ['cancelled']);
 

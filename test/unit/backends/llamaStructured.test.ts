@@ -214,8 +214,12 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
     const info = backend.listModels()[0]!;
     assert.equal(info.contextLength, info.maxContextLength);
     assert.equal(info.contextLength, 2048);
-    // A budget beyond the room is not refused: the output ends at the context (llamaBackend.checkRequest).
-    backend.checkRequest(request({ maxOutputTokens: 100_000 }));
+    // The caller's budget beyond the room is refused (contextFit.ts; the boundary in contextFit.test.ts), a default is capped.
+    assert.throws(
+      () => backend.checkRequest(request({ maxOutputTokens: 100_000 })),
+      (e: unknown) => e instanceof RequestRefusedError && e.code === 'context_length_exceeded' && e.param === 'max_output_tokens',
+    );
+    backend.checkRequest(request({ maxOutputTokens: 100_000, capMaxOutputTokens: true }));
     assert.throws(
       () => backend.checkRequest(request({ messages: [{ role: 'user', content: 'word '.repeat(3000) }] })),
       (e: unknown) => e instanceof RequestRefusedError && e.code === 'context_length_exceeded' && e.param === 'input',

@@ -84,7 +84,7 @@ describe('LlamaBackend function calls on the demo model', () => {
       for (let seed = 1; seed <= 10; seed++, n++) {
         const model = seed % 2 ? 'tiny-test' : 'tools';
         const { pieces, onText } = collector();
-        const r = await backend.generate(request({ model, toolChoice, seed: seed + 10 * i, temperature: 1, maxOutputTokens: 2000 }), { signal: never(), onText });
+        const r = await backend.generate(request({ model, toolChoice, seed: seed + 10 * i, temperature: 1 }), { signal: never(), onText });
         const where = `${JSON.stringify(toolChoice)}/${model}/${seed}`;
         assert.equal(r.finishReason, 'stop', `${where} did not end: ${JSON.stringify(pieces)}`);
         assert.equal(pieces.reduce((s, p) => s + p.tokens, 0), r.outputTokens, where);

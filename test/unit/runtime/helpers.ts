@@ -32,9 +32,9 @@ export function prompt(text: string, maxOutputTokens = 8) {
   return { model: 'tiny', input: text, max_output_tokens: maxOutputTokens };
 }
 
-/** Runs until stopped or the context is full (end-of-generation is suppressed, see backend()). */
+/** Runs until stopped or the context is full (end-of-generation is suppressed, see backend()): no budget. */
 export function longPrompt(text: string) {
-  return { model: 'tiny', input: text, max_output_tokens: 100_000, temperature: 0 };
+  return { model: 'tiny', input: text, temperature: 0 };
 }
 
 export function collect(runtime: TaskRuntime, id: string, after?: number): { events: TaskEvent[]; close(): void } {

@@ -67,6 +67,9 @@ describe('chat provider over the runtime', () => {
       assert.deepEqual(stored.input, [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi model' }] }]);
       assert.deepEqual(stored.tools?.map((t) => t.name), ['read_file']);
       assert.equal(stored.tool_choice, 'auto');
+      // The reserve is an "up to" budget: capped to the room the prompt leaves, never refused (contextFit.ts).
+      assert.ok(stored.max_output_tokens! > 0);
+      assert.deepEqual(stored.task_runtime, { cap_max_output_tokens: true });
     } finally {
       await runtime.close();
     }
