@@ -1,6 +1,7 @@
 // Idempotency-Key on POST /tasks and POST /responses (profile §9.2).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { deepBody } from '../../support/hostile';
 import { until } from '../../support/wait';
 import { call, removeDir, startServer, waitForStatus, type Server } from './harness';
 
@@ -67,8 +68,7 @@ describe('LMSP idempotency', () => {
   });
 
   it('a deeply nested body with an Idempotency-Key is a 400 like without one, never a 500', async () => {
-    // 5 000 levels: the fingerprint is computed before validation; recursion over it overflowed the stack at ~3 100.
-    const deep = '{"type":"response","input":{"model":"m","input":"x","metadata":' + '{"a":'.repeat(5000) + '1' + '}'.repeat(5000) + '}}';
+    const deep = deepBody();
     for (const headers of [{ 'idempotency-key': 'deep-1' }, {}] as Array<Record<string, string>>) {
       const r = await call(server, 'POST', '/tasks', { rawBody: deep, headers: { 'content-type': 'application/json', ...headers } });
       assert.equal(r.status, 400, r.text.slice(0, 200));

@@ -2,33 +2,25 @@
 // on it, and every read route of LMSP and every read tool of MCP is asked; none of the answers names the folder.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { connect } from '../mcp/harness';
-import { testModelPath } from '../../fixtures/testModel';
-import { call, removeDir, startServer, tempDataDir, waitForStatus, type Server } from './harness';
+import { leakedPieces, SECRET_DIR, secretModel, type SecretModel } from '../../support/hostile';
+import { call, startServer, waitForStatus, type Server } from './harness';
 
-const SECRET_DIR = ['home', 'alice smith', 'My Models'];
 let server: Server;
-let modelsRoot: string;
+let secret: SecretModel;
 
 before(async () => {
-  modelsRoot = tempDataDir();
-  const dir = path.join(modelsRoot, ...SECRET_DIR);
-  fs.mkdirSync(dir, { recursive: true });
-  const model = path.join(dir, 'secret-project.gguf');
-  fs.copyFileSync(testModelPath(), model);
-  server = await startServer({ args: ['--model', model] });
+  secret = secretModel();
+  server = await startServer({ args: ['--model', secret.file] });
 });
 after(async () => {
   await server?.stop();
-  removeDir(modelsRoot);
+  secret?.remove();
 });
 
 function assertNoPath(label: string, text: string): void {
-  for (const needle of ['alice smith', 'My Models', modelsRoot, 'alice%20smith', 'alice\\u0020smith']) {
-    assert.ok(!text.includes(needle), `${label} shows "${needle}": ${text.slice(0, 400)}`);
-  }
+  assert.deepEqual(leakedPieces(text, secret), [], `${label}: ${text.slice(0, 400)}`);
 }
 
 test('no LMSP read route and no MCP read tool shows the model file path', async () => {
@@ -43,7 +35,7 @@ test('no LMSP read route and no MCP read tool shows the model file path', async 
     assertNoPath(`GET ${route}`, r.text);
   }
   // A model that cannot be found, and a body naming a path, get errors that do not echo the folder either.
-  const bad = await call(server, 'POST', '/responses', { body: { model: path.join(modelsRoot, ...SECRET_DIR, 'x.gguf'), input: 'hi' } });
+  const bad = await call(server, 'POST', '/responses', { body: { model: path.join(secret.root, ...SECRET_DIR, 'x.gguf'), input: 'hi' } });
   assert.equal(bad.status, 404);
 
   const client = await connect(`${server.url}/mcp`, server.tokenA);

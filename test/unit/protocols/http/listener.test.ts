@@ -3,30 +3,16 @@
 // 30 s check interval.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as net from 'node:net';
+import type * as net from 'node:net';
 import { startListener, type Listener } from '../../../../src/protocols/http/listener';
 import type { DoorHandler } from '../../../../src/protocols/http/types';
+import { rawSocket, socketClosed } from '../../../support/hostile';
 
 const TOKEN = 'tok-listener-test';
 const ok: DoorHandler = async (_req, res) => {
   res.writeHead(200, { 'content-type': 'text/plain' });
   res.end('ok');
 };
-
-function rawSocket(port: number, send: string): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const s = net.connect(port, '127.0.0.1', () => {
-      if (send) s.write(send);
-      resolve(s);
-    });
-    s.on('error', () => undefined);
-    s.once('error', reject);
-    // Read what the server says (and so see its end): a paused socket never reaches 'close'.
-    s.resume();
-  });
-}
-
-const closed = (s: net.Socket) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
 
 describe('listener connection slots and timeouts', () => {
   let listener: Listener;
@@ -58,7 +44,7 @@ describe('listener connection slots and timeouts', () => {
     const started = Date.now();
     const s = await rawSocket(listener.port, 'GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
     held.push(s);
-    await closed(s);
+    await socketClosed(s);
     // Node checks every connectionsCheckingInterval; its default (30 s) would close it after 30 s at the earliest.
     assert.ok(Date.now() - started < 15_000, `closed after ${Date.now() - started} ms`);
   });
