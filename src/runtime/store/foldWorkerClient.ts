@@ -3,9 +3,9 @@
 //
 // Invariants: one worker per store, started at open when the store's image is large enough to be folded (`start`)
 // or else at the first fold, and kept while the store is open (it loads sql.js once, as it starts); at most one fold
-// in flight (the checkpointer never starts one before the previous one answered); the
-// worker is referenced only while a fold is under way, so it never keeps a process alive by itself, and a fold
-// that was started is still waited for by close(). Every failure (the worker cannot start, throws, exits) answers
+// in flight (the checkpointer never starts one before the previous one answered); the worker is referenced only
+// while a fold is under way, so it never keeps a process alive by itself, and a fold that was started is still
+// waited for by close(). Every failure (the worker cannot start, throws, exits) answers
 // the fold in flight with `ok: false`; the caller decides what to do instead.
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
