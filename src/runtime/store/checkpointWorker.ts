@@ -1,12 +1,13 @@
 // Worker-thread entry: folds closed journal generations into new checkpoint images off the host's event loop (see
-// checkpoint.ts for why, and docs/runtime.md for the figures). One worker per store, started at the first large
-// checkpoint and kept: it loads sql.js once, and a fold's memory (the previous image, the export) lives in JS
-// buffers that its own garbage collector returns afterwards (SQLite's WebAssembly heap stays at its 2 MB page
-// cache). Built as its own file (dist/ and out/) next to foldWorkerClient.js, which starts it.
+// checkpoint.ts for why, and docs/runtime.md for the figures). One worker per store, started at open when the store
+// is large (else at the first large checkpoint) and kept: it loads sql.js once, as it starts, and a fold's memory
+// (the previous image, the export) lives in JS buffers that its own garbage collector returns afterwards (SQLite's
+// WebAssembly heap stays at its 2 MB page cache). Built as its own file (dist/ and out/) next to
+// foldWorkerClient.js, which starts it.
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
-import { foldCheckpoint, type FoldRequest } from './checkpoint';
+import { foldCheckpoint, loadSqlJs, type FoldRequest } from './checkpoint';
 
 export interface FoldJob {
   id: number;
@@ -31,6 +32,10 @@ try {
 } catch {
   // not Linux, or not allowed
 }
+
+// sql.js is compiled as the worker starts (at the store's open, foldWorkerClient.ts), not in the first fold; a failure
+// here comes back from that fold.
+loadSqlJs().catch(() => {});
 
 // One job at a time: the store never starts a fold before the previous one answered.
 parentPort?.on('message', (job: FoldJob) => {

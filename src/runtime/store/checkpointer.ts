@@ -17,7 +17,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Database } from 'sql.js';
 import { checkpointName, fsyncDir, journalName, listFiles, sealImage } from './checkpoint';
-import { FoldWorkerClient } from './foldWorkerClient';
+import type { FoldWorkerClient } from './foldWorkerClient';
 import type { GroupCommit } from './groupCommit';
 import type { StatementCache } from './statements';
 
@@ -49,11 +49,13 @@ const IO_ERRORS = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'EIO', 'EROFS']);
 export class Checkpointer {
   private lastCheckpointAt = Date.now();
   private checkpointing: Promise<void> | undefined;
-  private readonly foldWorker = new FoldWorkerClient();
   /** How the last checkpoint was made (undefined before the first one). */
   last: CheckpointStats | undefined;
 
-  /** `base`: the newest image on disk, which the next fold starts from (null: none yet). */
+  /**
+   * `base`: the newest image on disk, which the next fold starts from (null: none yet). `foldWorker`: the store's
+   * checkpoint worker, already started by the open when the store is large (foldWorkerClient.ts).
+   */
   constructor(
     private readonly db: Database,
     private readonly statements: StatementCache,
@@ -61,6 +63,7 @@ export class Checkpointer {
     private readonly dir: string,
     private base: number | null,
     private readonly policy: CheckpointPolicy,
+    private readonly foldWorker: FoldWorkerClient,
   ) {}
 
   /** The checkpoint under way, if any. */

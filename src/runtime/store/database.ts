@@ -26,6 +26,7 @@ import { Checkpointer, type CheckpointStats } from './checkpointer';
 import type { OpenReport } from './damageReport';
 import { GroupCommit, type WriteOptions } from './groupCommit';
 import { NODE_FILE_OPS, type JournalFileOps, type SqlParam, type WriteOp } from './journal';
+import { FoldWorkerClient } from './foldWorkerClient';
 import { restoreStore } from './restore';
 import { StatementCache } from './statements';
 
@@ -50,6 +51,16 @@ export interface DatabaseOptions {
   fileOps?: JournalFileOps;
 }
 
+/** Size of the newest checkpoint image in `dir` (0: none, or no such directory yet). */
+function newestImageBytes(dir: string): number {
+  try {
+    const { checkpoints } = listFiles(dir);
+    return checkpoints.length ? fs.statSync(join(dir, checkpointName(checkpoints[checkpoints.length - 1]))).size : 0;
+  } catch {
+    return 0;
+  }
+}
+
 export class DurableDatabase {
   private readonly statements: StatementCache;
   private readonly commits: GroupCommit;
@@ -63,10 +74,11 @@ export class DurableDatabase {
     base: number | null,
     options: Required<Omit<DatabaseOptions, 'log' | 'fileOps'>> & Pick<DatabaseOptions, 'log' | 'fileOps'>,
     readonly report: OpenReport,
+    foldWorker: FoldWorkerClient,
   ) {
     this.statements = new StatementCache(db);
     this.commits = new GroupCommit(this.statements, dir, seq, options.fileOps ?? NODE_FILE_OPS, options.log);
-    this.checkpointer = new Checkpointer(db, this.statements, this.commits, dir, base, options);
+    this.checkpointer = new Checkpointer(db, this.statements, this.commits, dir, base, options, foldWorker);
     this.timer = setInterval(() => this.maintain(), Math.min(5_000, options.checkpointIntervalMs));
     this.timer.unref();
   }
@@ -80,8 +92,19 @@ export class DurableDatabase {
       log: options.log,
       fileOps: options.fileOps,
     };
-    const { db, seq, base, report } = restoreStore(SQL, dir, opts.log);
-    const store = new DurableDatabase(db, dir, seq, base, opts, report);
+    // A store whose checkpoints the worker folds gets its worker now, while the restore runs: started at the first
+    // checkpoint instead, it took the event loop for 6–70 ms there (foldWorkerClient.ts, issue #23 item 7).
+    const foldWorker = new FoldWorkerClient();
+    if (newestImageBytes(dir) > opts.inlineCheckpointBytes) foldWorker.start();
+    let restored: ReturnType<typeof restoreStore>;
+    try {
+      restored = restoreStore(SQL, dir, opts.log);
+    } catch (e) {
+      await foldWorker.stop();
+      throw e;
+    }
+    const { db, seq, base, report } = restored;
+    const store = new DurableDatabase(db, dir, seq, base, opts, report, foldWorker);
     // Start from a clean generation: a fresh checkpoint makes the replayed journals unnecessary. A migrated store is
     // written out at once too, so that its image says its new schema version and an older release refuses it
     // instead of replaying this release's journal over the old schema.

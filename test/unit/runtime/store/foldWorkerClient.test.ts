@@ -3,6 +3,8 @@
 // stop() the next fold starts a new worker.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { checkpointName, loadSqlJs, openImage } from '../../../../src/runtime/store/checkpoint';
@@ -86,6 +88,26 @@ test('stop() answers the fold in flight with ok: false; the next fold starts a n
     assert.equal(await rowsIn(dir, 5), 5);
   } finally {
     await client.stop();
+    await db.close();
+  }
+});
+
+test('start() runs the worker idle and unreferenced: a process that only started it exits by itself; a fold then uses it', { timeout: 60_000 }, async () => {
+  // The store starts its worker at open (database.ts); an idle worker must never keep a process alive.
+  const client = join(__dirname, '../../../../src/runtime/store/foldWorkerClient.js');
+  const child = spawn(process.execPath, ['-e', `new (require(${JSON.stringify(client)}).FoldWorkerClient)().start()`], { stdio: 'ignore' });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  assert.equal(code, 0);
+
+  const { dir, db } = await storeWith(4);
+  const started = new FoldWorkerClient();
+  try {
+    started.start();
+    const reply = await started.run({ dir, base: 0, upTo: 4 });
+    assert.equal(reply.ok, true, reply.error);
+    assert.equal(await rowsIn(dir, 4), 4);
+  } finally {
+    await started.stop();
     await db.close();
   }
 });
