@@ -44,6 +44,9 @@ export class Endpoint {
 
   constructor(
     readonly url: string,
+    /** How clients see it, in task errors and events: the engine's name (and its place in the pool), never the URL. */
+    readonly name: string,
+    /** How the operator's log names it: with its host:port. */
     readonly label: string,
     readonly configuredConcurrency: number | undefined,
   ) {}
@@ -99,7 +102,8 @@ export class RemoteEngine {
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...config.timeouts };
     this.endpoints = config.urls.map((url, i) => {
       const c = config.concurrency?.[config.concurrency.length === 1 ? 0 : i];
-      return new Endpoint(url, `engine "${config.name}" (${new URL(url).host})`, c);
+      const name = config.urls.length > 1 ? `engine "${config.name}" (endpoint ${i + 1} of ${config.urls.length})` : `engine "${config.name}"`;
+      return new Endpoint(url, name, `engine "${config.name}" (${new URL(url).host})`, c);
     });
   }
 
@@ -293,7 +297,7 @@ export class RemoteEngine {
       try {
         const r = await streamChat({
           baseUrl: ep.url,
-          label: ep.label,
+          label: ep.name,
           apiKey: this.config.apiKey,
           body: { ...body, model },
           signal,
@@ -305,7 +309,7 @@ export class RemoteEngine {
         return { ...r, endpoint: ep.url };
       } catch (e) {
         if (e instanceof EndpointUnreachable) {
-          this.markDown(ep, e.message.replace(`${ep.label} `, ''));
+          this.markDown(ep, e.message.replace(`${ep.name} `, ''));
           last = e;
           continue;
         }
