@@ -211,18 +211,24 @@ export class GenerationRun {
       this.storeError ??= e;
       this.abort.abort();
     };
+    // The attempt's first delta batch syncs on the loop (the first text, at once: docs/runtime.md "First delta near
+    // the engine"); later ones are deferred: their sync runs on libuv's pool, shared by every task's batches written
+    // meanwhile (8 streams through serve spent 0.7 ms of loop time per token in fdatasync when each batch synced on
+    // the loop, holding back the consumers that feed the next batched decode).
+    let firstWritten = false;
     const batcher = new DeltaBatcher({
       minWindowMs: this.settings.deltaFlushMs,
       now: () => performance.now(),
-      write: (steps, snapshot) =>
-        // A task waiting for input keeps saying so. Deferred: the sync runs on libuv's pool, shared by every task's
-        // deltas written meanwhile (8 streams through serve spent 0.7 ms of loop time per token in fdatasync when each
-        // delta batch synced on the loop).
-        this.transitions.progress(
+      write: (steps, snapshot) => {
+        const defer = firstWritten ? { onFailed: stopOnStoreError } : undefined;
+        firstWritten = true;
+        // A task waiting for input keeps saying so.
+        return this.transitions.progress(
           id,
           { messageId: this.messageId, tokens, output: steps, snapshot, waiting: this.waiting !== undefined },
-          { onFailed: stopOnStoreError },
-        ),
+          defer,
+        );
+      },
       onError: stopOnStoreError,
     });
     const snapshotsWanted = running.onRestart === 'resume' && this.backend.supportsResume(running.model);

@@ -117,20 +117,20 @@ describe('MCP tasks/get fast path: the same bytes as the SDK path', () => {
     sdkSession = await openSession(url);
 
     // Tasks in every state: finished three ways, one running (held), one queued behind it.
-    const mcpTask = (input: string, maxTokens: number, extra: { deadlineMs?: number } = {}) =>
+    const mcpTask = (input: string, maxTokens: number | undefined, extra: { deadlineMs?: number } = {}) =>
       runtime.createTask({
         origin: 'mcp',
         principal: 'alice',
-        input: { model: MODEL_ID, input, max_output_tokens: maxTokens, temperature: 0 },
+        input: { model: MODEL_ID, input, ...(maxTokens !== undefined ? { max_output_tokens: maxTokens } : {}), temperature: 0 },
         meta: { tool: 'generate' },
         ttlMs: 3_600_000,
         ...extra,
       }).task.id;
     ids.succeeded = mcpTask('finish "quoted" \u2028 ünïcode', 3);
     await runtime.waitForTerminal(ids.succeeded);
-    ids.failed = mcpTask('too slow', 100_000, { deadlineMs: 50 });
+    ids.failed = mcpTask('too slow', undefined, { deadlineMs: 50 });
     await runtime.waitForTerminal(ids.failed);
-    ids.running = mcpTask('hold: keeps running', 100_000);
+    ids.running = mcpTask('hold: keeps running', undefined); // no budget: up to the context
     await until(() => runtime.getTask(ids.running)?.status === 'running', 'the held task runs');
     ids.queued = mcpTask('waits its turn', 4);
     ids.cancelled = mcpTask('cancelled while queued', 4);

@@ -19,7 +19,7 @@ interface Seen {
 }
 
 /** Runs the child until it has delivered `deltas` text deltas and at least `afterMs` passed, then SIGKILLs it. */
-function runAndKill(dataDir: string, onRestart: string, max: number, deltas: number, afterMs: number, minReevalMs?: number): Promise<Seen> {
+function runAndKill(dataDir: string, onRestart: string, max: number | 'none', deltas: number, afterMs: number, minReevalMs?: number): Promise<Seen> {
   return new Promise((resolve, reject) => {
     const args = [CHILD, dataDir, testModelPath(), onRestart, String(max), ...(minReevalMs !== undefined ? [String(minReevalMs)] : [])];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -51,7 +51,7 @@ async function killAndResume(withSnapshots: boolean) {
   const dataDir = tempDir('tr-resume-');
   // minReevalMs 0: snapshot on every 30 ms; unset: the default rule, under which the demo model (re-evaluated in
   // well under a second) never snapshots.
-  const seen = await runAndKill(dataDir, 'resume', 3000, 6, withSnapshots ? 250 : 0, withSnapshots ? 0 : undefined);
+  const seen = await runAndKill(dataDir, 'resume', 'none', 6, withSnapshots ? 250 : 0, withSnapshots ? 0 : undefined);
   const deliveredBefore = seen.events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
   assert.ok(deliveredBefore.length > 0);
   const snapDir = join(dataDir, 'snapshots', seen.taskId);
@@ -89,7 +89,7 @@ test('resume: killed before any snapshot, prompt + delivered text are evaluated 
 test('retry after SIGKILL starts a new attempt in the same sequence; fail ends with server_restarted', async () => {
   for (const policy of ['retry', 'fail'] as const) {
     const dataDir = tempDir(`tr-${policy}-`);
-    const seen = await runAndKill(dataDir, policy, 3000, 3, 50);
+    const seen = await runAndKill(dataDir, policy, 'none', 3, 50);
     const lastSeq = Math.max(...seen.events.map((e) => e.seq));
     const rt = await openRuntime(dataDir);
     try {
