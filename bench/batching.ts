@@ -5,23 +5,25 @@
 //   model's one batched context) against llama.cpp's llama-server (-np 8, POST /completion streams, ignore_eos),
 //   rounds alternating which side goes first; at 1 stream also raw node-llama-cpp (one sequence, evaluate());
 // - first-token time of a request whose 2 000-token prefix the previous request had: ours (prefix reuse) against
-//   llama-server with cache_prompt, and ours without a shared prefix (uncached).
+//   llama-server with cache_prompt through its chat template (/v1/chat/completions: the same tokens after the
+//   prefix as our templated /responses), and ours without a shared prefix (uncached).
 // Goals (issue #20): ≥ 0.9× llama-server at 4 and 8 streams, 1 stream ≥ 0.95× raw node-llama-cpp, cached-prefix
 // first token ≤ 1.2× llama-server's and ≤ 0.25× our own uncached.
 // Needs llama-server built (node scripts/remote-engine/prepare.mjs); without it only our side and raw are measured.
 // Also raw node-llama-cpp with 4 and 8 sequences of one context (its own batching, nothing of ours): the ceiling
 // this binary gives, so that ours ÷ raw is our overhead and raw ÷ llama-server the binary's.
-// Measured 2026-12-02 on the shared 2-core machine, 1 thread, 2 rounds; load 1.8 (bench/results.json) / load 4:
+// Measured 2026-12-02 on the shared 2-core machine, 1 thread, 2 rounds; load 0.6 (bench/results.json) / load 4:
 //   streams   ours tokens/s   raw         llama-server   ours ÷ theirs   ours ÷ raw    raw ÷ theirs
-//   1         202 / 185       197 / 219   258 / 238      0.78 / 0.78     1.02 / 0.84   0.77 / 0.92
-//   4         212 / 186       199 / 222   347 / 263      0.61 / 0.71     1.06 / 0.84   0.57 / 0.85
-//   8         229 / 210       237 / 272   398 / 376      0.57 / 0.56     0.97 / 0.77   0.59 / 0.72
+//   1         229 / 185       212 / 219   263 / 238      0.87 / 0.78     1.08 / 0.84   0.81 / 0.92
+//   4         247 / 186       272 / 222   351 / 263      0.70 / 0.71     0.91 / 0.84   0.78 / 0.85
+//   8         236 / 210       253 / 272   432 / 376      0.55 / 0.56     0.94 / 0.77   0.58 / 0.72
 //   (before the decode gate and the deferred delta batches: 0.46–0.63 at 4 streams, 0.42–0.48 at 8)
-//   2 000-token shared prefix, first token: ours 59–65 ms cached, llama-server cache_prompt 16–28 ms (goal ≤ 1.2×
-//   not met), ours uncached 1 884–1 950 ms.
+//   2 000-token shared prefix, first token: ours 51 ms cached, llama-server 110 ms (chat template, cache_prompt;
+//   0.47×, goal met), ours uncached 1 913 ms (0.03×). Its raw /completion re-evaluates only the differing character
+//   (16–28 ms there against our 59–65 in earlier runs): not the same work.
 // Not met: 0.9× at 4 and 8 streams. node-llama-cpp's prebuilt CPU build decodes a batch of 8 in 21–39 ms where
 // llama.cpp built natively from the same source takes 11–15 ms (llama-batched-bench, same GGUF): raw stays at
-// 0.59–0.72× llama-server at 8 streams whatever we do (docs/hardware.md).
+// 0.58–0.72× llama-server at 8 streams whatever we do (docs/hardware.md).
 // Run directly: node out/bench/batching.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -87,6 +89,34 @@ async function theirsOnce(server: LlamaServer, input: string, tokens: number): P
       last = f.at;
       outputTokens++;
     } else if (typeof chunk.tokens_predicted === 'number') outputTokens = chunk.tokens_predicted;
+  }
+  return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
+}
+
+/**
+ * The same request through llama-server's chat template (/v1/chat/completions, cache_prompt), for the cached-prefix
+ * case: our /responses applies the model's template too, so both evaluate the same tokens after the shared prefix
+ * (its raw /completion would re-evaluate only the one differing character).
+ */
+async function theirsChatOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
+  const startAt = performance.now();
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content: input }], max_tokens: tokens, temperature: 0.8, stream: true, cache_prompt: true }),
+  });
+  if (res.status !== 200) throw new Error(`POST /v1/chat/completions: ${res.status} ${await res.text()}`);
+  let first = 0;
+  let last = 0;
+  let outputTokens = 0;
+  for await (const f of sseFrames(res.body)) {
+    if (f.data === '[DONE]') break;
+    const chunk = JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string } }> };
+    if (chunk.choices?.[0]?.delta?.content) {
+      if (!first) first = f.at;
+      last = f.at;
+      outputTokens++;
+    }
   }
   return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
 }
@@ -187,14 +217,14 @@ export async function batchingBench(
     const uncached: number[] = [];
     const short = 8;
     await ours(`${shared} question 0`);
-    if (theirs) await theirsOnce(server!, `${shared} question 0`, short);
+    if (theirs) await theirsChatOnce(server!, `${shared} question 0`, short);
     for (let r = 1; r <= rounds; r++) {
       cached.push((await oursOnce(ep, `${shared} question ${r}`, short)).ttftMs);
-      if (theirs) cachedTheirs.push((await theirsOnce(server!, `${shared} question ${r}`, short)).ttftMs);
+      if (theirs) cachedTheirs.push((await theirsChatOnce(server!, `${shared} question ${r}`, short)).ttftMs);
       uncached.push((await oursOnce(ep, `${prefixText(prefixTokens, `fresh${r}`)} question`, short)).ttftMs);
       // The fresh prefix took a sequence: bring the shared one back as the latest for the next round.
       await oursOnce(ep, `${shared} question ${r}b`, 1);
-      if (theirs) await theirsOnce(server!, `${shared} question ${r}b`, 1);
+      if (theirs) await theirsChatOnce(server!, `${shared} question ${r}b`, 1);
     }
     out.prefix_tokens = prefixTokens;
     out.cached_prefix_ours_first_token_ms = round(median(cached));
