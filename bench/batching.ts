@@ -33,7 +33,7 @@ import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { startEndpoint, type Endpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
 import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
-import { sseFrames } from '../test/fixtures/sse';
+import { sseFrames, type SseFrame } from '../test/fixtures/sse';
 import { TOKEN } from './lmsp';
 import { rawBatchedBench, rawGenerationBench } from './rawGeneration';
 
@@ -48,49 +48,62 @@ interface StreamRun {
   outputTokens: number;
 }
 
-async function oursOnce(ep: Endpoint, input: string, tokens: number): Promise<StreamRun> {
+/** What one frame of a stream says: a piece of text arrived, the output's token count, or the stream's end. */
+interface FrameReading {
+  text?: boolean;
+  tokens?: number;
+  done?: boolean;
+}
+
+/**
+ * POSTs `body` and follows the SSE answer: the first and last text frames' times, and the output tokens (one per
+ * text frame unless a frame gives the count).
+ */
+async function timedStream(url: string, body: unknown, read: (f: SseFrame) => FrameReading, headers: Record<string, string> = {}): Promise<StreamRun> {
   const startAt = performance.now();
-  const res = await fetch(`${ep.lmspUrl}/responses`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'bench', input, max_output_tokens: tokens, temperature: 0.8, stream: true }),
-  });
-  if (res.status !== 200) throw new Error(`POST /responses: ${res.status} ${await res.text()}`);
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  if (res.status !== 200) throw new Error(`POST ${new URL(url).pathname}: ${res.status} ${await res.text()}`);
   let first = 0;
   let last = 0;
   let outputTokens = 0;
   for await (const f of sseFrames(res.body)) {
-    if (f.event === 'response.output_text.delta') {
+    const r = read(f);
+    if (r.done) break;
+    if (r.text) {
       if (!first) first = f.at;
       last = f.at;
+      outputTokens++;
     }
-    if (f.event === 'response.completed' || f.event === 'response.incomplete') {
-      outputTokens = (JSON.parse(f.data) as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens;
-    }
+    if (r.tokens !== undefined) outputTokens = r.tokens;
   }
   return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
 }
 
-async function theirsOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
-  const startAt = performance.now();
-  const res = await fetch(`${server.url}/completion`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ prompt: input, n_predict: tokens, temperature: 0.8, stream: true, ignore_eos: true, cache_prompt: true }),
-  });
-  if (res.status !== 200) throw new Error(`POST /completion: ${res.status} ${await res.text()}`);
-  let first = 0;
-  let last = 0;
-  let outputTokens = 0;
-  for await (const f of sseFrames(res.body)) {
-    const chunk = JSON.parse(f.data) as { content?: string; stop?: boolean; tokens_predicted?: number };
-    if (!chunk.stop) {
-      if (!first) first = f.at;
-      last = f.at;
-      outputTokens++;
-    } else if (typeof chunk.tokens_predicted === 'number') outputTokens = chunk.tokens_predicted;
-  }
-  return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
+function oursOnce(ep: Endpoint, input: string, tokens: number): Promise<StreamRun> {
+  return timedStream(
+    `${ep.lmspUrl}/responses`,
+    { model: 'bench', input, max_output_tokens: tokens, temperature: 0.8, stream: true },
+    (f) => {
+      if (f.event === 'response.output_text.delta') return { text: true };
+      if (f.event === 'response.completed' || f.event === 'response.incomplete') {
+        return { tokens: (JSON.parse(f.data) as { response: { usage: { output_tokens: number } } }).response.usage.output_tokens };
+      }
+      return {};
+    },
+    { authorization: `Bearer ${TOKEN}` },
+  );
+}
+
+function theirsOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
+  return timedStream(
+    `${server.url}/completion`,
+    { prompt: input, n_predict: tokens, temperature: 0.8, stream: true, ignore_eos: true, cache_prompt: true },
+    (f) => {
+      const chunk = JSON.parse(f.data) as { stop?: boolean; tokens_predicted?: number };
+      if (!chunk.stop) return { text: true };
+      return typeof chunk.tokens_predicted === 'number' ? { tokens: chunk.tokens_predicted } : {};
+    },
+  );
 }
 
 /**
@@ -98,27 +111,16 @@ async function theirsOnce(server: LlamaServer, input: string, tokens: number): P
  * case: our /responses applies the model's template too, so both evaluate the same tokens after the shared prefix
  * (its raw /completion would re-evaluate only the one differing character).
  */
-async function theirsChatOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
-  const startAt = performance.now();
-  const res = await fetch(`${server.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ messages: [{ role: 'user', content: input }], max_tokens: tokens, temperature: 0.8, stream: true, cache_prompt: true }),
-  });
-  if (res.status !== 200) throw new Error(`POST /v1/chat/completions: ${res.status} ${await res.text()}`);
-  let first = 0;
-  let last = 0;
-  let outputTokens = 0;
-  for await (const f of sseFrames(res.body)) {
-    if (f.data === '[DONE]') break;
-    const chunk = JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string } }> };
-    if (chunk.choices?.[0]?.delta?.content) {
-      if (!first) first = f.at;
-      last = f.at;
-      outputTokens++;
-    }
-  }
-  return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
+function theirsChatOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
+  return timedStream(
+    `${server.url}/v1/chat/completions`,
+    { messages: [{ role: 'user', content: input }], max_tokens: tokens, temperature: 0.8, stream: true, cache_prompt: true },
+    (f) => {
+      if (f.data === '[DONE]') return { done: true };
+      const chunk = JSON.parse(f.data) as { choices?: Array<{ delta?: { content?: string } }> };
+      return { text: Boolean(chunk.choices?.[0]?.delta?.content) };
+    },
+  );
 }
 
 /** N streams at once: aggregate tokens/s (all tokens over first start to last delta) and the median first token. */

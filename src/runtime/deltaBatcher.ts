@@ -4,7 +4,8 @@
 // The first piece is written at once (time to first text). After a write, pieces wait until `window` has passed
 // since it; the window starts at `minWindowMs` (the runtime's `deltaFlushMs`, 16 ms) and follows the cost of a
 // write: about 20× the recent write time, at most `maxWindowMs` (100 ms), so that on a slow disk writes stay a
-// small share of generation time. A snapshot is written together with the text it covers (flush(snapshot)).
+// small share of generation time. (The runtime defers a run's writes after its first — their syncs run on libuv's
+// pool, generation.ts — so the time measured there is the write's own work on the loop, not the disk's.) A snapshot is written together with the text it covers (flush(snapshot)).
 // What is batched are output steps (outputItems.ts): consecutive deltas of the answer text, or of one item, join
 // into one; an item opened or closed is kept in its place among them.
 import type { GenerationSnapshot } from './backend';

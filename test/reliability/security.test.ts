@@ -56,6 +56,8 @@ const req = async (...args: Parameters<typeof call>) => {
   return r;
 };
 const tried = (attack: string) => tally.attacks.push(attack);
+/** How the fake engines' URLs would show in a leak: host:port, by IP and by name. */
+const engineAddresses = () => [hold, leak].flatMap((e) => [`127.0.0.1:${e.port}`, `localhost:${e.port}`]);
 
 let server: Server;
 let secret: SecretModel;
@@ -208,7 +210,7 @@ test('tokens, principals, Host/Origin and HTML in task text', async () => {
 
 test('#23.1: no read route, MCP tool (both eras) or error shows the model folder or an engine URL', async () => {
   tried('model-paths-and-engine-urls');
-  const engines = [hold, leak].flatMap((e) => [`127.0.0.1:${e.port}`, `localhost:${e.port}`]);
+  const engines = engineAddresses();
   const clean = (label: string, text: string) => assert.deepEqual(leakedPieces(text, secret, engines), [], `${label}: ${text.slice(0, 400)}`);
   const created = await req(server, 'POST', '/tasks', { body: { type: 'response', input: { model: SECRET_MODEL_ID, input: 'hi', max_output_tokens: 4 } } });
   assert.equal(created.status, 202, created.text);
@@ -315,7 +317,7 @@ test('#23.3: a deeply nested body with an Idempotency-Key is a 400 on every crea
 
 test('#23.5: an engine echoing its key in any spelling gets it into no task error, event, MCP view or log line', async () => {
   tried('engine-key-echo');
-  const engines = [hold, leak].flatMap((e) => [`127.0.0.1:${e.port}`, `localhost:${e.port}`]);
+  const engines = engineAddresses();
   const ids: string[] = [];
   for (let i = 0; i < spellings.length; i++) {
     const r = await req(server, 'POST', '/tasks', { body: { type: 'response', input: { model: 'leak/m1', input: `spell-${i}` } } });

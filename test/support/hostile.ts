@@ -31,12 +31,17 @@ export const UNFINISHED_HEADS = ['', 'GET /lmsp/v1/models HTTP/1.1\r\nHost: 127.
  * before validation, overflowed the stack at ~3 100 (a 500) until it refused bodies deeper than 256.
  */
 export function deepBody(levels = 5000, model = 'm'): string {
-  return '{"type":"response","input":{"model":"' + model + '","input":"x","metadata":' + '{"a":'.repeat(levels) + '1' + '}'.repeat(levels) + '}}';
+  return '{"type":"response","input":{"model":"' + model + '","input":"x","metadata":' + nested(levels) + '}}';
 }
 
 /** The same nesting as a bare /responses or /chat/completions body. */
 export function deepRequest(levels = 5000, model = 'm'): string {
-  return '{"model":"' + model + '","input":"x","messages":[{"role":"user","content":"x"}],"metadata":' + '{"a":'.repeat(levels) + '1' + '}'.repeat(levels) + '}';
+  return '{"model":"' + model + '","input":"x","messages":[{"role":"user","content":"x"}],"metadata":' + nested(levels) + '}';
+}
+
+/** `{"a":{"a":…1…}}`, `levels` objects deep. */
+function nested(levels: number): string {
+  return '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
 }
 
 /** Every spelling of an engine key an engine might echo: as is, URL-encoded, JSON-escaped, base64 (both alphabets, Basic auth, unpadded) and cut short. */

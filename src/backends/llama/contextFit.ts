@@ -6,9 +6,9 @@
 //   - at create, with the model loaded: exactly (its tokenizer counts the prompt; its context is known);
 //   - at create, not loaded: the context is at most min(trained context, --context-size N) — the trained one read
 //     from a local file's header when serve starts (LlamaBackend.prepare; the editor keeps node-llama-cpp lazy and
-//     learns it at the first load), for a model URI after its first load — and a prompt is at least one token, so a budget of that bound or more is refused without a
-//     tokenizer. The prompt's own tokens are not
-//     known: a vocab-only load (node-llama-cpp's `vocabOnly`) is asynchronous and create is not, and with
+//     learns it at the first load), for a model URI after its first load — and a prompt is at least one token, so a
+//     budget of that bound or more is refused without a tokenizer. The prompt's own tokens are not known: a
+//     vocab-only load (node-llama-cpp's `vocabOnly`) is asynchronous and create is not, and with
 //     `--context-size auto` the context is fitted to free memory at load, so even a counted prompt would not decide;
 //   - when the task starts (the model loaded by then): exactly, the same rule; a request that does not fit fails the
 //     task with context_length_exceeded before any token is generated.

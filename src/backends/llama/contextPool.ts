@@ -19,9 +19,10 @@
 // through `serve`: 1.0–2.9 tokens per decode on average, aggregate tokens/s flat from 1 to 8 streams (bench/batching.ts
 // 153 and 159 against llama-server's 243 and 329), while the same 8 generations started in one instant decoded 6.9
 // tokens per step. So each token decode of a generating sequence waits at the gate until every generating sequence of
-// the context has its token there (or, for one that is late — busy delivering, saving a snapshot, finishing — a
-// bounded wait: GATHER_MICROTASK_HOPS microtask turns, then event-loop turns while more keep arriving, at most
-// GATHER_MAX_TURNS), and then all go into the queue together: one decode per step again.
+// the context has its token there — without a bound while one of them is still being decoded and sampled (it is
+// sure to come), else, for one that is late elsewhere (busy delivering, saving a snapshot, finishing), a bounded
+// wait: GATHER_MICROTASK_HOPS microtask turns, then event-loop turns while more keep arriving, at most
+// GATHER_MAX_TURNS — and then all go into the queue together: one decode per step again.
 //
 // Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
 // tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
