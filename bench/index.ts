@@ -7,6 +7,7 @@ import { createAckBench, recoveryBench, tokenPipelineBench } from './runtimeBenc
 import { fairShareBench } from './fairShare';
 import { scaleBench } from './scaleBench';
 import { batchingBench } from './batching';
+import { startupBench } from './startup';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
@@ -32,6 +33,7 @@ async function main() {
     ['recovery', () => recoveryBench(modelPath)],
     ['scale', () => scaleBench({ modelPath })],
     ['fair_share', () => fairShareBench({ modelPath })],
+    ['startup', () => startupBench()],
   ];
   const lmsp = optional('./lmsp', 'lmspBench');
   if (lmsp) suites.push(['lmsp', () => lmsp({ modelPath })]);

@@ -1,8 +1,8 @@
 // Our model in the editor's own Chat view (issue #21): with `chat.allowAnonymousAccess` (set by runE2E.mjs; nobody is
 // signed in), the Chat view's model picker lists the task-runtime models (the provider resolves them itself once the
-// runtime is up, which the picker needs) and one can be picked. Sending from the Chat view is not driven here (the
-// widget's input did not take the typed text in code-server 4.139.1 under playwright); a request from another
-// extension through vscode.lm, streamed and seen as a task in our tree, is test/integration/languageModels.test.ts.
+// runtime is up, which the picker needs), one can be picked, and a message sent from the Chat view streams our
+// model's reply there and is a task in our tree. A request from another extension through vscode.lm is
+// test/integration/languageModels.test.ts.
 // Screenshots of each step go to the artifacts dir. Selectors for the chat widget are VS Code 1.139's.
 import * as assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
@@ -57,5 +57,33 @@ describe('our model in the Chat view (UI)', function () {
     await ours.click();
     await assert.doesNotReject(() => picker.filter({ hasText: /demo/i }).waitFor({ timeout: 10_000 }), 'the picker shows our model');
     await wb.screenshot('chat-03-picked');
+  });
+
+  it('sends a message from the Chat view to our model: the reply shows there and the request is a task in our tree', async function () {
+    this.timeout(300_000);
+    // Typed into the input's editor (Monaco): focus it with a click on its lines, then real key presses.
+    await page.locator('.interactive-input-part .monaco-editor .view-lines, .chat-input-container .monaco-editor .view-lines').first().click();
+    await page.keyboard.type(`Say hello to the chat view ${Date.now().toString(36)}`);
+    await wb.screenshot('chat-04-typed');
+    await page.keyboard.press('Enter');
+    // The bundled Copilot Chat sends it to our provider (its system prompt and tools cut to fit the demo model's
+    // context): a response item appears and fills with the streamed text.
+    const response = page.locator('.interactive-item-container.interactive-response').last();
+    await response.waitFor({ timeout: 120_000 });
+    const markdown = response.locator('.rendered-markdown').first();
+    await markdown.waitFor({ timeout: 120_000 });
+    let text = '';
+    for (let i = 0; i < 120 && !text.trim(); i++) {
+      text = await markdown.innerText().catch(() => '');
+      if (!text.trim()) await page.waitForTimeout(1_000);
+    }
+    await wb.screenshot('chat-05-reply');
+    assert.ok(text.trim().length > 0, 'the reply streamed into the Chat view');
+    // The request is an editor task: `Chat: <the user's turn>` in the Tasks view, running or finished.
+    await wb.openContainer();
+    const row = wb.row('Chat: ').first();
+    if (!(await row.isVisible({ timeout: 5_000 }).catch(() => false))) await wb.expandGroup('Succeeded');
+    await row.waitFor({ timeout: 60_000 });
+    await wb.screenshot('chat-06-task-in-tree');
   });
 });

@@ -20,7 +20,7 @@
 import type { Database } from 'sql.js';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { checkpointName, journalName, loadSqlJs, listFiles } from './checkpoint';
+import { checkpointName, journalName, loadSqlJs, listFiles, sqlJsWasm } from './checkpoint';
 import { SCHEMA_VERSION } from './migrations';
 import { Checkpointer, type CheckpointStats } from './checkpointer';
 import type { OpenReport } from './damageReport';
@@ -61,6 +61,9 @@ function newestImageBytes(dir: string): number {
   }
 }
 
+/** Whether this process has warmed sql.js's compiled code (once is enough: every store shares the module). */
+let sqlJsWarmed = false;
+
 export class DurableDatabase {
   private readonly statements: StatementCache;
   private readonly commits: GroupCommit;
@@ -74,7 +77,9 @@ export class DurableDatabase {
     base: number | null,
     options: Required<Omit<DatabaseOptions, 'log' | 'fileOps'>> & Pick<DatabaseOptions, 'log' | 'fileOps'>,
     readonly report: OpenReport,
-    foldWorker: FoldWorkerClient,
+    private readonly foldWorker: FoldWorkerClient,
+    /** The worker ran only to warm sql.js (a small store's checkpoints are inline): end it once start-up is over. */
+    private dropWarmWorker: boolean,
   ) {
     this.statements = new StatementCache(db);
     this.commits = new GroupCommit(this.statements, dir, seq, options.fileOps ?? NODE_FILE_OPS, options.log);
@@ -84,7 +89,6 @@ export class DurableDatabase {
   }
 
   static async open(dir: string, options: DatabaseOptions = {}): Promise<DurableDatabase> {
-    const SQL = await loadSqlJs();
     const opts = {
       checkpointBytes: options.checkpointBytes ?? 32 * 1024 * 1024,
       checkpointIntervalMs: options.checkpointIntervalMs ?? 60_000,
@@ -94,22 +98,36 @@ export class DurableDatabase {
     };
     // A store whose checkpoints the worker folds gets its worker now, while the restore runs: started at the first
     // checkpoint instead, it took the event loop for 6–70 ms there (foldWorkerClient.ts, issue #23 item 7).
-    const foldWorker = new FoldWorkerClient();
-    if (newestImageBytes(dir) > opts.inlineCheckpointBytes) foldWorker.start();
-    let restored: ReturnType<typeof restoreStore>;
+    const foldWorker = new FoldWorkerClient(await sqlJsWasm());
+    const folding = newestImageBytes(dir) > opts.inlineCheckpointBytes;
+    if (folding) foldWorker.start();
+    const SQL = loadSqlJs();
+    SQL.catch(() => {}); // awaited below; not an unhandled rejection while the warm-up runs
+    // The process's first store has the worker compile sql.js's code before the restore runs it (checkpoint.ts): the
+    // restore then runs in 1–4 ms blocks instead of one 40 ms one. Meanwhile the host instantiates its own sql.js.
+    if (!sqlJsWarmed) {
+      const warm = await foldWorker.warm();
+      sqlJsWarmed = warm.ok;
+      if (!warm.ok) opts.log?.(`store: sql.js was not warmed in the checkpoint worker (${warm.error}); the restore compiles it`);
+    }
+    let restored: Awaited<ReturnType<typeof restoreStore>>;
     try {
-      restored = restoreStore(SQL, dir, opts.log);
+      restored = await restoreStore(await SQL, dir, opts.log);
     } catch (e) {
       await foldWorker.stop();
       throw e;
     }
     const { db, seq, base, report } = restored;
-    const store = new DurableDatabase(db, dir, seq, base, opts, report, foldWorker);
+    // Ending a worker right away competed for the cores with the restore after it (its blocks doubled to 30–50 ms
+    // on 2 cores): a worker the store does not fold with ends at the first maintenance tick instead.
+    const store = new DurableDatabase(db, dir, seq, base, opts, report, foldWorker, !folding);
     // Start from a clean generation: a fresh checkpoint makes the replayed journals unnecessary. A migrated store is
     // written out at once too, so that its image says its new schema version and an older release refuses it
     // instead of replaying this release's journal over the old schema.
     const migrated = report.schemaFrom < SCHEMA_VERSION;
     if (migrated || report.replayedBatches > 0 || report.quarantined.length > 0 || listFiles(dir).checkpoints.length === 0) {
+      // A turn of the loop first: the restore and this checkpoint (an export and its fsync) were one block of start-up.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       await store.checkpoint();
     }
     return store;
@@ -211,6 +229,10 @@ export class DurableDatabase {
   /** The maintenance timer: while writes are refused it probes too, so the store recovers without waiting for a write. */
   private maintain(): void {
     if (this.commits.isClosed) return;
+    if (this.dropWarmWorker) {
+      this.dropWarmWorker = false;
+      void this.foldWorker.stopIfIdle();
+    }
     if (!this.commits.probe()) return;
     this.checkpointer.whenDue();
   }

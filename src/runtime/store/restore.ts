@@ -23,7 +23,8 @@ import {
   fsyncDir,
   journalName,
   listFiles,
-  openImage,
+  openCheckedImage,
+  readImage,
 } from './checkpoint';
 import { damageEntry, describeDamage, type OpenReport } from './damageReport';
 import { keepFrames, readJournal } from './journal';
@@ -39,7 +40,7 @@ export interface RestoredStore {
 }
 
 /** Loads the newest usable image from `dir` (created if missing), migrates it and replays the journals after it. */
-export function restoreStore(SQL: SqlJsStatic, dir: string, log?: (msg: string) => void): RestoredStore {
+export async function restoreStore(SQL: SqlJsStatic, dir: string, log?: (msg: string) => void): Promise<RestoredStore> {
   // The store holds every prompt and output: only its owner may list or read it, also when an earlier version (or
   // the user) made the folder with the umask's 0755.
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -73,7 +74,7 @@ export function restoreStore(SQL: SqlJsStatic, dir: string, log?: (msg: string) 
   for (const cp of [...listing.checkpoints].reverse()) {
     const name = checkpointName(cp);
     try {
-      db = openImage(SQL, join(dir, name), cp);
+      db = openCheckedImage(SQL, await readImage(join(dir, name)), cp);
       seq = cp;
       base = cp;
       break;

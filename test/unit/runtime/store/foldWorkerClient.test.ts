@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { checkpointName, loadSqlJs, openImage } from '../../../../src/runtime/store/checkpoint';
+import { checkpointName, loadSqlJs, openImage, sqlJsWasm } from '../../../../src/runtime/store/checkpoint';
 import { DurableDatabase, type WriteOp } from '../../../../src/runtime/store/database';
 import { FoldWorkerClient } from '../../../../src/runtime/store/foldWorkerClient';
 import { tempDir } from '../helpers';
@@ -108,6 +108,26 @@ test('start() runs the worker idle and unreferenced: a process that only started
     assert.equal(await rowsIn(dir, 4), 4);
   } finally {
     await started.stop();
+    await db.close();
+  }
+});
+
+test('warm() runs the store statements in a worker given the host module; the same worker then folds, and stopIfIdle() leaves a fold in flight alone', async () => {
+  // The store's open has the worker compile sql.js's code (checkpoint.ts): a warm-up that failed would leave the
+  // restore compiling it on the host's thread, and one that broke the worker would cost the store its folds.
+  const { dir, db } = await storeWith(6);
+  const client = new FoldWorkerClient(await sqlJsWasm());
+  try {
+    const warm = await client.warm();
+    assert.equal(warm.ok, true, warm.error);
+    assert.ok(typeof warm.ms === 'number' && warm.ms > 0);
+    const inFlight = client.run({ dir, base: 0, upTo: 6 });
+    await client.stopIfIdle();
+    const reply = await inFlight;
+    assert.equal(reply.ok, true, reply.error);
+    assert.equal(await rowsIn(dir, 6), 6);
+  } finally {
+    await client.stop();
     await db.close();
   }
 });
