@@ -63,27 +63,27 @@ describe('our model in the Chat view (UI)', function () {
     this.timeout(300_000);
     // Typed into the input's editor (Monaco): focus it with a click on its lines, then real key presses.
     await page.locator('.interactive-input-part .monaco-editor .view-lines, .chat-input-container .monaco-editor .view-lines').first().click();
-    await page.keyboard.type(`Say hello to the chat view ${Date.now().toString(36)}`);
+    const message = `Say hello to the chat view ${Date.now().toString(36)}`;
+    await page.keyboard.type(message);
     await wb.screenshot('chat-04-typed');
     await page.keyboard.press('Enter');
     // The bundled Copilot Chat sends it to our provider (its system prompt and tools cut to fit the demo model's
-    // context): a response item appears and fills with the streamed text.
+    // context): a response item appears, shows progress ("Analyzing"), streams our text and completes (VS Code
+    // drops the row's `chat-response-loading` class then).
     const response = page.locator('.interactive-item-container.interactive-response').last();
     await response.waitFor({ timeout: 120_000 });
-    const markdown = response.locator('.rendered-markdown').first();
-    await markdown.waitFor({ timeout: 120_000 });
-    let text = '';
-    for (let i = 0; i < 120 && !text.trim(); i++) {
-      text = await markdown.innerText().catch(() => '');
-      if (!text.trim()) await page.waitForTimeout(1_000);
-    }
+    const complete = page.locator('.interactive-item-container.interactive-response:not(.chat-response-loading)').last();
+    await complete.waitFor({ timeout: 180_000 });
+    const text = await complete.locator('.rendered-markdown').first().innerText();
     await wb.screenshot('chat-05-reply');
     assert.ok(text.trim().length > 0, 'the reply streamed into the Chat view');
-    // The request is an editor task: `Chat: <the user's turn>` in the Tasks view, running or finished.
+    assert.equal(await complete.locator('.chat-error, .interactive-response-error-details').count(), 0, `an error in the reply: ${text}`);
+    // The request is an editor task titled with what was typed (Copilot's context blocks left out), in our tree.
     await wb.openContainer();
-    const row = wb.row('Chat: ').first();
+    const row = wb.row(`Chat: ${message}, `).first();
     if (!(await row.isVisible({ timeout: 5_000 }).catch(() => false))) await wb.expandGroup('Succeeded');
     await row.waitFor({ timeout: 60_000 });
+    assert.match((await row.getAttribute('aria-label')) ?? '', /, Succeeded/);
     await wb.screenshot('chat-06-task-in-tree');
   });
 });

@@ -318,10 +318,17 @@ export function functionCallsOf(response: Record<string, unknown> | null): Funct
   return output.map(functionCallOf).filter((c): c is FunctionCallOut => !!c);
 }
 
-/** The last user message's text, short, for the task's title in the tree. */
+/**
+ * Where Copilot Chat puts what the user typed inside its user message, after blocks of context (`<context>` with
+ * the date, `<reminderInstructions>`, …; its bundled extension in VS Code 1.139 uses both tags).
+ */
+const USER_TURN_TAG = /<(userRequest|user_query)>([\s\S]*?)<\/\1>/;
+
+/** The last user message's text (what the user typed, when a chat client wraps it in context), short, for the tree. */
 export function chatTitle(items: readonly InputItem[]): string {
   const last = [...items].reverse().find((i) => i.type === 'message' && i.role === 'user');
-  const text = (last ? itemText(last) : '').replace(/\s+/g, ' ').trim();
+  const whole = last ? itemText(last) : '';
+  const text = (USER_TURN_TAG.exec(whole)?.[2] ?? whole).replace(/\s+/g, ' ').trim();
   const short = text.length > 60 ? `${text.slice(0, 57)}…` : text;
   return `Chat: ${short || '(tool results)'}`;
 }

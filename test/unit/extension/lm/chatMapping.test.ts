@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   chatModelInfos,
+  chatTitle,
   estimateTokens,
   fitToContext,
   functionCallsOf,
@@ -134,5 +135,18 @@ describe('fitting a request to the context', () => {
     assert.ok(fit.tokens <= 500, `${fit.tokens}`);
     const only = fit.items[0]!;
     assert.ok(only.type === 'message' && only.content[0]!.text.endsWith('TAIL') && !only.content[0]!.text.includes('HEAD'));
+  });
+});
+
+describe('chat task titles', () => {
+  const user = (t: string): InputItem => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text: t }] });
+  it("are the last user turn, short; a chat client's context blocks around what the user typed are left out", () => {
+    assert.equal(chatTitle([user('first'), { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'a' }] }, user('Say  hello\nthere')]), 'Chat: Say hello there');
+    // Copilot Chat's user message (VS Code 1.139): the date and reminders first, the typed text in <userRequest>.
+    const copilot = '<context>\nThe current date is December 2, 2026.\n</context>\n<reminderInstructions>\nBe brief.\n</reminderInstructions>\n<userRequest>\nSay hello to the chat view\n</userRequest>';
+    assert.equal(chatTitle([user(copilot)]), 'Chat: Say hello to the chat view');
+    assert.equal(chatTitle([user('<user_query>fix the bug</user_query>')]), 'Chat: fix the bug');
+    assert.equal(chatTitle([user('x'.repeat(80))]), `Chat: ${'x'.repeat(57)}…`);
+    assert.equal(chatTitle([]), 'Chat: (tool results)');
   });
 });
