@@ -162,7 +162,7 @@ type ImageState = 'sealed' | 'unsealed' | 'damaged';
 const CRC_STEP = 1024 * 1024;
 const ZERO_CRC = Buffer.alloc(4);
 
-/** The image's state without its CRC (null: the CRC decides, then `checkSteps` has the rest to do). */
+/** The image's state from its header alone (null: sealed, so its CRC decides: crcSteps). */
 function headerState(image: Buffer): ImageState | null {
   if (image.length < 100 || image.toString('latin1', 0, 15) !== 'SQLite format 3') return 'damaged';
   if (image.readUInt32BE(MARK_AT) !== MARK) return 'unsealed';
