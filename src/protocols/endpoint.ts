@@ -1,4 +1,5 @@
 // Mounts both doors on the one loopback listener: LMSP at /lmsp/v1, MCP at /mcp; Prometheus metrics at /metrics.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { TaskRuntimeApi } from '../runtime/api';
 import { startListener, type ListenerLimits } from './http/listener';
 import { LMSP_PREFIX } from './lmsp/lmspConstants';
@@ -34,7 +35,7 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
   const mcp = createMcpDoor(runtime, { ...opts.mcp, log: opts.log });
   // A turn of the event loop before the server starts: the doors' set-up and the listener's were one block of the
   // editor's start-up (issue #21 item 4: none over 20 ms).
-  await new Promise<void>((resolve) => setImmediate(resolve));
+  await nextTurn();
   const listener = await startListener({
     port: opts.port,
     tokens: opts.tokens,

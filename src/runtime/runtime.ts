@@ -1,5 +1,6 @@
 // The task runtime: one durable store, one scheduler, every door's operations.
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type {
   CreateTaskParams,
   CreateTaskResult,
@@ -136,7 +137,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     }
     // A turn of the event loop between the restore and the recovery: in the editor both share the extension host's
     // thread, and together they were one block of start-up (issue #21 item 4: none over 20 ms).
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     const store = new TaskStore(db);
     const recovery = recoverTasks(store, new TaskTransitions(store, new TaskEventBus(), options.now ?? Date.now), options.backend);
     const runtime = new TaskRuntime(options, store, lock, recovery);

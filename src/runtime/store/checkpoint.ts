@@ -19,6 +19,7 @@
 // mark (written by the previous version) are checked with quick_check as before.
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
 import type { Database, SqlJsStatic } from 'sql.js';
 import { readJournal, type WriteOp } from './journal';
@@ -162,21 +163,21 @@ type ImageState = 'sealed' | 'unsealed' | 'damaged';
 const CRC_STEP = 1024 * 1024;
 const ZERO_CRC = Buffer.alloc(4);
 
-/** The image's state from its header alone (null: sealed, so its CRC decides: crcSteps). */
+/** The image's state from its header alone (null: sealed, so its CRC decides: crcCheck). */
 function headerState(image: Buffer): ImageState | null {
   if (image.length < 100 || image.toString('latin1', 0, 15) !== 'SQLite format 3') return 'damaged';
   if (image.readUInt32BE(MARK_AT) !== MARK) return 'unsealed';
   return null;
 }
 
-/** The CRC of a sealed image (its CRC field read as zero), a step of CRC_STEP bytes per yield. */
-function* crcSteps(image: Buffer): Generator<void, number> {
+/** A sealed image checked against its CRC (its CRC field read as zero), CRC_STEP bytes between two yields. */
+function* crcCheck(image: Buffer): Generator<void, 'sealed' | 'damaged'> {
   let crc = crc32(ZERO_CRC, crc32(image.subarray(0, CRC_AT)));
   for (let off = CRC_AT + 4; off < image.length; off += CRC_STEP) {
     if (off > CRC_AT + 4) yield;
     crc = crc32(image.subarray(off, Math.min(off + CRC_STEP, image.length)), crc);
   }
-  return crc;
+  return crc === image.readUInt32BE(CRC_AT) ? 'sealed' : 'damaged';
 }
 
 /**
@@ -186,10 +187,10 @@ function* crcSteps(image: Buffer): Generator<void, number> {
 export function checkImage(image: Buffer): ImageState {
   const state = headerState(image);
   if (state) return state;
-  const steps = crcSteps(image);
+  const steps = crcCheck(image);
   let r = steps.next();
   while (!r.done) r = steps.next();
-  return r.value === image.readUInt32BE(CRC_AT) ? 'sealed' : 'damaged';
+  return r.value;
 }
 
 /** An image read and checked for start-up: off the event loop (the read) and in steps (the CRC). */
@@ -206,13 +207,13 @@ export async function readImage(path: string): Promise<CheckedImage> {
   const bytes = await fs.promises.readFile(path);
   const state = headerState(bytes);
   if (state) return { bytes, state };
-  const steps = crcSteps(bytes);
+  const steps = crcCheck(bytes);
   let r = steps.next();
   while (!r.done) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     r = steps.next();
   }
-  return { bytes, state: r.value === bytes.readUInt32BE(CRC_AT) ? 'sealed' : 'damaged' };
+  return { bytes, state: r.value };
 }
 
 /** Loads an image file, checks it, and opens it; throws (with the reason) when it is unusable. */

@@ -2,10 +2,9 @@
 // checkpoint.ts for why, and docs/runtime.md for the figures), and at a process's first open runs the store's
 // statements once so that the sql.js module it shares with the host is compiled (warmSqlJs). One worker per store,
 // started at open when the store is large (else at the first large checkpoint) and kept: it instantiates sql.js once,
-// as it starts, from the host's module (workerData), and a fold's memory
-// (the previous image, the export) lives in JS buffers that its own garbage collector returns afterwards (SQLite's
-// WebAssembly heap stays at its 2 MB page cache). Built as its own file (dist/ and out/) next to
-// foldWorkerClient.js, which starts it.
+// as it starts, from the host's module (workerData), and a fold's memory (the previous image, the export) lives in
+// JS buffers that its own garbage collector returns afterwards (SQLite's WebAssembly heap stays at its 2 MB page
+// cache). Built as its own file (dist/ and out/) next to foldWorkerClient.js, which starts it.
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';

@@ -18,6 +18,7 @@
 //   - Start-up never replays past a missing batch, and every loss it finds is in `report` (`damageSummary`).
 //   - The host's thread never exports an image larger than `inlineCheckpointBytes`.
 import type { Database } from 'sql.js';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { checkpointName, journalName, loadSqlJs, listFiles, sqlJsWasm } from './checkpoint';
@@ -105,7 +106,8 @@ export class DurableDatabase {
     SQL.catch(() => {}); // awaited below; not an unhandled rejection while the warm-up runs
     // The process's first store has the worker compile sql.js's code before the restore runs it (checkpoint.ts): the
     // restore then runs in 1–4 ms blocks instead of one 40 ms one. Meanwhile the host instantiates its own sql.js.
-    if (!sqlJsWarmed) {
+    const warming = !sqlJsWarmed;
+    if (warming) {
       const warm = await foldWorker.warm();
       sqlJsWarmed = warm.ok;
       if (!warm.ok) opts.log?.(`store: sql.js was not warmed in the checkpoint worker (${warm.error}); the restore compiles it`);
@@ -120,14 +122,14 @@ export class DurableDatabase {
     const { db, seq, base, report } = restored;
     // Ending a worker right away competed for the cores with the restore after it (its blocks doubled to 30–50 ms
     // on 2 cores): a worker the store does not fold with ends at the first maintenance tick instead.
-    const store = new DurableDatabase(db, dir, seq, base, opts, report, foldWorker, !folding);
+    const store = new DurableDatabase(db, dir, seq, base, opts, report, foldWorker, warming && !folding);
     // Start from a clean generation: a fresh checkpoint makes the replayed journals unnecessary. A migrated store is
     // written out at once too, so that its image says its new schema version and an older release refuses it
     // instead of replaying this release's journal over the old schema.
     const migrated = report.schemaFrom < SCHEMA_VERSION;
     if (migrated || report.replayedBatches > 0 || report.quarantined.length > 0 || listFiles(dir).checkpoints.length === 0) {
       // A turn of the loop first: the restore and this checkpoint (an export and its fsync) were one block of start-up.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await nextTurn();
       await store.checkpoint();
     }
     return store;
