@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { plainTextPrompt } from '../src/backends/llama/prompt';
 import { writeTestModel } from '../src/backends/llama/demoModel';
+import { BatchedContextPool } from '../src/backends/llama/contextPool';
 import type { ChatMessage } from '../src/runtime/backend';
 
 export interface GenerationBenchOptions {
@@ -81,6 +82,42 @@ export async function rawBatchedBench(opts: GenerationBenchOptions & { streams: 
     );
     const ended = performance.now();
     await context.dispose();
+    await model.dispose();
+    return (counts.reduce((a, b) => a + b, 0) / (ended - started)) * 1000;
+  } finally {
+    await llama.dispose();
+  }
+}
+
+/**
+ * As rawBatchedBench, but the sequences come from the backend's own pool (`BatchedContextPool`: batch items in
+ * sequence order, decodes gathered, lowest free ids) — the decode path of the runtime without its tasks and HTTP.
+ */
+export async function pooledBatchedBench(opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string }): Promise<number> {
+  const nlc = await import('node-llama-cpp');
+  const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
+  try {
+    const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
+    const pool = await BatchedContextPool.create(model, { contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: opts.streams });
+    const started = performance.now();
+    const counts = await Promise.all(
+      Array.from({ length: opts.streams }, async (_, i) => {
+        const tokens = model.tokenize(opts.prompt(i));
+        const { sequence } = await pool.acquire(tokens);
+        let n = 0;
+        try {
+          for await (const token of sequence.evaluate(tokens, { temperature: 0.8, seed: i, yieldEogToken: true })) {
+            void token;
+            if (++n >= opts.tokens) break;
+          }
+        } finally {
+          await pool.release(sequence);
+        }
+        return n;
+      }),
+    );
+    const ended = performance.now();
+    await pool.dispose();
     await model.dispose();
     return (counts.reduce((a, b) => a + b, 0) / (ended - started)) * 1000;
   } finally {

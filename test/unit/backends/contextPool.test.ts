@@ -3,8 +3,8 @@
 // longest prefix with them (the rest erased), a wait while every sequence is busy, everything freed on dispose.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { BatchedContextPool, chooseSequences, commonPrefix, oneSequenceContext } from '../../../src/backends/llama/contextPool';
+import type { BatchItem, Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import { type AcquiredSequence, BatchedContextPool, chooseSequences, commonPrefix, oneSequenceContext, sequenceOrderStrategy } from '../../../src/backends/llama/contextPool';
 import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { testModelPath } from '../../fixtures/testModel';
 
@@ -32,6 +32,65 @@ function countDecodes(sequence: LlamaContextSequence): { stop(): number } {
     },
   };
 }
+
+/** Records, for each native decode of the sequence's context, the sequence ids added to its batch, in order. */
+function recordBatches(sequence: LlamaContextSequence): { stop(): number[][] } {
+  const holder = sequence.context as unknown as { _ctx: Record<string | symbol, unknown> };
+  const native = holder._ctx;
+  const batches: number[][] = [];
+  let current: number[] = [];
+  holder._ctx = new Proxy(native, {
+    get(target, key) {
+      const v = target[key];
+      if (typeof v !== 'function') return v;
+      const bound = (v as (...a: unknown[]) => unknown).bind(target);
+      if (key === 'addToBatch') return (...a: unknown[]) => (current.push(a[0] as number), bound(...a));
+      if (key === 'decodeBatch') return (...a: unknown[]) => (batches.push(current), (current = []), bound(...a));
+      return bound;
+    },
+  });
+  return {
+    stop: () => {
+      holder._ctx = native;
+      return batches;
+    },
+  };
+}
+
+describe('sequenceOrderStrategy', () => {
+  const item = (n: number, evaluationPriority = 5): BatchItem =>
+    ({ tokens: Array.from({ length: n }, (_, i) => i as Token), logits: [], evaluationPriority }) as unknown as BatchItem;
+
+  it('puts the items in ascending sequence id and shares the batch as node-llama-cpp does', () => {
+    const a = item(1);
+    const b = item(100);
+    const c = item(1);
+    const queue = [
+      { sequenceId: 5, tokens: a.tokens },
+      { sequenceId: 2, tokens: b.tokens },
+      { sequenceId: 0, tokens: c.tokens },
+    ];
+    const out = sequenceOrderStrategy(() => queue)({ items: [a, b, c], size: 30 });
+    assert.deepEqual(out.map((p) => p.item), [c, b, a], 'ids 0, 2, 5');
+    assert.deepEqual(out.map((p) => p.processAmount), [1, 28, 1], 'one token each for the generating ones, the rest to the prompt');
+  });
+
+  it('gives the clipped items what is left by evaluation priority, and keeps unknown items last', () => {
+    const low = item(50, 1);
+    const high = item(50, 9);
+    const stray = item(3);
+    const queue = [
+      { sequenceId: 1, tokens: low.tokens },
+      { sequenceId: 3, tokens: high.tokens },
+    ];
+    const out = sequenceOrderStrategy(() => queue)({ items: [stray, low, high], size: 40 });
+    assert.deepEqual(out.map((p) => p.item), [low, high, stray]);
+    assert.equal(out.reduce((n, p) => n + p.processAmount, 0), 40, 'the batch is full');
+    const [l, h] = [out[0]!.processAmount, out[1]!.processAmount];
+    assert.ok(h > l, `higher priority gets more (${h} vs ${l})`);
+    assert.equal(sequenceOrderStrategy(() => undefined)({ items: [low], size: 8 })[0]!.processAmount, 8, 'no queue: shares only');
+  });
+});
 
 describe('BatchedContextPool on the demo model', () => {
   let llama: Llama;
@@ -150,6 +209,49 @@ describe('BatchedContextPool on the demo model', () => {
       // Unbatched: 4 × (1 prompt + 15 token) decodes = 64; batched: about one per step (21 seen), the prompts apart.
       assert.ok(decodes <= 2 * steps, `decodes ${decodes} (unbatched: ${4 * steps})`);
       for (const { sequence } of seqs) await pool.release(sequence);
+    } finally {
+      await pool.dispose();
+    }
+  });
+
+  it('builds every batch in ascending sequence id, whatever order the sequences queue in', async () => {
+    // llama.cpp cuts a batch whose sequence ids do not ascend by one into one micro-batch per run (header): node-llama-
+    // cpp's own order is the order the decodes were queued in, here the reverse of the ids.
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 1, sequences: 4 });
+    try {
+      const prompts = ['one two three', 'four five six', 'seven eight', 'nine ten eleven'].map((t) => model.tokenize(t));
+      const seqs: AcquiredSequence[] = [];
+      for (const p of prompts) seqs.push(await pool.acquire(p));
+      const recorder = recordBatches(seqs[0]!.sequence);
+      const steps = 12;
+      await Promise.all(
+        [...seqs.keys()].reverse().map(async (i) => {
+          let n = 0;
+          for await (const token of seqs[i]!.sequence.evaluate(prompts[i]!, { temperature: 0, yieldEogToken: true })) {
+            void token;
+            if (++n >= steps) break;
+          }
+        }),
+      );
+      const batches = recorder.stop();
+      assert.ok(batches.some((b) => b.length === 4), `some batch holds all four: ${JSON.stringify(batches)}`);
+      for (const b of batches) assert.deepEqual(b, [...b].sort((x, y) => x - y), `ascending: ${JSON.stringify(batches)}`);
+      for (const { sequence } of seqs) await pool.release(sequence);
+    } finally {
+      await pool.dispose();
+    }
+  });
+
+  it('hands out the lowest free sequence id when no kept prefix decides', async () => {
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 1, sequences: 4 });
+    try {
+      const got: AcquiredSequence[] = [];
+      for (let i = 0; i < 4; i++) got.push(await pool.acquire());
+      const ids = got.map(({ sequence }) => (sequence as unknown as { _sequenceId: number })._sequenceId);
+      for (const i of [3, 1, 2, 0]) await pool.release(got[i]!.sequence, false);
+      const next = await pool.acquire(model.tokenize('anything at all'));
+      assert.equal((next.sequence as unknown as { _sequenceId: number })._sequenceId, Math.min(...ids));
+      await pool.release(next.sequence);
     } finally {
       await pool.dispose();
     }
