@@ -29,12 +29,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeTestModel } from '../src/backends/llama/demoModel';
-import { LlamaBackend } from '../src/backends/llama/llamaBackend';
-import { startEndpoint, type Endpoint } from '../src/protocols/endpoint';
-import { TaskRuntime } from '../src/runtime/runtime';
 import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
 import { sseFrames, type SseFrame } from '../test/fixtures/sse';
-import { TOKEN } from './lmsp';
+import { startServe } from '../test/fixtures/serveProcess';
 import { pooledBatchedBench, rawBatchedBench, rawGenerationBench } from './rawGeneration';
 
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
@@ -79,7 +76,13 @@ async function timedStream(url: string, body: unknown, read: (f: SseFrame) => Fr
   return { ttftMs: first - startAt, startAt, endAt: last, outputTokens };
 }
 
-function oursOnce(ep: Endpoint, input: string, tokens: number): Promise<StreamRun> {
+/** Our serve child's LMSP base URL and token. */
+interface OursEndpoint {
+  lmspUrl: string;
+  token: string;
+}
+
+function oursOnce(ep: OursEndpoint, input: string, tokens: number): Promise<StreamRun> {
   return timedStream(
     `${ep.lmspUrl}/responses`,
     { model: 'bench', input, max_output_tokens: tokens, temperature: 0.8, stream: true },
@@ -90,7 +93,7 @@ function oursOnce(ep: Endpoint, input: string, tokens: number): Promise<StreamRu
       }
       return {};
     },
-    { authorization: `Bearer ${TOKEN}` },
+    { authorization: `Bearer ${ep.token}` },
   );
 }
 
@@ -159,17 +162,13 @@ export async function batchingBench(
   } catch (e) {
     skipped = (e as Error).message;
   }
-  const backend = new LlamaBackend({
-    models: [{ id: 'bench', source: modelPath }],
-    contextSize: ctx,
-    threads,
-    gpu: 'off',
-    concurrency: maxStreams,
-    keepAliveMs: 0,
-    suppressEndOfGeneration: true,
-  });
-  const runtime = await TaskRuntime.open({ dataDir: path.join(dir, 'data'), backend, limits: { maxConcurrentTasks: maxStreams } });
-  const ep = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'bench']]) });
+  // Ours in its own process, as llama-server is: the clients below never share its event loop.
+  const ours = await startServe(
+    ['--threads', String(threads), '--concurrency', String(maxStreams), '--context-size', String(ctx), '--gpu', 'off'],
+    path.join(dir, 'data'),
+    [path.join(__dirname, 'batchingServeChild.js'), modelPath],
+  );
+  const ep = { lmspUrl: ours.lmsp, token: ours.token };
   const out: Record<string, unknown> = {
     model: `generated, embd ${opts.embd ?? 512}, ${opts.layers ?? 8} layers, ${Math.round(fs.statSync(modelPath).size / 1e6)} MB`,
     tokens_per_stream: tokens,
@@ -179,11 +178,11 @@ export async function batchingBench(
   };
   try {
     if (!skipped) server = await startLlamaServer({ model: modelPath, ctx, threads, parallel: maxStreams });
-    const ours = (input: string) => oursOnce(ep, input, tokens);
+    const oursStream = (input: string) => oursOnce(ep, input, tokens);
     const theirs = server ? (input: string) => theirsOnce(server!, input, tokens) : undefined;
     // Warm both (our first request loads the model).
-    await ours('warm');
-    await concurrent(maxStreams, ours);
+    await oursStream('warm');
+    await concurrent(maxStreams, oursStream);
     if (theirs) await concurrent(maxStreams, theirs);
     for (const n of streams) {
       const o: Array<{ tps: number; ttft: number }> = [];
@@ -192,7 +191,7 @@ export async function batchingBench(
       for (let r = 0; r < rounds; r++) {
         // Alternate which side goes first.
         if (theirs && r % 2) t.push(await concurrent(n, theirs));
-        o.push(await concurrent(n, ours));
+        o.push(await concurrent(n, oursStream));
         if (theirs && !(r % 2)) t.push(await concurrent(n, theirs));
         if (n === 1) raw.push((await rawGenerationBench({ modelPath, tokens, threads })).tokensPerSecond);
         else raw.push(await rawBatchedBench({ modelPath, tokens, threads, streams: n, prompt: (i) => `${i}: ${STORY}` }));
@@ -228,7 +227,7 @@ export async function batchingBench(
     const cachedTheirs: number[] = [];
     const uncached: number[] = [];
     const short = 8;
-    await ours(`${shared} question 0`);
+    await oursStream(`${shared} question 0`);
     if (theirs) await theirsChatOnce(server!, `${shared} question 0`, short);
     for (let r = 1; r <= rounds; r++) {
       cached.push((await oursOnce(ep, `${shared} question ${r}`, short)).ttftMs);
@@ -250,9 +249,7 @@ export async function batchingBench(
     if (skipped) out.llama_server = `not measured: ${skipped}`;
     return out;
   } finally {
-    await ep.close();
-    await runtime.close();
-    await backend.dispose();
+    await ours.stop();
     await server?.kill();
     fs.rmSync(dir, { recursive: true, force: true });
   }
