@@ -10,20 +10,16 @@
 // Goals (issue #20): ≥ 0.9× llama-server at 4 and 8 streams, 1 stream ≥ 0.95× raw node-llama-cpp, cached-prefix
 // first token ≤ 1.2× llama-server's and ≤ 0.25× our own uncached.
 // Needs llama-server built (node scripts/remote-engine/prepare.mjs); without it only our side and raw are measured.
-// Also raw node-llama-cpp with 4 and 8 sequences of one context (its own batching, nothing of ours): the ceiling
-// this binary gives, so that ours ÷ raw is our overhead and raw ÷ llama-server the binary's.
-// Measured 2026-12-02 on the shared 2-core machine, 1 thread, 2 rounds; load 0.6 (bench/results.json) / load 4:
-//   streams   ours tokens/s   raw         llama-server   ours ÷ theirs   ours ÷ raw    raw ÷ theirs
-//   1         229 / 185       212 / 219   263 / 238      0.87 / 0.78     1.08 / 0.84   0.81 / 0.92
-//   4         247 / 186       272 / 222   351 / 263      0.70 / 0.71     0.91 / 0.84   0.78 / 0.85
-//   8         236 / 210       253 / 272   432 / 376      0.55 / 0.56     0.94 / 0.77   0.58 / 0.72
-//   (before the decode gate and the deferred delta batches: 0.46–0.63 at 4 streams, 0.42–0.48 at 8)
-//   2 000-token shared prefix, first token: ours 51 ms cached, llama-server 110 ms (chat template, cache_prompt;
-//   0.47×, goal met), ours uncached 1 913 ms (0.03×). Its raw /completion re-evaluates only the differing character
-//   (16–28 ms there against our 59–65 in earlier runs): not the same work.
-// Not met: 0.9× at 4 and 8 streams. node-llama-cpp's prebuilt CPU build decodes a batch of 8 in 21–39 ms where
-// llama.cpp built natively from the same source takes 11–15 ms (llama-batched-bench, same GGUF): raw stays at
-// 0.58–0.72× llama-server at 8 streams whatever we do (docs/hardware.md).
+// Ours is `serve` in its own process (batchingServeChild.ts), as llama-server is, so the clients here never share
+// its event loop. Also raw node-llama-cpp with N sequences of one context (its own batching and batch order,
+// nothing of ours), and the CPU cap of `auto` through the backend's own sequence pool at 4–16 sequences.
+// Measured 2026-12-02 on the shared 2-core machine, 1 thread, quiet (load 0.2–0.7), after the batch order
+// (contextPool.ts, sequenceOrderStrategy), four runs: ours 239–245 / 478–518 / 551–681 tokens/s at 1 / 4 / 8
+// streams, llama-server 277–286 / 459–680 / 671–839, ours ÷ llama-server 0.84–0.88 / 0.70–1.11 / 0.66–1.01, raw
+// 206–212 / 292–314 / 347–356. Before it: ours ÷ llama-server 0.70 at 4 streams, 0.55 at 8 (docs/hardware.md).
+// 2 000-token shared prefix, first token: ours 74–79 ms cached, llama-server 118–125 ms (chat template,
+// cache_prompt; 0.63×, goal met), ours uncached 1 842–1 904 ms (0.04×).
+// Not met in every run: 0.9× at 4 and 8 streams — llama-server's figure moves ±25 % between runs here, ours ±10 %.
 // Run directly: node out/bench/batching.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';

@@ -76,9 +76,9 @@ export interface SequencePool {
 export const AUTO_CONCURRENCY_CAP = {
   /**
    * On the CPU a batched decode step costs more with each sequence (the matrix products are compute-bound there);
-   * past 8 streams the aggregate stops growing while each stream's first token keeps getting later: raw
-   * node-llama-cpp, one context, 1 thread, the batching bench's 86 MB model on the 2-core machine, 243 / 265 / 253
-   * tokens/s at 8 / 12 / 16 sequences (`cpu_cap_raw_*` in bench/results.json).
+   * past 8 streams the aggregate grows by a few per cent while each stream's tokens come later: this pool, one
+   * context, 1 thread, the batching bench's 86 MB model on the 2-core machine, 494–614 / 531–613 / 575–645 tokens/s
+   * at 8 / 12 / 16 sequences (`cpu_cap_pool_*` in bench/results.json).
    */
   cpu: 8,
   /**
