@@ -28,7 +28,7 @@ import { writeTestModel } from '../src/backends/llama/demoModel';
 import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
 import { sseFrames, type SseFrame } from '../test/fixtures/sse';
 import { startServe } from '../test/fixtures/serveProcess';
-import { pooledBatchedBench, rawBatchedBench, rawGenerationBench } from './rawGeneration';
+import { rawBatchedBench, rawGenerationBench } from './rawGeneration';
 
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
@@ -213,7 +213,7 @@ export async function batchingBench(
     const capCounts = [4, 8, 12, 16];
     const capRuns = new Map<number, number[]>(capCounts.map((n) => [n, []]));
     for (let r = 0; r < rounds; r++) {
-      for (const n of capCounts) capRuns.get(n)!.push(await pooledBatchedBench({ modelPath, tokens, threads, streams: n, prompt: (i) => `${i}: ${STORY}` }));
+      for (const n of capCounts) capRuns.get(n)!.push(await rawBatchedBench({ modelPath, tokens, threads, streams: n, prompt: (i) => `${i}: ${STORY}`, pool: true }));
     }
     out.cpu_cap_pool_tokens_per_second = Object.fromEntries(capCounts.map((n) => [n, Math.round(median(capRuns.get(n)!))]));
     out.cpu_cap_pool_16_over_8 = round(median(capRuns.get(16)!) / median(capRuns.get(8)!), 2);

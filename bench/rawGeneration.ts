@@ -58,52 +58,27 @@ export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<
 }
 
 /**
- * Raw node-llama-cpp with `streams` sequences of one context generating at once (node-llama-cpp's own batching,
- * nothing of ours): the ceiling of what the runtime can get from this binary at that concurrency. Aggregate
- * tokens/s: all tokens over the wall time from the first evaluate to the last token.
+ * `streams` sequences of one context generating at once. Aggregate tokens/s: all tokens over the wall time from the
+ * first evaluate to the last token. Raw (default): node-llama-cpp's own batching and batch order, nothing of ours —
+ * what this binary gives at that concurrency. `pool`: the sequences come from the backend's own pool
+ * (`BatchedContextPool`: batch items in sequence order, decodes gathered, lowest free ids) — the runtime's decode
+ * path without its tasks and HTTP.
  */
-export async function rawBatchedBench(opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string }): Promise<number> {
+export async function rawBatchedBench(
+  opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string; pool?: boolean },
+): Promise<number> {
   const nlc = await import('node-llama-cpp');
   const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
   try {
     const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
-    const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: opts.streams });
-    const started = performance.now();
-    const counts = await Promise.all(
-      Array.from({ length: opts.streams }, async (_, i) => {
-        const sequence = context.getSequence();
-        let n = 0;
-        for await (const token of sequence.evaluate(model.tokenize(opts.prompt(i)), { temperature: 0.8, seed: i, yieldEogToken: true })) {
-          void token;
-          if (++n >= opts.tokens) break;
-        }
-        return n;
-      }),
-    );
-    const ended = performance.now();
-    await context.dispose();
-    await model.dispose();
-    return (counts.reduce((a, b) => a + b, 0) / (ended - started)) * 1000;
-  } finally {
-    await llama.dispose();
-  }
-}
-
-/**
- * As rawBatchedBench, but the sequences come from the backend's own pool (`BatchedContextPool`: batch items in
- * sequence order, decodes gathered, lowest free ids) — the decode path of the runtime without its tasks and HTTP.
- */
-export async function pooledBatchedBench(opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string }): Promise<number> {
-  const nlc = await import('node-llama-cpp');
-  const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
-  try {
-    const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
-    const pool = await BatchedContextPool.create(model, { contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: opts.streams });
+    const shape = { contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: opts.streams };
+    const pool = opts.pool ? await BatchedContextPool.create(model, shape) : undefined;
+    const context = pool ? undefined : await model.createContext(shape);
     const started = performance.now();
     const counts = await Promise.all(
       Array.from({ length: opts.streams }, async (_, i) => {
         const tokens = model.tokenize(opts.prompt(i));
-        const { sequence } = await pool.acquire(tokens);
+        const sequence = pool ? (await pool.acquire(tokens)).sequence : context!.getSequence();
         let n = 0;
         try {
           for await (const token of sequence.evaluate(tokens, { temperature: 0.8, seed: i, yieldEogToken: true })) {
@@ -111,13 +86,13 @@ export async function pooledBatchedBench(opts: GenerationBenchOptions & { stream
             if (++n >= opts.tokens) break;
           }
         } finally {
-          await pool.release(sequence);
+          await pool?.release(sequence);
         }
         return n;
       }),
     );
     const ended = performance.now();
-    await pool.dispose();
+    await (pool ?? context!).dispose();
     await model.dispose();
     return (counts.reduce((a, b) => a + b, 0) / (ended - started)) * 1000;
   } finally {
