@@ -98,11 +98,13 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
     }
     if (token.isCancellationRequested) return;
     const temperature = options.modelOptions?.['temperature'];
-    // A caller may ask for less output than the room kept for it (modelOptions `maxOutputTokens` or `max_tokens`).
-    // Either is an "up to" budget: the input's fit is estimated (fitToContext), so the budget is capped to the room
-    // the prompt leaves rather than refused for a few tokens.
+    // Without a budget a reply gets the room kept for output (the advertised maxOutputTokens). A caller may ask for
+    // another (modelOptions `maxOutputTokens` or `max_tokens`): less, or more when its prompt leaves the room (a short
+    // question, a long answer), as llama.cpp's server gives. Either is an "up to" budget: the input's fit is estimated
+    // (fitToContext), so the budget is capped to the room the prompt leaves in the context rather than refused.
     const asked = options.modelOptions?.['maxOutputTokens'] ?? options.modelOptions?.['max_tokens'];
-    const maxOutputTokens = Number.isInteger(asked) && (asked as number) > 0 ? Math.min(asked as number, info.maxOutputTokens) : info.maxOutputTokens;
+    const context = info.maxInputTokens + info.maxOutputTokens;
+    const maxOutputTokens = Number.isInteger(asked) && (asked as number) > 0 ? Math.min(asked as number, context) : info.maxOutputTokens;
     const task = await this.d.source.create({
       prompt: '',
       input: fit.items,
