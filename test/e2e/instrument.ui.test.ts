@@ -58,7 +58,8 @@ describe('Task Runtime as an instrument (UI)', function () {
           gone = (await row.count()) === 0;
           continue;
         }
-        frame = await wb.webviewFrame(prompt.slice(0, 24), 15_000, '#task-title').catch(() => undefined);
+        // By the whole prompt: the panels of earlier attempts stay open, and their titles differ only in the number.
+        frame = await wb.webviewFrame(prompt, 15_000, '#task-title').catch(() => undefined);
       }
       if (!frame && gone) continue;
       if (!frame) throw new Error(`no events panel opened for "${prompt}" after 4 clicks on its row`);
@@ -114,7 +115,7 @@ describe('Task Runtime as an instrument (UI)', function () {
     // Finished now: its row is in a group of its status, collapsed until opened.
     await wb.expandGroup(final === 'cancelled' ? 'Cancelled' : final === 'failed' ? 'Failed' : 'Succeeded');
     await wb.row(`${title}, `).first().click();
-    const reopened = await wb.webviewFrame(title.slice(0, 24), 60_000, '#task-title');
+    const reopened = await wb.webviewFrame(title, 60_000, '#task-title');
     await reopened.locator('#speed-chart svg rect').first().waitFor({ timeout: 30_000 });
     assert.equal(await reopened.locator('#stats').innerText(), figures);
     assert.equal(await reopened.locator('#speed-chart svg rect').count(), bars);

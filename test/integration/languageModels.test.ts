@@ -59,9 +59,8 @@ describe('language models (vendor task-runtime)', () => {
     assert.equal(done.origin, 'editor');
     assert.equal(responseText(done.response), report.text, 'the consumer received exactly the task output');
     assert.ok(done.outputTokens > 0 && done.outputTokens <= 24);
-    // It shows in the Tasks view.
-    const rows = JSON.stringify(await api.getTreeSnapshot());
-    assert.ok(rows.includes(task.id), 'the chat task is a row of the tree');
+    // It shows in the Tasks view (the tree's model follows the store's changes a moment later).
+    await waitFor('the chat task as a row of the tree', async () => JSON.stringify(await api.getTreeSnapshot()).includes(task.id));
   });
 
   it("the token counts in the model's own tokenizer once the model is loaded", async () => {
