@@ -8,6 +8,19 @@ import { type AcquiredSequence, BatchedContextPool, chooseSequences, commonPrefi
 import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { testModelPath } from '../../fixtures/testModel';
 
+/** Each sequence generates `steps` tokens from its prompt, all at once, started in `order` (indices into seqs). */
+async function generateAll(seqs: AcquiredSequence[], prompts: Token[][], steps: number, order: number[]): Promise<void> {
+  await Promise.all(
+    order.map(async (i) => {
+      let n = 0;
+      for await (const token of seqs[i]!.sequence.evaluate(prompts[i]!, { temperature: 0, yieldEogToken: true })) {
+        void token;
+        if (++n >= steps) break;
+      }
+    }),
+  );
+}
+
 /** Counts the native decodes of a sequence's context: the addon object behind a proxy that counts decodeBatch calls. */
 function countDecodes(sequence: LlamaContextSequence): { stop(): number } {
   const holder = sequence.context as unknown as { _ctx: Record<string | symbol, unknown> };
@@ -196,15 +209,7 @@ describe('BatchedContextPool on the demo model', () => {
       const seqs = await Promise.all(prompts.map((p) => pool.acquire(p)));
       const counter = countDecodes(seqs[0]!.sequence);
       const steps = 16;
-      await Promise.all(
-        seqs.map(async ({ sequence }, i) => {
-          let n = 0;
-          for await (const token of sequence.evaluate(prompts[i]!, { temperature: 0, yieldEogToken: true })) {
-            void token;
-            if (++n >= steps) break;
-          }
-        }),
-      );
+      await generateAll(seqs, prompts, steps, [...seqs.keys()]);
       const decodes = counter.stop();
       // Unbatched: 4 × (1 prompt + 15 token) decodes = 64; batched: about one per step (21 seen), the prompts apart.
       assert.ok(decodes <= 2 * steps, `decodes ${decodes} (unbatched: ${4 * steps})`);
@@ -224,15 +229,7 @@ describe('BatchedContextPool on the demo model', () => {
       for (const p of prompts) seqs.push(await pool.acquire(p));
       const recorder = recordBatches(seqs[0]!.sequence);
       const steps = 12;
-      await Promise.all(
-        [...seqs.keys()].reverse().map(async (i) => {
-          let n = 0;
-          for await (const token of seqs[i]!.sequence.evaluate(prompts[i]!, { temperature: 0, yieldEogToken: true })) {
-            void token;
-            if (++n >= steps) break;
-          }
-        }),
-      );
+      await generateAll(seqs, prompts, steps, [...seqs.keys()].reverse());
       const batches = recorder.stop();
       assert.ok(batches.some((b) => b.length === 4), `some batch holds all four: ${JSON.stringify(batches)}`);
       for (const b of batches) assert.deepEqual(b, [...b].sort((x, y) => x - y), `ascending: ${JSON.stringify(batches)}`);
