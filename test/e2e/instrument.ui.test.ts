@@ -114,8 +114,14 @@ describe('Task Runtime as an instrument (UI)', function () {
     await panel.locator('body').waitFor({ state: 'detached', timeout: 30_000 }).catch(() => {});
     // Finished now: its row is in a group of its status, collapsed until opened.
     await wb.expandGroup(final === 'cancelled' ? 'Cancelled' : final === 'failed' ? 'Failed' : 'Succeeded');
-    await wb.row(`${title}, `).first().click();
-    const reopened = await wb.webviewFrame(title, 60_000, '#task-title');
+    // A click that lands while the tree redraws (other tasks of the attempts above may still be moving between
+    // groups) opens nothing: click again.
+    let reopened: Frame | undefined;
+    for (let click = 0; click < 4 && !reopened; click++) {
+      await wb.row(`${title}, `).first().click({ timeout: 10_000 }).catch(() => undefined);
+      reopened = await wb.webviewFrame(title, 15_000, '#task-title').catch(() => undefined);
+    }
+    if (!reopened) throw new Error(`no events panel reopened for "${title}" after 4 clicks on its row`);
     await reopened.locator('#speed-chart svg rect').first().waitFor({ timeout: 30_000 });
     assert.equal(await reopened.locator('#stats').innerText(), figures);
     assert.equal(await reopened.locator('#speed-chart svg rect').count(), bars);
