@@ -4,7 +4,7 @@
 // throughput chart, endpoints), in the dark and the light theme. Screenshots go to the artifacts dir.
 // Run alone: node scripts/editor-harness/runE2E.mjs --only instrument
 import * as assert from 'node:assert/strict';
-import type { Frame, Page } from 'playwright-core';
+import type { Frame, Locator, Page } from 'playwright-core';
 import { editorHarness, type EditorHarness } from './support/harness';
 import { Workbench } from './support/workbench';
 
@@ -34,6 +34,25 @@ describe('Task Runtime as an instrument (UI)', function () {
     await page?.close();
   });
 
+  /**
+   * Clicks a task's row until its events panel shows (found by the whole prompt: the panels of earlier attempts stay
+   * open, and their titles differ only in the number). A click that lands while the tree redraws the row opens
+   * nothing, so up to 4 clicks; `gone` when the row left the list instead.
+   */
+  async function openPanelFromRow(row: Locator, prompt: string): Promise<{ frame?: Frame; gone: boolean }> {
+    let frame: Frame | undefined;
+    let gone = false;
+    for (let click = 0; click < 4 && !frame && !gone; click++) {
+      const clicked = await row.click({ timeout: 10_000 }).then(() => true, () => false);
+      if (!clicked) {
+        gone = (await row.count()) === 0;
+        continue;
+      }
+      frame = await wb.webviewFrame(prompt, 15_000, '#task-title').catch(() => undefined);
+    }
+    return { frame, gone };
+  }
+
   it('shows a running task with live tokens/s, tokens so far and a growing chart', async function () {
     // Up to 8 attempts of up to a minute each, beyond the suite's 3-minute default.
     this.timeout(600_000);
@@ -48,19 +67,8 @@ describe('Task Runtime as an instrument (UI)', function () {
       // shows in the list, so a row not seen in 30 s (a running row shows within a second or two) starts the next one.
       const seen = await row.waitFor({ timeout: 30_000 }).then(() => true, () => false);
       if (!seen) continue;
-      // A running row is redrawn every second (its tokens/s): a click that lands mid-redraw opens nothing, so retry.
       // A task that ends first moves to its status group, collapsed, and its row leaves the list: start the next one.
-      let frame: Awaited<ReturnType<typeof wb.webviewFrame>> | undefined;
-      let gone = false;
-      for (let click = 0; click < 4 && !frame && !gone; click++) {
-        const clicked = await row.click({ timeout: 10_000 }).then(() => true, () => false);
-        if (!clicked) {
-          gone = (await row.count()) === 0;
-          continue;
-        }
-        // By the whole prompt: the panels of earlier attempts stay open, and their titles differ only in the number.
-        frame = await wb.webviewFrame(prompt, 15_000, '#task-title').catch(() => undefined);
-      }
+      const { frame, gone } = await openPanelFromRow(row, prompt);
       if (!frame && gone) continue;
       if (!frame) throw new Error(`no events panel opened for "${prompt}" after 4 clicks on its row`);
       try {
@@ -114,13 +122,8 @@ describe('Task Runtime as an instrument (UI)', function () {
     await panel.locator('body').waitFor({ state: 'detached', timeout: 30_000 }).catch(() => {});
     // Finished now: its row is in a group of its status, collapsed until opened.
     await wb.expandGroup(final === 'cancelled' ? 'Cancelled' : final === 'failed' ? 'Failed' : 'Succeeded');
-    // A click that lands while the tree redraws (other tasks of the attempts above may still be moving between
-    // groups) opens nothing: click again.
-    let reopened: Frame | undefined;
-    for (let click = 0; click < 4 && !reopened; click++) {
-      await wb.row(`${title}, `).first().click({ timeout: 10_000 }).catch(() => undefined);
-      reopened = await wb.webviewFrame(title, 15_000, '#task-title').catch(() => undefined);
-    }
+    // Other tasks of the attempts above may still be moving between groups: the tree redraws under the click too.
+    const { frame: reopened } = await openPanelFromRow(wb.row(`${title}, `).first(), title);
     if (!reopened) throw new Error(`no events panel reopened for "${title}" after 4 clicks on its row`);
     await reopened.locator('#speed-chart svg rect').first().waitFor({ timeout: 30_000 });
     assert.equal(await reopened.locator('#stats').innerText(), figures);
