@@ -254,6 +254,20 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
     assert.ok(changed, 'penalties never changed the text');
   });
 
+  it('without a seed, generations differ even when they start within the same second', async () => {
+    // node-llama-cpp alone seeds an unseeded sampler with the current second: back-to-back generations were equal.
+    const gen = async () => {
+      const { run, onText } = collector();
+      await backend.generate(request({ temperature: 1, maxOutputTokens: 40 }), { signal: never(), onText });
+      return run.text;
+    };
+    for (let pair = 0; pair < 3; pair++) {
+      const [a, b] = [await gen(), await gen()];
+      assert.ok(a.length > 0);
+      assert.notEqual(a, b, `pair ${pair}: two unseeded generations gave the same text`);
+    }
+  });
+
   it('ends at a stop string without delivering it', async () => {
     const { run: ref } = await (async () => {
       const c = collector();

@@ -1,0 +1,43 @@
+// A model as a load leaves it (modelLoad.ts) and generations use it (generation.ts): weights, context pool, template,
+// compiled grammars and what the load measured. Also the prompt's tokens, as checkRequest, the pool's prefix reuse and
+// the generation all see them (one tokenization, so a kept prefix matches the prompt a generation evaluates).
+
+import type { ChatWrapper, Llama, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
+import type { SequencePool } from './contextPool';
+import type { GrammarCache } from './grammar';
+import { availableFunctions, chatHistory, plainTextPrompt } from './prompt';
+
+export interface LoadedModel {
+  llama: Llama;
+  model: LlamaModel;
+  /** Output grammars compiled for this model. */
+  grammars: GrammarCache;
+  trainContextSize: number;
+  contextSize: number;
+  hardware: ModelHardware;
+  /** Template-driven prompts; undefined → plain-text prompt. */
+  chatWrapper?: ChatWrapper;
+  /** The model file's content fingerprint: which snapshots may be restored into it. */
+  fingerprint: string;
+  pool: SequencePool;
+  /** Sequences of the pool: generations at once. */
+  concurrency: number;
+  /** Generations started and not ended (counted before their sequence is acquired): the keep-alive waits for 0. */
+  active: number;
+}
+
+/** The prompt as tokens: through the chat template when the model has one, else the plain-text prompt after BOS. */
+export function promptTokens(loaded: LoadedModel, request: GenerateRequest): Token[] {
+  const { model, chatWrapper } = loaded;
+  if (chatWrapper) {
+    const { contextText } = chatWrapper.generateContextState({
+      chatHistory: chatHistory(request.instructions, request.messages) as never,
+      availableFunctions: availableFunctions(request.tools) as never,
+    });
+    return contextText.tokenize(model.tokenizer);
+  }
+  const bos = model.tokens.bos;
+  const text = model.tokenize(plainTextPrompt(request.instructions, request.messages, request.tools));
+  return bos !== null ? [bos, ...text] : text;
+}

@@ -1,0 +1,176 @@
+// One model's load, in the order that keeps one-time costs inside `loading` (docs/hardware.md): the file (downloaded
+// first for a URI), the llama.cpp binary, the layers on the GPU, the thread count (threadCalibration.ts), the context
+// size per sequence and the sequences (contextPool.ts), the template, then a warm-up generation. Progress: a download
+// 0.9 of the bar, weights 0.8 of the rest, calibration and warm-up the remainder. The backend (llamaBackend.ts) owns
+// when a load happens (modelEntries.ts) and what listens to its end.
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { LoadOptions, ModelHardware } from '../../runtime/backend';
+import { describeHardware } from '../../runtime/backend';
+import { errorText } from '../../runtime/problems';
+import { isModelUri } from '../modelSource';
+import { BatchedContextPool, chooseSequences, oneSequenceContext } from './contextPool';
+import { GrammarCache } from './grammar';
+import { placeModel, type LlamaSelection } from './hardware';
+import type { LlamaBackendOptions } from './llamaBackend';
+import type { LoadedModel } from './loadedModel';
+import type { ModelEntry } from './modelEntries';
+import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
+import { modelFingerprint } from './snapshots';
+import { timingPrompt, type ThreadCalibrator } from './threadCalibration';
+
+export interface ModelLoadDeps {
+  settings: Pick<LlamaBackendOptions, 'contextSize' | 'concurrency' | 'gpuLayers' | 'modelsDir'>;
+  /** The llama.cpp binary the backend selected once (hardware.ts). */
+  llama: (nlc: NodeLlamaCpp) => Promise<LlamaSelection>;
+  calibrator: ThreadCalibrator;
+  log: (msg: string) => void;
+  /** Called a microtask after the load returns: the entry is `loaded` then, and its sequences may all start. */
+  onLoaded: () => void;
+}
+
+/** Error text without absolute paths (they end up in problem details and task errors): the runtime's scrubber. */
+function describe(err: unknown): string {
+  return errorText(err, Number.POSITIVE_INFINITY);
+}
+
+export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOptions, deps: ModelLoadDeps): Promise<LoadedModel> {
+  const report = (p: number) => options.onProgress?.(Math.min(1, Math.max(0, p)));
+  report(0);
+  const started = Date.now();
+  try {
+    const nlc = await importNodeLlamaCpp();
+    const selection = await deps.llama(nlc);
+    let modelPath: string;
+    // Download share of the progress bar when a URI has to be fetched first.
+    let base = 0;
+    if (isModelUri(entry.source)) {
+      if (!deps.settings.modelsDir) throw new Error('no models directory configured for model URIs');
+      modelPath = await nlc.resolveModelFile(entry.source, {
+        directory: deps.settings.modelsDir,
+        cli: false,
+        signal: options.signal,
+        onProgress: ({ totalSize, downloadedSize }) => {
+          if (totalSize > 0) report(0.9 * (downloadedSize / totalSize));
+        },
+      });
+      base = 0.9;
+    } else {
+      modelPath = path.resolve(entry.source);
+      if (!fs.existsSync(modelPath)) throw new Error(`model file not found: ${path.basename(modelPath)}`);
+    }
+    options.signal?.throwIfAborted();
+    const fingerprint = modelFingerprint(modelPath);
+    // Weights: 0.8 of what is left after a download; calibration and warm-up the rest.
+    const weightsShare = (1 - base) * 0.8;
+    const setting = deps.settings.contextSize ?? 'auto';
+    const concurrencySetting = deps.settings.concurrency ?? 'auto';
+    // The tasks' one context is made once, inside placeModel (on the GPU path it proves the model fits there):
+    // thread count first (small contexts of its own), then the context size per sequence, then the sequences.
+    const { model, prepared, fallbackReason } = await placeModel(selection, {
+      modelPath,
+      gpuLayers: deps.settings.gpuLayers ?? 'auto',
+      signal: options.signal,
+      onProgress: (p) => report(base + weightsShare * p),
+      prepare: async (m, onGpu) => {
+        const compute = onGpu ? selection.compute : 'cpu';
+        const devices = onGpu ? selection.devices : [];
+        const picked = await deps.calibrator.pick(
+          m,
+          { modelPath, fingerprint, compute, devices, gpuLayers: m.gpuLayers, mathCores: selection.mathCores },
+          options.signal,
+        );
+        report(base + weightsShare + (1 - base - weightsShare) * 0.6);
+        let perSequence: number;
+        if (setting === 'auto') {
+          // node-llama-cpp's fitting for one sequence (as large as free memory allows, up to the trained size).
+          const fitted = await oneSequenceContext(m, 'auto', 1);
+          perSequence = fitted.contextSize;
+          await fitted.dispose();
+        } else perSequence = Math.min(m.trainContextSize, setting);
+        perSequence = Math.min(perSequence, m.trainContextSize);
+        const chosen = await chooseSequences(m, selection.llama, { setting: concurrencySetting, contextSize: perSequence, onGpu });
+        let sequences = chosen.sequences;
+        for (;;) {
+          try {
+            const pool = await BatchedContextPool.create(m, { contextSize: perSequence, threads: picked.threads, sequences });
+            return { picked, pool, sequences };
+          } catch (err) {
+            // 'auto' asked for more than fits after all: fewer sequences, down to one.
+            if (concurrencySetting !== 'auto' || sequences <= 1) throw err;
+            sequences = Math.max(1, Math.floor(sequences / 2));
+          }
+        }
+      },
+    });
+    const { picked, pool, sequences } = prepared;
+    const contextSize = pool.contextSize;
+    const template = model.fileInfo.metadata.tokenizer?.chat_template;
+    const chatWrapper = template ? nlc.resolveChatWrapper(model) : undefined;
+    const totalLayers = model.fileInsights.totalLayers ?? null;
+    const onGpu = selection.compute !== 'cpu' && model.gpuLayers > 0;
+    const hardware: ModelHardware = {
+      compute: onGpu ? selection.compute : 'cpu',
+      devices: onGpu ? selection.devices : [],
+      gpuLayers: model.gpuLayers,
+      totalLayers,
+      threads: picked.threads,
+      threadsFrom: picked.from,
+      ...(picked.measured ? { threadTokensPerSecond: picked.measured } : {}),
+      sequences,
+      sequencesFrom: concurrencySetting === 'auto' ? 'auto' : 'setting',
+      ...(fallbackReason ? { fallbackReason } : {}),
+    };
+    report(base + weightsShare + (1 - base - weightsShare) * 0.8);
+    const loaded: LoadedModel = {
+      llama: selection.llama,
+      model,
+      grammars: new GrammarCache(selection.llama),
+      trainContextSize: model.trainContextSize,
+      contextSize,
+      hardware,
+      chatWrapper,
+      fingerprint,
+      pool,
+      concurrency: sequences,
+      active: 0,
+    };
+    hardware.warmupMs = await warmUp(loaded);
+    if (onGpu) {
+      const vram = await selection.llama.getVramState().catch(() => undefined);
+      if (vram && vram.total > 0) hardware.vram = { total: vram.total, used: vram.used };
+    }
+    report(1);
+    // After this load's entry is `loaded` (a microtask later), the scheduler may start `sequences` tasks at once.
+    queueMicrotask(deps.onLoaded);
+    deps.log(
+      `model ${entry.id} loaded in ${Date.now() - started} ms (context ${contextSize} per sequence, ` +
+        `${chatWrapper ? 'chat template' : 'plain-text prompt'}): ${describeHardware(hardware)}`,
+    );
+    return loaded;
+  } catch (err) {
+    if (options.signal?.aborted) throw new Error(`loading model "${entry.id}" was cancelled`);
+    throw new Error(`cannot load model "${entry.id}": ${describe(err)}`);
+  }
+}
+
+/**
+ * A short generation on a sequence from the pool tasks will use, so that one-time costs (GPU pipeline compilation;
+ * docs/hardware.md) fall inside `loading` rather than into the first task's first token.
+ */
+async function warmUp(loaded: LoadedModel): Promise<number> {
+  const { sequence } = await loaded.pool.acquire();
+  const started = performance.now();
+  try {
+    let n = 0;
+    const evaluation = sequence.evaluate(timingPrompt(loaded.model), { temperature: 0, yieldEogToken: true });
+    for await (const token of evaluation) {
+      void token;
+      if (++n >= 2) break;
+    }
+  } finally {
+    await loaded.pool.release(sequence, false);
+  }
+  return performance.now() - started;
+}
