@@ -28,6 +28,17 @@ async function storeWith(n: number): Promise<{ dir: string; db: DurableDatabase 
   return { dir, db };
 }
 
+/** Runs `body` on a store of n batches with `client`; the client is stopped and the store closed after it. */
+async function withStore(n: number, client: FoldWorkerClient, body: (dir: string) => Promise<void>): Promise<void> {
+  const { dir, db } = await storeWith(n);
+  try {
+    await body(dir);
+  } finally {
+    await client.stop();
+    await db.close();
+  }
+}
+
 async function rowsIn(dir: string, seq: number): Promise<number> {
   const image = openImage(await loadSqlJs(), join(dir, checkpointName(seq)), seq);
   try {
@@ -38,9 +49,8 @@ async function rowsIn(dir: string, seq: number): Promise<number> {
 }
 
 test('a fold writes checkpoint-<upTo> holding the base image and the journal batches up to it', async () => {
-  const { dir, db } = await storeWith(12);
   const client = new FoldWorkerClient();
-  try {
+  await withStore(12, client, async (dir) => {
     const reply = await client.run({ dir, base: 0, upTo: 10 });
     assert.equal(reply.ok, true, reply.error);
     assert.equal(reply.replayed, 10);
@@ -51,16 +61,12 @@ test('a fold writes checkpoint-<upTo> holding the base image and the journal bat
     assert.equal(next.ok, true, next.error);
     assert.equal(next.replayed, 2);
     assert.equal(await rowsIn(dir, 12), 12);
-  } finally {
-    await client.stop();
-    await db.close();
-  }
+  });
 });
 
 test('a fold that cannot run answers ok: false with the reason and its errno code', async () => {
-  const { dir, db } = await storeWith(3);
   const client = new FoldWorkerClient();
-  try {
+  await withStore(3, client, async (dir) => {
     const missingBase = await client.run({ dir, base: 2, upTo: 3 });
     assert.equal(missingBase.ok, false);
     assert.equal(missingBase.code, 'ENOENT');
@@ -68,16 +74,12 @@ test('a fold that cannot run answers ok: false with the reason and its errno cod
     assert.equal(beyond.ok, false);
     assert.match(beyond.error ?? '', /missing/);
     assert.ok(!fs.existsSync(join(dir, checkpointName(9))));
-  } finally {
-    await client.stop();
-    await db.close();
-  }
+  });
 });
 
 test('stop() answers the fold in flight with ok: false; the next fold starts a new worker', async () => {
-  const { dir, db } = await storeWith(5);
   const client = new FoldWorkerClient();
-  try {
+  await withStore(5, client, async (dir) => {
     const inFlight = client.run({ dir, base: 0, upTo: 5 });
     await client.stop();
     const reply = await inFlight;
@@ -86,10 +88,7 @@ test('stop() answers the fold in flight with ok: false; the next fold starts a n
     const again = await client.run({ dir, base: 0, upTo: 5 });
     assert.equal(again.ok, true, again.error);
     assert.equal(await rowsIn(dir, 5), 5);
-  } finally {
-    await client.stop();
-    await db.close();
-  }
+  });
 });
 
 test('start() runs the worker idle and unreferenced: a process that only started it exits by itself; a fold then uses it', { timeout: 60_000 }, async () => {
@@ -99,25 +98,20 @@ test('start() runs the worker idle and unreferenced: a process that only started
   const [code] = (await once(child, 'exit')) as [number | null];
   assert.equal(code, 0);
 
-  const { dir, db } = await storeWith(4);
   const started = new FoldWorkerClient();
-  try {
+  await withStore(4, started, async (dir) => {
     started.start();
     const reply = await started.run({ dir, base: 0, upTo: 4 });
     assert.equal(reply.ok, true, reply.error);
     assert.equal(await rowsIn(dir, 4), 4);
-  } finally {
-    await started.stop();
-    await db.close();
-  }
+  });
 });
 
 test('warm() runs the store statements in a worker given the host module; the same worker then folds, and stopIfIdle() leaves a fold in flight alone', async () => {
   // The store's open has the worker compile sql.js's code (checkpoint.ts): a warm-up that failed would leave the
   // restore compiling it on the host's thread, and one that broke the worker would cost the store its folds.
-  const { dir, db } = await storeWith(6);
   const client = new FoldWorkerClient(await sqlJsWasm());
-  try {
+  await withStore(6, client, async (dir) => {
     const warm = await client.warm();
     assert.equal(warm.ok, true, warm.error);
     assert.ok(typeof warm.ms === 'number' && warm.ms > 0);
@@ -126,8 +120,5 @@ test('warm() runs the store statements in a worker given the host module; the sa
     const reply = await inFlight;
     assert.equal(reply.ok, true, reply.error);
     assert.equal(await rowsIn(dir, 6), 6);
-  } finally {
-    await client.stop();
-    await db.close();
-  }
+  });
 });
