@@ -294,10 +294,10 @@ export function removeDir(dir: string): void {
  * For a describe block: a fresh server before its tests and the unmodified `openai` client on its LMSP URL (token of
  * principal A, no retries); stopped (exit 0) and removed after them. Read `.server` and `.client` inside tests.
  */
-export function openAiServer(): { readonly server: Server; readonly client: OpenAI } {
+export function openAiServer(args: string[] = []): { readonly server: Server; readonly client: OpenAI } {
   const ctx: { server?: Server; client?: OpenAI } = {};
   before(async () => {
-    ctx.server = await startServer();
+    ctx.server = await startServer({ args });
     ctx.client = new OpenAI({ apiKey: ctx.server.tokenA, baseURL: ctx.server.lmsp, maxRetries: 0 });
   });
   after(async () => {
