@@ -10,7 +10,7 @@ import type { LoadOptions, ModelHardware } from '../../runtime/backend';
 import { describeHardware } from '../../runtime/backend';
 import { errorText } from '../../runtime/problems';
 import { isModelUri } from '../modelSource';
-import { BatchedContextPool, chooseSequences, oneSequenceContext } from './contextPool';
+import { BatchedContextPool, chooseSequences, fitContextSize } from './contextPool';
 import { GrammarCache } from './grammar';
 import { placeModel, type LlamaSelection } from './hardware';
 import type { LlamaBackendOptions } from './llamaBackend';
@@ -82,24 +82,23 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
           options.signal,
         );
         report(base + weightsShare + (1 - base - weightsShare) * 0.6);
-        let perSequence: number;
-        if (setting === 'auto') {
-          // node-llama-cpp's fitting for one sequence (as large as free memory allows, up to the trained size).
-          const fitted = await oneSequenceContext(m, 'auto', 1);
-          perSequence = fitted.contextSize;
-          await fitted.dispose();
-        } else perSequence = Math.min(m.trainContextSize, setting);
-        perSequence = Math.min(perSequence, m.trainContextSize);
+        // 'auto': node-llama-cpp's fitting for one sequence (as large as free memory allows, up to the trained
+        // size), computed without making a context (fitContextSize), so the tasks' context is the only full-size one.
+        const fitted = setting === 'auto' ? await fitContextSize(m) : setting;
+        const perSequence = Math.min(fitted, m.trainContextSize);
         const chosen = await chooseSequences(m, selection.llama, { setting: concurrencySetting, contextSize: perSequence, onGpu });
         let sequences = chosen.sequences;
+        let contextSize: number | 'auto' = perSequence;
         for (;;) {
           try {
-            const pool = await BatchedContextPool.create(m, { contextSize: perSequence, threads: picked.threads, sequences });
+            const pool = await BatchedContextPool.create(m, { contextSize, threads: picked.threads, sequences });
             return { picked, pool, sequences };
           } catch (err) {
-            // 'auto' asked for more than fits after all: fewer sequences, down to one.
-            if (concurrencySetting !== 'auto' || sequences <= 1) throw err;
-            sequences = Math.max(1, Math.floor(sequences / 2));
+            // 'auto' asked for more than fits after all: fewer sequences, down to one; then, for an 'auto' size,
+            // node-llama-cpp's own fitting, which shrinks the context until it is made.
+            if (concurrencySetting === 'auto' && sequences > 1) sequences = Math.max(1, Math.floor(sequences / 2));
+            else if (setting === 'auto' && contextSize !== 'auto') contextSize = 'auto';
+            else throw err;
           }
         }
       },

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { BatchItem, Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { type AcquiredSequence, BatchedContextPool, chooseSequences, commonPrefix, oneSequenceContext, sequenceOrderStrategy } from '../../../src/backends/llama/contextPool';
+import { type AcquiredSequence, BatchedContextPool, chooseSequences, commonPrefix, fitContextSize, oneSequenceContext, sequenceOrderStrategy } from '../../../src/backends/llama/contextPool';
 import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { testModelPath } from '../../fixtures/testModel';
 
@@ -299,6 +299,17 @@ describe('BatchedContextPool on the demo model', () => {
     assert.ok(fixed.perSequenceBytes > 0);
     const auto = await chooseSequences(model, llama, { setting: 'auto', contextSize: 256, onGpu: false });
     assert.ok(auto.sequences >= 1 && auto.sequences <= 8, `auto ${auto.sequences}`);
+  });
+
+  it("fitContextSize gives the size node-llama-cpp's 'auto' context gets, without making one", async () => {
+    const fitted = await fitContextSize(model);
+    const made = await oneSequenceContext(model, 'auto', 1);
+    try {
+      assert.equal(fitted, made.contextSize);
+      assert.equal(fitted, model.trainContextSize);
+    } finally {
+      await made.dispose();
+    }
   });
 
   it('oneSequenceContext makes a context of one sequence', async () => {

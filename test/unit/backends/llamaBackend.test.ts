@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { buildTestModel, ensureDemoModel, writeTestModel, DEMO_MODEL_FILE } from '../../../src/backends/llama/demoModel';
+import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { TokenTextStream } from '../../../src/backends/llama/tokenTextStream';
 import type { GenerateRequest, GenerationSnapshot, ResumeFrom } from '../../../src/runtime/backend';
 import { errorText } from '../../../src/runtime/problems';
@@ -371,6 +372,34 @@ describe('LlamaBackend on the tiny model', () => {
     }
   });
 
+});
+
+describe('LlamaBackend context size auto', () => {
+  it("makes the tasks' full-size context once at load (a 32 k-trained model)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-ctx-'));
+    const modelPath = path.join(dir, 'long.gguf');
+    writeTestModel(modelPath, { seed: 1, contextLength: 32768 });
+    // Every context node-llama-cpp makes for this load, by the size asked for (calibration's are small ones).
+    const nlc = await importNodeLlamaCpp();
+    const proto = nlc.LlamaModel.prototype as unknown as { createContext: (o?: { contextSize?: unknown }) => Promise<unknown> };
+    const original = proto.createContext;
+    const asked: unknown[] = [];
+    proto.createContext = function (this: unknown, o) {
+      asked.push(o?.contextSize);
+      return original.call(this, o);
+    };
+    const backend = new LlamaBackend({ models: [{ id: 'long', source: modelPath }], contextSize: 'auto', concurrency: 1, threads: 1 });
+    try {
+      await backend.load('long');
+      assert.equal(backend.listModels()[0]!.contextLength, 32768);
+      const fullSize = asked.filter((s) => s === 'auto' || (typeof s === 'number' && s >= 32768));
+      assert.deepEqual(fullSize, [32768], `contexts asked for: ${JSON.stringify(asked)}`);
+    } finally {
+      proto.createContext = original;
+      await backend.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('TokenTextStream with the real tokenizer', () => {
