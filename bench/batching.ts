@@ -9,6 +9,10 @@
 //   prefix as our templated /responses), and ours without a shared prefix (uncached).
 // Goals (issue #20): ≥ 0.9× llama-server at 4 and 8 streams, 1 stream ≥ 0.95× raw node-llama-cpp, cached-prefix
 // first token ≤ 1.2× llama-server's and ≤ 0.25× our own uncached.
+// - threads × streams (1, half and all the cores × 1, 4, 8 streams): the backend's sequence pool against llama-server
+//   with -t T; per stream count the slowest thread count over the fastest, and each side's best against the other's;
+// - the same uncached 2 000-token prompt through a serve with --threads auto (prompt batches on every math core,
+//   contextPool.ts) against the --threads 1 serve.
 // Needs llama-server built (node scripts/remote-engine/prepare.mjs); without it only our side and raw are measured.
 // Ours is `serve` in its own process (batchingServeChild.ts), as llama-server is, so the clients here never share
 // its event loop. Also raw node-llama-cpp with N sequences of one context (its own batching and batch order,
@@ -138,6 +142,55 @@ function prefixText(n: number, salt: string): string {
   return s.slice(0, n);
 }
 
+/**
+ * Aggregate tokens/s for each thread count × number of streams a user can set: the backend's own sequence pool
+ * (one context of N sequences with T threads, all N generating; no tasks or HTTP) and llama-server (-t T, -np 8, N
+ * /completion streams). Thread counts: 1, half the cores and all of them. Rounds interleave the cells.
+ */
+async function threadsGrid(opts: { modelPath: string; tokens: number; rounds: number; ctx: number; llamaServer: boolean }): Promise<Record<string, unknown>> {
+  const cores = os.availableParallelism();
+  const threadCounts = [...new Set([1, Math.max(1, Math.floor(cores / 2)), cores])];
+  const streams = [1, 4, 8];
+  const cells = threadCounts.flatMap((t) => streams.map((n) => ({ t, n, key: `${t}x${n}` })));
+  const ours = new Map<string, number[]>(cells.map((c) => [c.key, []]));
+  const theirs = new Map<string, number[]>(cells.map((c) => [c.key, []]));
+  for (let r = 0; r < opts.rounds; r++) {
+    for (const c of cells) {
+      ours.get(c.key)!.push(await rawBatchedBench({ modelPath: opts.modelPath, tokens: opts.tokens, threads: c.t, streams: c.n, prompt: (i) => `${i}: ${STORY}`, pool: true }));
+    }
+    if (!opts.llamaServer) continue;
+    for (const t of threadCounts) {
+      const server = await startLlamaServer({ model: opts.modelPath, ctx: opts.ctx, threads: t, parallel: 8 });
+      try {
+        await concurrent(8, (input) => theirsOnce(server, input, opts.tokens));
+        for (const n of streams) theirs.get(`${t}x${n}`)!.push((await concurrent(n, (input) => theirsOnce(server, input, opts.tokens))).tps);
+      } finally {
+        await server.kill();
+      }
+    }
+  }
+  const table = (m: Map<string, number[]>) => Object.fromEntries(cells.map((c) => [c.key, Math.round(median(m.get(c.key)!))]));
+  // For each number of streams (the workload), the slowest thread count against the fastest, and the best of each
+  // side against each other.
+  const byStreams = (t: Record<string, number>, f: (v: number[]) => number) =>
+    Object.fromEntries(streams.map((n) => [n, f(threadCounts.map((th) => t[`${th}x${n}`]!))]));
+  const oursTable = table(ours);
+  const out: Record<string, unknown> = {
+    threads_grid_cells: 'threads x streams',
+    threads_grid_pool_tokens_per_second: oursTable,
+    threads_grid_pool_worst_over_best_by_streams: byStreams(oursTable, (v) => round(Math.min(...v) / Math.max(...v), 2)),
+  };
+  if (opts.llamaServer) {
+    const theirsTable = table(theirs);
+    out.threads_grid_llama_server_tokens_per_second = theirsTable;
+    out.threads_grid_llama_server_worst_over_best_by_streams = byStreams(theirsTable, (v) => round(Math.min(...v) / Math.max(...v), 2));
+    const oursBest = byStreams(oursTable, (v) => Math.max(...v));
+    const theirsBest = byStreams(theirsTable, (v) => Math.max(...v));
+    out.threads_grid_best_over_llama_server_best_by_streams = Object.fromEntries(streams.map((n) => [n, round(oursBest[n]! / theirsBest[n]!, 2)]));
+  }
+  return out;
+}
+
 export async function batchingBench(
   opts: { tokens?: number; rounds?: number; threads?: number; streams?: number[]; prefixTokens?: number; embd?: number; layers?: number } = {},
 ): Promise<Record<string, unknown>> {
@@ -217,6 +270,8 @@ export async function batchingBench(
     }
     out.cpu_cap_pool_tokens_per_second = Object.fromEntries(capCounts.map((n) => [n, Math.round(median(capRuns.get(n)!))]));
     out.cpu_cap_pool_16_over_8 = round(median(capRuns.get(16)!) / median(capRuns.get(8)!), 2);
+    // Threads × concurrency (issue #20: no setting a user can choose should collapse below 0.5× of the best).
+    Object.assign(out, await threadsGrid({ modelPath, tokens, rounds, ctx, llamaServer: !skipped }));
     // Cached prefix: each request shares its first `prefixTokens` characters with the request before it.
     const shared = prefixText(prefixTokens, 'shared');
     const cached: number[] = [];
@@ -240,6 +295,29 @@ export async function batchingBench(
     if (cachedTheirs.length) {
       out.cached_prefix_llama_server_first_token_ms = round(median(cachedTheirs));
       out.cached_prefix_ratio = round(median(cached) / median(cachedTheirs), 2);
+    }
+    // Prompt threads (contextPool.ts): the same uncached prompts through a serve with --threads auto — one-token
+    // steps on the calibrated count, a prompt's batches on every math core — against the --threads 1 serve above.
+    const auto = await startServe(
+      ['--threads', 'auto', '--concurrency', '1', '--context-size', String(ctx), '--gpu', 'off'],
+      path.join(dir, 'data-auto'),
+      [path.join(__dirname, 'batchingServeChild.js'), modelPath],
+    );
+    try {
+      const autoEp = { lmspUrl: auto.lmsp, token: auto.token };
+      await oursOnce(autoEp, 'warm', short);
+      const uncachedAuto: number[] = [];
+      for (let r = 1; r <= rounds; r++) uncachedAuto.push((await oursOnce(autoEp, `${prefixText(prefixTokens, `auto${r}`)} question`, short)).ttftMs);
+      const models = (await (await fetch(`${auto.lmsp}/models`, { headers: { authorization: `Bearer ${auto.token}` } })).json()) as {
+        data: Array<{ id: string; task_runtime?: { hardware?: { threads?: number; prompt_threads?: number } } }>;
+      };
+      const hw = models.data.find((m) => m.id === 'bench')?.task_runtime?.hardware;
+      out.auto_threads = hw?.threads;
+      out.auto_prompt_threads = hw?.prompt_threads;
+      out.uncached_auto_threads_first_token_ms = round(median(uncachedAuto));
+      out.uncached_auto_over_one_thread = round(median(uncachedAuto) / median(uncached), 2);
+    } finally {
+      await auto.stop();
     }
     out.goals = '>= 0.9x llama-server at 4 and 8 streams; 1 stream >= 0.95x raw; cached first token <= 1.2x llama-server, <= 0.25x uncached';
     if (skipped) out.llama_server = `not measured: ${skipped}`;

@@ -38,6 +38,8 @@ export interface ModelHardware {
   /** CPU threads per generation and how that number was chosen. */
   threads: number;
   threadsFrom: 'setting' | 'calibration' | 'cache' | 'default';
+  /** CPU threads for a decode of a prompt's size (many tokens at once; `threads` for one-token steps). */
+  promptThreads?: number;
   /** Decode tokens/s per measured thread count when calibrated (from this load or the cache). */
   threadTokensPerSecond?: Record<string, number>;
   /** Set when a GPU was wanted (setting or auto with a GPU build present) but the CPU is used, and why. */
@@ -56,6 +58,7 @@ export function describeHardware(h: ModelHardware): string {
   if (h.compute !== 'cpu') parts.push(`${h.gpuLayers}/${h.totalLayers ?? '?'} layers on the GPU`);
   if (h.vram && h.vram.total > 0) parts.push(`VRAM ${gb(h.vram.used)}/${gb(h.vram.total)} GB`);
   parts.push(`${h.threads} thread(s) (${h.threadsFrom})`);
+  if (h.promptThreads !== undefined && h.promptThreads !== h.threads) parts.push(`${h.promptThreads} for prompts`);
   if (h.sequences !== undefined) parts.push(`${h.sequences} sequence(s) batched (${h.sequencesFrom ?? 'setting'})`);
   if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);
   let s = parts.join(', ');

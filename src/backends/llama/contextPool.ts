@@ -33,6 +33,16 @@
 // sequence id, 8 sequences, 1 thread, the batching bench's 86 MB model: a decode of 8 tokens 26 → 12.5 ms, the
 // same as llama-server's. The pool hands out the lowest free ids for the same reason (a gap in the ids splits too).
 //
+// Threads per decode (`promptThreads`): node-llama-cpp 3.21.1's prebuilt CPU binaries have no OpenMP and it attaches
+// no ggml threadpool to its contexts, so every decode with T > 1 threads makes a disposable pool of T − 1 threads and
+// joins them (strace, 200 tokens of the batching bench's 86 MB model: 220 clone3 calls at 2 threads, 20 at 1). For a
+// one-token step that costs more than the second thread saves — 1 stream, 2-core machine: 55–81 tokens/s at 2
+// threads against 144–186 at 1, where llama-server (persistent pool) goes from 182–260 to 394–512 — which is why the
+// calibrated count (threadCalibration.ts, measured on one-token steps) is often 1. A prompt's batch amortizes the
+// pool: 2 008 prompt tokens, first token 2 130–2 158 ms at 1 thread, 1 138–1 141 ms at 2. So a decode of at least
+// PROMPT_BATCH_TOKENS tokens runs on `promptThreads` (all math cores unless the thread count is a setting) and the
+// steps of generating sequences on `threads`.
+//
 // Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
 // tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
 // evaluated (never all of them: the last one is evaluated again to get logits to sample from).
@@ -87,6 +97,14 @@ export const AUTO_CONCURRENCY_CAP = {
    */
   gpu: 32,
 } as const;
+/**
+ * Tokens in one decode from which it runs on the prompt thread count: a prompt's batch, or many sequences' steps at
+ * once. The pool's cost grows with the threads it makes and the gain with the batch's work: on 2 cores, 86 MB model,
+ * 4–8 one-token steps per decode ran at 0.9–1.2× on 2 threads against 1, but a tiny model on 16 cores decodes one
+ * token 7× faster on 1 thread than on 16 (docs/hardware.md), so the bound stays well above a handful of steps.
+ */
+export const PROMPT_BATCH_TOKENS = 32;
+
 /** Share of the free memory (RAM, or VRAM on the GPU path) that `auto` lets the KV caches of extra sequences take. */
 const AUTO_MEMORY_SHARE = 0.5;
 
@@ -246,20 +264,48 @@ export function sequenceOrderStrategy(queue: () => QueuedDecodes | undefined): C
   };
 }
 
-/** A context of `sequences` sequences of `contextSize` tokens each, decoding with `threads` threads. */
+/** The parts of a node-llama-cpp 3.21.1 context (internal fields) the batch strategy reads and sets. */
+interface ContextInternals {
+  _queuedDecodes?: QueuedDecodes;
+  /** Hands each decode its thread count (`_wantedThreads` when the Llama's maxThreads is 0, as ours is). */
+  _threadSplitterConsumer?: { _wantedThreads?: number };
+}
+
+/**
+ * Sets the thread count of the decode node-llama-cpp is about to run (it passes the consumer's wanted count to
+ * llama.cpp right before each decode). Does nothing if the internals are not there.
+ */
+function setDecodeThreads(context: LlamaContext | undefined, threads: number): void {
+  const consumer = (context as unknown as ContextInternals | undefined)?._threadSplitterConsumer;
+  if (consumer && typeof consumer._wantedThreads === 'number') consumer._wantedThreads = threads;
+}
+
+/**
+ * A context of `sequences` sequences of `contextSize` tokens each, decoding with `threads` threads, and with
+ * `promptThreads` (default: `threads`) a decode of PROMPT_BATCH_TOKENS tokens or more (header).
+ */
 export async function createBatchedContext(
   model: LlamaModel,
-  options: { contextSize: number | 'auto'; threads: number; sequences: number; gate?: DecodeGate },
+  options: { contextSize: number | 'auto'; threads: number; promptThreads?: number; sequences: number; gate?: DecodeGate },
 ): Promise<LlamaContext> {
   let created: LlamaContext | undefined;
+  const order = sequenceOrderStrategy(() => (created as unknown as ContextInternals | undefined)?._queuedDecodes);
+  const { threads } = options;
+  const promptThreads = options.promptThreads ?? threads;
+  const strategy: CustomBatchingPrioritizationStrategy =
+    promptThreads === threads
+      ? order
+      : (params) => {
+          const items = order(params);
+          const tokens = items.reduce((n, p) => n + p.processAmount, 0);
+          setDecodeThreads(created, tokens >= PROMPT_BATCH_TOKENS ? promptThreads : threads);
+          return items;
+        };
   const context = await model.createContext({
     contextSize: options.contextSize,
-    threads: options.threads,
+    threads,
     sequences: options.sequences,
-    batching: {
-      dispatchSchedule: (dispatch) => queueMicrotask(dispatch),
-      itemPrioritizationStrategy: sequenceOrderStrategy(() => (created as unknown as { _queuedDecodes?: QueuedDecodes } | undefined)?._queuedDecodes),
-    },
+    batching: { dispatchSchedule: (dispatch) => queueMicrotask(dispatch), itemPrioritizationStrategy: strategy },
   });
   created = context;
   if (options.sequences > 1) options.gate?.install(context);
@@ -316,7 +362,10 @@ export class BatchedContextPool implements SequencePool {
   ) {}
 
   /** Makes the context (its memory is allocated here: a load fails here, not in a task). */
-  static async create(model: LlamaModel, options: { contextSize: number | 'auto'; threads: number; sequences: number }): Promise<BatchedContextPool> {
+  static async create(
+    model: LlamaModel,
+    options: { contextSize: number | 'auto'; threads: number; promptThreads?: number; sequences: number },
+  ): Promise<BatchedContextPool> {
     const gate = new DecodeGate();
     const context = await createBatchedContext(model, { ...options, gate });
     return new BatchedContextPool(context, gate);

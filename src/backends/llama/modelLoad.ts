@@ -18,7 +18,7 @@ import type { LoadedModel } from './loadedModel';
 import type { ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
 import { modelFingerprint } from './snapshots';
-import { timingPrompt, type ThreadCalibrator } from './threadCalibration';
+import { promptThreadsFor, timingPrompt, type ThreadCalibrator } from './threadCalibration';
 
 export interface ModelLoadDeps {
   settings: Pick<LlamaBackendOptions, 'contextSize' | 'concurrency' | 'gpuLayers' | 'modelsDir'>;
@@ -81,6 +81,8 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
           { modelPath, fingerprint, compute, devices, gpuLayers: m.gpuLayers, mathCores: selection.mathCores },
           options.signal,
         );
+        const layersOnCpu = m.gpuLayers < (m.fileInsights.totalLayers ?? Number.POSITIVE_INFINITY);
+        const promptThreads = promptThreadsFor(picked, selection.mathCores, layersOnCpu);
         report(base + weightsShare + (1 - base - weightsShare) * 0.6);
         // 'auto': node-llama-cpp's fitting for one sequence (as large as free memory allows, up to the trained
         // size), computed without making a context (fitContextSize), so the tasks' context is the only full-size one.
@@ -91,8 +93,8 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         let contextSize: number | 'auto' = perSequence;
         for (;;) {
           try {
-            const pool = await BatchedContextPool.create(m, { contextSize, threads: picked.threads, sequences });
-            return { picked, pool, sequences };
+            const pool = await BatchedContextPool.create(m, { contextSize, threads: picked.threads, promptThreads, sequences });
+            return { picked, promptThreads, pool, sequences };
           } catch (err) {
             // 'auto' asked for more than fits after all: fewer sequences, down to one; then, for an 'auto' size,
             // node-llama-cpp's own fitting, which shrinks the context until it is made.
@@ -103,7 +105,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         }
       },
     });
-    const { picked, pool, sequences } = prepared;
+    const { picked, promptThreads, pool, sequences } = prepared;
     const contextSize = pool.contextSize;
     const template = model.fileInfo.metadata.tokenizer?.chat_template;
     const chatWrapper = template ? nlc.resolveChatWrapper(model) : undefined;
@@ -116,6 +118,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       totalLayers,
       threads: picked.threads,
       threadsFrom: picked.from,
+      promptThreads,
       ...(picked.measured ? { threadTokensPerSecond: picked.measured } : {}),
       sequences,
       sequencesFrom: concurrencySetting === 'auto' ? 'auto' : 'setting',

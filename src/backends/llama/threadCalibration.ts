@@ -148,6 +148,17 @@ export interface PickedThreads {
 }
 
 /**
+ * Threads for prompt-sized decodes (contextPool.ts, PROMPT_BATCH_TOKENS). A number in the setting bounds every
+ * decode, as llama.cpp's `--threads-batch` defaults to `--threads`; otherwise all math cores while any layer runs
+ * on the CPU (a prompt's batch pays for node-llama-cpp's per-decode thread pool that makes one-token steps on many
+ * threads slow, contextPool.ts), and the calibrated count when every layer is on the GPU.
+ */
+export function promptThreadsFor(picked: PickedThreads, mathCores: number, layersOnCpu: boolean): number {
+  if (picked.from === 'setting' || !layersOnCpu) return picked.threads;
+  return Math.max(picked.threads, mathCores);
+}
+
+/**
  * Picks the thread count for each model a backend loads: the setting when it is a number, else what this process
  * measured before for the same key, else the cache file's entry, else a fresh measurement (then cached).
  */

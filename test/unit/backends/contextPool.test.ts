@@ -46,6 +46,30 @@ function countDecodes(sequence: LlamaContextSequence): { stop(): number } {
   };
 }
 
+/** Records, for each native decode of the sequence's context, the thread count llama.cpp was given for it. */
+function recordDecodeThreads(sequence: LlamaContextSequence): { stop(): number[] } {
+  const holder = sequence.context as unknown as { _ctx: Record<string | symbol, unknown> };
+  const native = holder._ctx;
+  const perDecode: number[] = [];
+  let threads = -1;
+  holder._ctx = new Proxy(native, {
+    get(target, key) {
+      const v = target[key];
+      if (typeof v !== 'function') return v;
+      const bound = (v as (...a: unknown[]) => unknown).bind(target);
+      if (key === 'setThreads') return (...a: unknown[]) => ((threads = a[0] as number), bound(...a));
+      if (key === 'decodeBatch') return (...a: unknown[]) => (perDecode.push(threads), bound(...a));
+      return bound;
+    },
+  });
+  return {
+    stop: () => {
+      holder._ctx = native;
+      return perDecode;
+    },
+  };
+}
+
 /** Records, for each native decode of the sequence's context, the sequence ids added to its batch, in order. */
 function recordBatches(sequence: LlamaContextSequence): { stop(): number[][] } {
   const holder = sequence.context as unknown as { _ctx: Record<string | symbol, unknown> };
@@ -299,6 +323,29 @@ describe('BatchedContextPool on the demo model', () => {
     assert.ok(fixed.perSequenceBytes > 0);
     const auto = await chooseSequences(model, llama, { setting: 'auto', contextSize: 256, onGpu: false });
     assert.ok(auto.sequences >= 1 && auto.sequences <= 8, `auto ${auto.sequences}`);
+  });
+
+  it('decodes a prompt-sized batch on promptThreads and the one-token steps on threads', async () => {
+    const prompt = model.tokenize('A prompt long enough to fill one batch of well over thirty-two tokens, '.repeat(4));
+    assert.ok(prompt.length >= 64, `prompt of ${prompt.length} tokens`);
+    for (const [promptThreads, expected] of [[2, 2], [undefined, 1]] as const) {
+      const pool = await BatchedContextPool.create(model, { contextSize: 512, threads: 1, promptThreads, sequences: 2 });
+      try {
+        const { sequence } = await pool.acquire(prompt);
+        const rec = recordDecodeThreads(sequence);
+        let n = 0;
+        for await (const token of sequence.evaluate(prompt, { temperature: 0, yieldEogToken: true })) {
+          void token;
+          if (++n >= 4) break;
+        }
+        const perDecode = rec.stop();
+        // The prompt's decode, then one per generated token after the first (sampled from the prompt's logits).
+        assert.deepEqual(perDecode, [expected, 1, 1, 1], `promptThreads ${promptThreads}: ${JSON.stringify(perDecode)}`);
+        await pool.release(sequence);
+      } finally {
+        await pool.dispose();
+      }
+    }
   });
 
   it("fitContextSize gives the size node-llama-cpp's 'auto' context gets, without making one", async () => {

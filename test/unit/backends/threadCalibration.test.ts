@@ -12,6 +12,7 @@ import { modelFingerprint } from '../../../src/backends/llama/snapshots';
 import {
   chooseThreads,
   measureDecode,
+  promptThreadsFor,
   THREAD_CALIBRATION_FILE,
   ThreadCalibrationCache,
   ThreadCalibrator,
@@ -47,6 +48,14 @@ describe('thread candidates and choice', () => {
   it('prefers more threads within 3 % (prompt processing scales further than decoding)', async () => {
     const choice = await chooseThreads([1, 2, 4], async (n) => ({ 1: 500, 2: 495, 4: 300 })[n]!);
     assert.equal(choice.threads, 2);
+  });
+
+  it('gives prompt batches every math core unless the count is a setting or every layer is on the GPU', () => {
+    assert.equal(promptThreadsFor({ threads: 1, from: 'calibration' }, 16, true), 16);
+    assert.equal(promptThreadsFor({ threads: 1, from: 'cache' }, 2, true), 2);
+    assert.equal(promptThreadsFor({ threads: 4, from: 'default' }, 2, true), 4);
+    assert.equal(promptThreadsFor({ threads: 1, from: 'setting' }, 16, true), 1);
+    assert.equal(promptThreadsFor({ threads: 8, from: 'calibration' }, 16, false), 8);
   });
 
   it('treats a damaged cache file as empty', () => {
