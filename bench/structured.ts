@@ -10,9 +10,11 @@
 // Measured here (2 cores shared with other work, load 4-7, demo model, 1 thread, 8 seeds, two runs): ours
 // constrained 1029 / 900 tok/s against free 1168 / 1084 (grammar overhead 11.9 % / 17.0 %, around the 15 % goal;
 // the UTF-8 guard's token bias is in it); llama-server constrained 2762 / 2446, free 2945 / 2551 (overhead 6.2 % /
-// 4.1 %): ours ÷ theirs 0.37× constrained, 0.40-0.43× free — the goal of 0.9× is not met, and the gap is the
-// per-token path (free text is as far behind), not the grammar. All 8 free llama-server runs of a pass hit the
-// parse error above.
+// 4.1 %): ours ÷ theirs 0.37× constrained, 0.40-0.43× free. 2026-12-03, quiet machine (load 0.3), two runs: ours
+// constrained 1154 / 1161 against free 1257 / 1234 (overhead 8.3 % / 6.0 %: the 15 % goal met), llama-server
+// constrained 2733 / 2677: ours ÷ theirs 0.42 / 0.43× constrained, 0.45-0.47× free — the goal of 0.9× is not met,
+// and the gap is the per-token path (free text is as far behind), not the grammar. All 8 free llama-server runs of
+// a pass hit the parse error above.
 // Run directly: node out/bench/structured.js [threads=1] [seeds=8]
 
 import * as fs from 'node:fs';
