@@ -24,6 +24,10 @@
 // 2 000-token shared prefix, first token: ours 74–79 ms cached, llama-server 118–125 ms (chat template,
 // cache_prompt; 0.63×, goal met), ours uncached 1 842–1 904 ms (0.04×).
 // Not met in every run: 0.9× at 4 and 8 streams — llama-server's figure moves ±25 % between runs here, ours ±10 %.
+// 2026-12-03, three runs (load 1.0–1.6): ours ÷ llama-server 0.77–0.84 / 1.17–1.24 / 0.80–0.98 at 1 / 4 / 8 streams;
+// grid, slowest thread count ÷ fastest per stream count, ours 0.40 / 0.96 / 0.96 (2 threads at 1 stream: the
+// per-decode thread pool, contextPool.ts), llama-server 0.53 / 0.50 / 0.72; the 2 000-token prompt's first token
+// with --threads auto 0.53–0.57× --threads 1 (1 thread calibrated, 2 for prompts).
 // Run directly: node out/bench/batching.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
