@@ -21,77 +21,55 @@ async function generateAll(seqs: AcquiredSequence[], prompts: Token[][], steps: 
   );
 }
 
-/** Counts the native decodes of a sequence's context: the addon object behind a proxy that counts decodeBatch calls. */
-function countDecodes(sequence: LlamaContextSequence): { stop(): number } {
+/**
+ * Puts the addon object of a sequence's context behind a proxy that calls `hooks[name](args)` before each call of
+ * that native method; `stop()` puts the object back and returns `result()`.
+ */
+function watchNative<T>(sequence: LlamaContextSequence, hooks: Record<string, (args: unknown[]) => void>, result: () => T): { stop(): T } {
   const holder = sequence.context as unknown as { _ctx: Record<string | symbol, unknown> };
   const native = holder._ctx;
-  let n = 0;
   holder._ctx = new Proxy(native, {
     get(target, key) {
       const v = target[key];
       if (typeof v !== 'function') return v;
       const bound = (v as (...a: unknown[]) => unknown).bind(target);
-      if (key !== 'decodeBatch') return bound;
-      return (...a: unknown[]) => {
-        n++;
-        return bound(...a);
-      };
+      const hook = typeof key === 'string' && Object.hasOwn(hooks, key) ? hooks[key] : undefined;
+      return hook ? (...a: unknown[]) => (hook(a), bound(...a)) : bound;
     },
   });
   return {
     stop: () => {
       holder._ctx = native;
-      return n;
+      return result();
     },
   };
+}
+
+/** Counts the native decodes of a sequence's context. */
+function countDecodes(sequence: LlamaContextSequence): { stop(): number } {
+  let n = 0;
+  return watchNative(sequence, { decodeBatch: () => n++ }, () => n);
 }
 
 /** Records, for each native decode of the sequence's context, the thread count llama.cpp was given for it. */
 function recordDecodeThreads(sequence: LlamaContextSequence): { stop(): number[] } {
-  const holder = sequence.context as unknown as { _ctx: Record<string | symbol, unknown> };
-  const native = holder._ctx;
   const perDecode: number[] = [];
   let threads = -1;
-  holder._ctx = new Proxy(native, {
-    get(target, key) {
-      const v = target[key];
-      if (typeof v !== 'function') return v;
-      const bound = (v as (...a: unknown[]) => unknown).bind(target);
-      if (key === 'setThreads') return (...a: unknown[]) => ((threads = a[0] as number), bound(...a));
-      if (key === 'decodeBatch') return (...a: unknown[]) => (perDecode.push(threads), bound(...a));
-      return bound;
-    },
-  });
-  return {
-    stop: () => {
-      holder._ctx = native;
-      return perDecode;
-    },
-  };
+  return watchNative(sequence, { setThreads: (a) => (threads = a[0] as number), decodeBatch: () => perDecode.push(threads) }, () => perDecode);
 }
 
 /** Records, for each native decode of the sequence's context, the sequence ids added to its batch, in order. */
 function recordBatches(sequence: LlamaContextSequence): { stop(): number[][] } {
-  const holder = sequence.context as unknown as { _ctx: Record<string | symbol, unknown> };
-  const native = holder._ctx;
   const batches: number[][] = [];
   let current: number[] = [];
-  holder._ctx = new Proxy(native, {
-    get(target, key) {
-      const v = target[key];
-      if (typeof v !== 'function') return v;
-      const bound = (v as (...a: unknown[]) => unknown).bind(target);
-      if (key === 'addToBatch') return (...a: unknown[]) => (current.push(a[0] as number), bound(...a));
-      if (key === 'decodeBatch') return (...a: unknown[]) => (batches.push(current), (current = []), bound(...a));
-      return bound;
-    },
-  });
-  return {
-    stop: () => {
-      holder._ctx = native;
-      return batches;
+  const hooks = {
+    addToBatch: (a: unknown[]) => current.push(a[0] as number),
+    decodeBatch: () => {
+      batches.push(current);
+      current = [];
     },
   };
+  return watchNative(sequence, hooks, () => batches);
 }
 
 describe('sequenceOrderStrategy', () => {
