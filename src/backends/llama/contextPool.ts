@@ -43,6 +43,11 @@
 // PROMPT_BATCH_TOKENS tokens runs on `promptThreads` (all math cores unless the thread count is a setting) and the
 // steps of generating sequences on `threads`.
 //
+// Sampling (`sampleFirstAlone`): llama.cpp reorders a batch's outputs lazily on the first logits read, and node-
+// llama-cpp samples all of a batch's sequences at once on worker threads; the first sampling after a decode runs
+// alone, or two could reorder at once and a sequence sample from another's logits (it then continued another
+// prompt's text: with a 32 000-token vocabulary 1 batched sampling in 6).
+//
 // Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
 // tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
 // evaluated (never all of them: the last one is evaluated again to get logits to sample from).
@@ -264,6 +269,53 @@ export function sequenceOrderStrategy(queue: () => QueuedDecodes | undefined): C
   };
 }
 
+/** The native context's calls the first-read guard wraps (node-llama-cpp 3.21.1's addon object, `_ctx`). */
+interface NativeContext {
+  decodeBatch?: (...args: unknown[]) => Promise<unknown>;
+  sampleToken?: (...args: unknown[]) => Promise<unknown>;
+}
+
+/**
+ * Lets the first sampling after each decode run alone; the rest of the batch's samplings follow once it is done.
+ *
+ * llama.cpp computes a batch's outputs in micro-batch order (`split_equal` takes runs of ascending sequence ids,
+ * and a sequence with fewer tokens finishes first) and puts them back in batch order lazily: the first read of any
+ * logits after the decode (`output_reorder`) swaps whole rows and clears its list of swaps. node-llama-cpp samples
+ * every sequence of a batch at once, each on a libuv worker thread that begins by reading the logits — so two of
+ * them could run the swaps at the same time, and a sequence sampled from another's row: it continued another
+ * prompt's text. Rare with the ~420-token demo vocabulary, where a row swap takes nanoseconds (2 of 2 400 staggered
+ * generations on 4 sequences went wrong); with a 32 000-token vocabulary (a row of 128 KB), 8 sequences whose
+ * outputs come out in reverse, 135 of 800 samplings read another row — 0 with this guard (contextPool.test.ts).
+ * What it costs: the batch's other samplings start one worker round trip (~0.1 ms) later.
+ */
+function sampleFirstAlone(context: LlamaContext): void {
+  const native = (context as unknown as { _ctx?: NativeContext })._ctx;
+  const decode = native?.decodeBatch;
+  const sample = native?.sampleToken;
+  if (!native || typeof decode !== 'function' || typeof sample !== 'function') return;
+  /** The first sampling since the latest decode (the batch's others wait for it to settle). */
+  let first: Promise<unknown> | undefined;
+  let decoded = false;
+  // The addon's methods are read-only on its prototype: own properties shadow them.
+  const wrap = (name: keyof NativeContext, fn: (...args: unknown[]) => Promise<unknown>) =>
+    Object.defineProperty(native, name, { value: fn, configurable: true, writable: true });
+  wrap('decodeBatch', (...args) => {
+    decoded = true;
+    first = undefined;
+    return decode.apply(native, args);
+  });
+  wrap('sampleToken', (...args) => {
+    if (!decoded) return first ? first.then(() => sample.apply(native, args)) : sample.apply(native, args);
+    decoded = false;
+    const sampled = sample.apply(native, args);
+    first = sampled.then(
+      () => undefined,
+      () => undefined,
+    );
+    return sampled;
+  });
+}
+
 /** The parts of a node-llama-cpp 3.21.1 context (internal fields) the batch strategy reads and sets. */
 interface ContextInternals {
   _queuedDecodes?: QueuedDecodes;
@@ -308,7 +360,10 @@ export async function createBatchedContext(
     batching: { dispatchSchedule: (dispatch) => queueMicrotask(dispatch), itemPrioritizationStrategy: strategy },
   });
   created = context;
-  if (options.sequences > 1) options.gate?.install(context);
+  if (options.sequences > 1) {
+    sampleFirstAlone(context);
+    options.gate?.install(context);
+  }
   return context;
 }
 

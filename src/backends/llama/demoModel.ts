@@ -12,6 +12,11 @@ export interface TestModelOptions {
   layers?: number;
   /** Trained context length declared in the metadata (≥ 1024 so servers do not cap slots). */
   contextLength?: number;
+  /**
+   * Vocabulary size, padded with filler tokens (private-use characters no text contains, rarely sampled) to reach
+   * it; default: the ~420 tokens text needs. A real model's 32 k–150 k rows make every logits row ~100–600 KB.
+   */
+  vocabSize?: number;
   /** Jinja chat template to embed (tokenizer.chat_template); none by default, like the demo model. */
   chatTemplate?: string;
 }
@@ -131,7 +136,10 @@ interface Vocab {
   types: number[];
 }
 
-function buildVocab(): Vocab {
+/** First code point of the filler tokens: private-use characters, which no text tokenizes into. */
+const FILLER_BASE = 0xe000;
+
+function buildVocab(size = 0): Vocab {
   const tokens: string[] = ['<unk>', '<s>', '</s>'];
   const scores: number[] = [0, 0, 0];
   const types: number[] = [TOKEN_TYPE_UNKNOWN, TOKEN_TYPE_CONTROL, TOKEN_TYPE_CONTROL];
@@ -157,6 +165,11 @@ function buildVocab(): Vocab {
     scores.push(-10 - i);
     types.push(TOKEN_TYPE_NORMAL);
   });
+  for (let i = 0; tokens.length < size; i++) {
+    tokens.push(String.fromCodePoint(FILLER_BASE + (i % 6400)) + String.fromCodePoint(FILLER_BASE + Math.floor(i / 6400)));
+    scores.push(-5000);
+    types.push(TOKEN_TYPE_NORMAL);
+  }
   return { tokens, scores, types };
 }
 
@@ -259,7 +272,8 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
   if (embd % heads !== 0 || embd <= 0) throw new Error(`embd must be a positive multiple of ${heads}`);
   const headDim = embd / heads;
   const ff = embd * 2;
-  const vocab = buildVocab();
+  const vocab = buildVocab(opts.vocabSize);
+  const textTokens = buildVocab().tokens.length;
   const nVocab = vocab.tokens.length;
   const rand = prng(seed);
 
@@ -282,7 +296,8 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
     const data = uniform(embd * nVocab, 1);
     for (let t = 0; t < nVocab; t++) {
       const type = vocab.types[t];
-      const rowScale = t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE_BYTE ? 1.5 : type === TOKEN_TYPE_NORMAL ? 4 : 0.5;
+      const rowScale =
+        t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE_BYTE ? 1.5 : type === TOKEN_TYPE_NORMAL && t < textTokens ? 4 : 0.5;
       const k = rowScale / Math.sqrt(embd);
       for (let i = 0; i < embd; i++) data[t * embd + i] *= k;
     }

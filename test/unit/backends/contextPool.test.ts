@@ -1,10 +1,15 @@
 // The batched context pool on the demo model with real node-llama-cpp: one context with N sequences of the given
 // size and threads, sequences kept with their state after release and handed to the caller whose tokens share the
-// longest prefix with them (the rest erased), a wait while every sequence is busy, everything freed on dispose.
+// longest prefix with them (the rest erased), a wait while every sequence is busy, everything freed on dispose; and
+// with a real-size vocabulary, every sequence of a batch samples from its own logits.
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { BatchItem, Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import { type AcquiredSequence, BatchedContextPool, chooseSequences, commonPrefix, fitContextSize, oneSequenceContext, sequenceOrderStrategy } from '../../../src/backends/llama/contextPool';
+import { writeTestModel } from '../../../src/backends/llama/demoModel';
 import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { testModelPath } from '../../fixtures/testModel';
 
@@ -344,6 +349,71 @@ describe('BatchedContextPool on the demo model', () => {
       assert.equal(c.totalSequences, 1);
     } finally {
       await c.dispose();
+    }
+  });
+});
+
+describe('BatchedContextPool with a 32 000-token vocabulary', () => {
+  let llama: Llama;
+  let model: LlamaModel;
+  let dir: string;
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-vocab-'));
+    const modelPath = path.join(dir, 'vocab-32k.gguf');
+    writeTestModel(modelPath, { seed: 1, vocabSize: 32_000 });
+    const nlc = await importNodeLlamaCpp();
+    llama = await nlc.getLlama({ gpu: false, build: 'never' });
+    model = await llama.loadModel({ modelPath });
+    assert.equal(model.fileInfo.metadata.tokenizer.ggml.tokens.length, 32_000);
+  });
+  after(async () => {
+    await llama?.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The probabilities of the first token sampled after `tokens` on the sequence. */
+  async function firstToken(sequence: LlamaContextSequence, tokens: Token[]): Promise<Map<Token, number>> {
+    const it = sequence.evaluateWithMetadata(tokens, { probabilities: true }, { temperature: 0, yieldEogToken: true });
+    const step = await it.next();
+    await it.return(undefined);
+    assert.ok(!step.done);
+    return step.value.probabilities;
+  }
+
+  it('each sequence of a batch samples from its own logits, also when llama.cpp computes them out of order', async () => {
+    // Prompts of 8, 7, … 1 tokens on sequences 0…7: llama.cpp's micro-batches end sequence 7 first, so its outputs
+    // come out in reverse batch order and are swapped back on the first read. Without the guard (contextPool.ts,
+    // sampleFirstAlone) about 1 sampling in 6 here read another sequence's row.
+    const sequences = 8;
+    const pool = await BatchedContextPool.create(model, { contextSize: 256, threads: 1, sequences });
+    const single = await oneSequenceContext(model, 256, 1);
+    try {
+      const held = await Promise.all(Array.from({ length: sequences }, () => pool.acquire()));
+      assert.deepEqual(held.map((h) => (h.sequence as unknown as { _sequenceId: number })._sequenceId), [0, 1, 2, 3, 4, 5, 6, 7]);
+      // Once every sequence has decoded, the pool's gate holds each decode until all eight are there (header): the
+      // trials' prompts then share one batch.
+      await Promise.all(held.map((h) => firstToken(h.sequence, [300 as Token])));
+      const reference = single.getSequence();
+      let seed = 7;
+      const next = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
+      const wrong: string[] = [];
+      for (let trial = 0; trial < 60; trial++) {
+        const prompts = held.map((_, i) => Array.from({ length: sequences - i }, () => (300 + (next() % 90)) as Token));
+        for (const h of held) await h.sequence.clearHistory();
+        const batches = recordBatches(held[0]!.sequence);
+        const batched = await Promise.all(held.map((h, i) => firstToken(h.sequence, prompts[i]!)));
+        assert.deepEqual(batches.stop()[0], [0, 1, 2, 3, 4, 5, 6, 7], 'the eight prompts share one batch');
+        for (let i = 0; i < sequences; i++) {
+          await reference.clearHistory();
+          const [token, p] = [...(await firstToken(reference, prompts[i]!))][0]!;
+          const got = batched[i]!.get(token) ?? 0;
+          if (Math.abs(got - p) > 0.01) wrong.push(`trial ${trial}, sequence ${i}: p(${token}) ${got.toFixed(4)}, alone ${p.toFixed(4)}`);
+        }
+      }
+      assert.deepEqual(wrong, [], 'every sampling saw the distribution its own prompt gives');
+    } finally {
+      await single.dispose();
+      await pool.dispose();
     }
   });
 });
