@@ -165,6 +165,11 @@ export class Workbench {
   }
 
   async pickQuickItem(text: string): Promise<void> {
+    // The quick pick's list draws only the rows in view: with more tasks than fit (the cancel test can make a dozen),
+    // an older task is not in the page until the filter brings it up, so the text is typed into the filter first.
+    const input = this.quickInput();
+    await input.waitFor({ timeout: 30_000 });
+    await input.fill(text);
     const row = this.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: text }).first();
     await row.waitFor({ timeout: 30_000 });
     await row.click();
