@@ -22,7 +22,10 @@
 // the context has its token there — without a bound while one of them is still being decoded and sampled (it is
 // sure to come), else, for one that is late elsewhere (busy delivering, saving a snapshot, finishing), a bounded
 // wait: GATHER_MICROTASK_HOPS microtask turns, then event-loop turns while more keep arriving, at most
-// GATHER_MAX_TURNS — and then all go into the queue together: one decode per step again.
+// GATHER_MAX_TURNS — and then all go into the queue together: one decode per step again. A sequence counts as
+// generating from the moment it is handed out, so prompts handed out together share their first decode too (8
+// generations of the bench model started at once, in process: first tokens 17 ms for one and 100 ms for seven
+// → 78–79 ms for all; through `serve` requests arrive a few ms apart and the first one's prompt still goes alone).
 //
 // Order in the batch (`sequenceOrderStrategy`): node-llama-cpp 3.21.1 creates every context with one KV stream per
 // sequence (`kv_unified` off), and llama.cpp then cuts a batch into micro-batches (`split_equal`, sequential) that
@@ -150,9 +153,9 @@ type DecodeTokens = (args: { sequenceId: number }, ...rest: unknown[]) => Promis
 
 /**
  * Holds the token decodes of a context's sequences until every generating sequence has one (header). A sequence is
- * generating from its first decode until `retire` (its release); it is in flight from its decode's release here
- * until that decode (and its sampling) resolves — a sequence in flight is sure to come back soon, so the gate waits
- * for it without a bound.
+ * generating from `expect` (handed out) or its first decode until `retire` (its release); it is in flight from its
+ * decode's release here until that decode (and its sampling) resolves — a sequence in flight is sure to come back
+ * soon, so the gate waits for it without a bound.
  */
 export class DecodeGate {
   private readonly generating = new Set<number>();
@@ -177,6 +180,14 @@ export class DecodeGate {
         this.settled(id);
       }
     };
+  }
+
+  /**
+   * The sequence was handed to a generation: its first decode (the prompt) is coming, so decodes already held wait
+   * for it as for a generating sequence's next token — prompts that arrive together share one batch.
+   */
+  expect(sequenceId: number): void {
+    this.generating.add(sequenceId);
   }
 
   /** The sequence stopped generating (released): nobody waits for it any longer. */
@@ -462,6 +473,7 @@ export class BatchedContextPool implements SequencePool {
     this.inUse.add(sequence);
     try {
       const reused = await alignSequence(sequence, tokens);
+      this.gate.expect(sequenceIdOf(sequence));
       return { sequence, reused };
     } catch (err) {
       await this.release(sequence, false);
