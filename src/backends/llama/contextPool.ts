@@ -25,7 +25,8 @@
 // GATHER_MAX_TURNS — and then all go into the queue together: one decode per step again. A sequence counts as
 // generating from the moment it is handed out, so prompts handed out together share their first decode too (8
 // generations of the bench model started at once, in process: first tokens 17 ms for one and 100 ms for seven
-// → 78–79 ms for all; through `serve` requests arrive a few ms apart and the first one's prompt still goes alone).
+// → 78–79 ms for all; through `serve` requests arrive a few ms apart: the first prompt goes alone, and the rest
+// share the next decode with its first token step instead of waiting behind that step).
 //
 // Order in the batch (`sequenceOrderStrategy`): node-llama-cpp 3.21.1 creates every context with one KV stream per
 // sequence (`kv_unified` off), and llama.cpp then cuts a batch into micro-batches (`split_equal`, sequential) that
@@ -471,9 +472,9 @@ export class BatchedContextPool implements SequencePool {
     if ((bestShared <= 0 || best < 0) && this.context.sequencesLeft > 0) sequence = this.context.getSequence();
     else sequence = this.free.splice(best, 1)[0]!;
     this.inUse.add(sequence);
+    this.gate.expect(sequenceIdOf(sequence));
     try {
       const reused = await alignSequence(sequence, tokens);
-      this.gate.expect(sequenceIdOf(sequence));
       return { sequence, reused };
     } catch (err) {
       await this.release(sequence, false);
