@@ -28,6 +28,10 @@
 // grid, slowest thread count ÷ fastest per stream count, ours 0.40 / 0.96 / 0.96 (2 threads at 1 stream: the
 // per-decode thread pool, contextPool.ts), llama-server 0.53 / 0.50 / 0.72; the 2 000-token prompt's first token
 // with --threads auto 0.53–0.57× --threads 1 (1 thread calibrated, 2 for prompts).
+// 2026-12-03, later, after the first-sampling guard and the gate's `expect` (contextPool.ts), four runs (load
+// 0.3–2.7): ours ÷ llama-server 0.74–0.82 / 0.75–1.57 / 0.75–1.13 at 1 / 4 / 8 streams (llama-server's own 4-stream
+// figure went from 184 to 398 tokens/s between runs), 1 stream 1.00–1.11× raw; first token at 8 streams ours
+// 41–52 ms, llama-server 26–48 ms; the guard alone, side by side in one process, costs nothing measurable.
 // Run directly: node out/bench/batching.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
