@@ -134,6 +134,8 @@ interface Vocab {
   tokens: string[];
   scores: number[];
   types: number[];
+  /** Tokens before the filler (the ones text tokenizes into). */
+  textTokens: number;
 }
 
 /** First code point of the filler tokens: private-use characters, which no text tokenizes into. */
@@ -165,12 +167,13 @@ function buildVocab(size = 0): Vocab {
     scores.push(-10 - i);
     types.push(TOKEN_TYPE_NORMAL);
   });
+  const textTokens = tokens.length;
   for (let i = 0; tokens.length < size; i++) {
     tokens.push(String.fromCodePoint(FILLER_BASE + (i % 6400)) + String.fromCodePoint(FILLER_BASE + Math.floor(i / 6400)));
     scores.push(-5000);
     types.push(TOKEN_TYPE_NORMAL);
   }
-  return { tokens, scores, types };
+  return { tokens, scores, types, textTokens };
 }
 
 /** mulberry32: small, fast, deterministic. */
@@ -273,7 +276,6 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
   const headDim = embd / heads;
   const ff = embd * 2;
   const vocab = buildVocab(opts.vocabSize);
-  const textTokens = buildVocab().tokens.length;
   const nVocab = vocab.tokens.length;
   const rand = prng(seed);
 
@@ -297,7 +299,7 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
     for (let t = 0; t < nVocab; t++) {
       const type = vocab.types[t];
       const rowScale =
-        t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE_BYTE ? 1.5 : type === TOKEN_TYPE_NORMAL && t < textTokens ? 4 : 0.5;
+        t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE_BYTE ? 1.5 : type === TOKEN_TYPE_NORMAL && t < vocab.textTokens ? 4 : 0.5;
       const k = rowScale / Math.sqrt(embd);
       for (let i = 0; i < embd; i++) data[t * embd + i] *= k;
     }
