@@ -32,11 +32,16 @@
 // 0.3–2.7): ours ÷ llama-server 0.74–0.82 / 0.75–1.57 / 0.75–1.13 at 1 / 4 / 8 streams (llama-server's own 4-stream
 // figure went from 184 to 398 tokens/s between runs), 1 stream 1.00–1.11× raw; first token at 8 streams ours
 // 41–52 ms, llama-server 26–48 ms; the guard alone, side by side in one process, costs nothing measurable.
+// 2026-12-03, a number in --threads made a bound (threadCalibration.ts: steps on the fastest count up to it, prompts
+// on it): grid, slowest ÷ fastest per stream count, ours 0.96 / 0.96 / 0.95 (before 0.39–0.45 at 1 stream),
+// llama-server 0.38 / 0.42 / 0.47; ours ÷ llama-server 0.78 / 1.06 / 0.74 at 1 / 4 / 8 streams, 1.05× raw.
 // Run directly: node out/bench/batching.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeTestModel } from '../src/backends/llama/demoModel';
+import { modelFingerprint } from '../src/backends/llama/snapshots';
+import { promptThreadsFor, ThreadCalibrator } from '../src/backends/llama/threadCalibration';
 import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
 import { sseFrames, type SseFrame } from '../test/fixtures/sse';
 import { startServe } from '../test/fixtures/serveProcess';
@@ -150,10 +155,27 @@ function prefixText(n: number, salt: string): string {
   return s.slice(0, n);
 }
 
+/** What `--threads T` gives a load of this model here: the step and prompt counts (ThreadCalibrator, modelLoad.ts). */
+async function threadsForSetting(modelPath: string, setting: number): Promise<{ threads: number; promptThreads: number }> {
+  const nlc = await import('node-llama-cpp');
+  const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
+  try {
+    const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
+    const mathCores = llama.cpuMathCores;
+    const run = { modelPath, fingerprint: modelFingerprint(modelPath), compute: 'cpu', devices: [], gpuLayers: 0, mathCores };
+    const picked = await new ThreadCalibrator({ setting }).pick(model, run);
+    await model.dispose();
+    return { threads: picked.threads, promptThreads: promptThreadsFor(picked, mathCores, true) };
+  } finally {
+    await llama.dispose();
+  }
+}
+
 /**
  * Aggregate tokens/s for each thread count × number of streams a user can set: the backend's own sequence pool
- * (one context of N sequences with T threads, all N generating; no tasks or HTTP) and llama-server (-t T, -np 8, N
- * /completion streams). Thread counts: 1, half the cores and all of them. Rounds interleave the cells.
+ * (one context of N sequences, all N generating; no tasks or HTTP) with the threads that `--threads T` gives (a
+ * bound: the step count calibrated up to T, prompts on T), and llama-server (-t T, -np 8, N /completion streams).
+ * Thread counts: 1, half the cores and all of them. Rounds interleave the cells.
  */
 async function threadsGrid(opts: { modelPath: string; tokens: number; rounds: number; ctx: number; llamaServer: boolean }): Promise<Record<string, unknown>> {
   const cores = os.availableParallelism();
@@ -162,9 +184,14 @@ async function threadsGrid(opts: { modelPath: string; tokens: number; rounds: nu
   const cells = threadCounts.flatMap((t) => streams.map((n) => ({ t, n, key: `${t}x${n}` })));
   const ours = new Map<string, number[]>(cells.map((c) => [c.key, []]));
   const theirs = new Map<string, number[]>(cells.map((c) => [c.key, []]));
+  const given = new Map<number, { threads: number; promptThreads: number }>();
+  for (const t of threadCounts) given.set(t, await threadsForSetting(opts.modelPath, t));
   for (let r = 0; r < opts.rounds; r++) {
     for (const c of cells) {
-      ours.get(c.key)!.push(await rawBatchedBench({ modelPath: opts.modelPath, tokens: opts.tokens, threads: c.t, streams: c.n, prompt: (i) => `${i}: ${STORY}`, pool: true }));
+      const { threads, promptThreads } = given.get(c.t)!;
+      ours.get(c.key)!.push(
+        await rawBatchedBench({ modelPath: opts.modelPath, tokens: opts.tokens, threads, promptThreads, streams: c.n, prompt: (i) => `${i}: ${STORY}`, pool: true }),
+      );
     }
     if (!opts.llamaServer) continue;
     for (const t of threadCounts) {
@@ -185,6 +212,7 @@ async function threadsGrid(opts: { modelPath: string; tokens: number; rounds: nu
   const oursTable = table(ours);
   const out: Record<string, unknown> = {
     threads_grid_cells: 'threads x streams',
+    threads_grid_pool_step_and_prompt_threads: Object.fromEntries([...given].map(([t, g]) => [t, `${g.threads}/${g.promptThreads}`])),
     threads_grid_pool_tokens_per_second: oursTable,
     threads_grid_pool_worst_over_best_by_streams: byStreams(oursTable, (v) => round(Math.min(...v) / Math.max(...v), 2)),
   };

@@ -65,14 +65,14 @@ export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<
  * path without its tasks and HTTP.
  */
 export async function rawBatchedBench(
-  opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string; pool?: boolean },
+  opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string; pool?: boolean; promptThreads?: number },
 ): Promise<number> {
   const nlc = await import('node-llama-cpp');
   const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
   try {
     const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
     const shape = { contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: opts.streams };
-    const pool = opts.pool ? await BatchedContextPool.create(model, shape) : undefined;
+    const pool = opts.pool ? await BatchedContextPool.create(model, { ...shape, promptThreads: opts.promptThreads }) : undefined;
     const context = pool ? undefined : await model.createContext(shape);
     const started = performance.now();
     const counts = await Promise.all(

@@ -34,7 +34,7 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --model        a .gguf file or a model URI; repeat for more (default: the generated demo model)
            --token-file   bearer token file, created with mode 0600 if missing (default DATA_DIR/token)
            --threads      CPU threads per generation (default auto: measured at model load, cached in DIR;
-                          prompts on every core); a number is used for prompts too
+                          prompts on every core); a number N bounds it: prompts on N, steps on the fastest count up to N
            --gpu          GPU API (default auto: the best working build, else the CPU; off: CPU only)
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
            --context-size tokens of context per task (default auto: the model's trained context as far as

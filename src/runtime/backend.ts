@@ -35,9 +35,11 @@ export interface ModelHardware {
   totalLayers: number | null;
   /** GPU memory in bytes when a GPU is in use. */
   vram?: { total: number; used: number };
-  /** CPU threads per generation and how that number was chosen. */
+  /** CPU threads of a one-token step and how that number was chosen. */
   threads: number;
   threadsFrom: 'setting' | 'calibration' | 'cache' | 'default';
+  /** The setting's number, when it is one: the bound the count was chosen under (prompts use it). */
+  threadsCap?: number;
   /** CPU threads for a decode of a prompt's size (many tokens at once; `threads` for one-token steps). */
   promptThreads?: number;
   /** Decode tokens/s per measured thread count when calibrated (from this load or the cache). */
@@ -57,7 +59,7 @@ export function describeHardware(h: ModelHardware): string {
   const parts = [h.compute === 'cpu' ? 'CPU' : `${h.compute}${h.devices.length ? ` (${h.devices.join(', ')})` : ''}`];
   if (h.compute !== 'cpu') parts.push(`${h.gpuLayers}/${h.totalLayers ?? '?'} layers on the GPU`);
   if (h.vram && h.vram.total > 0) parts.push(`VRAM ${gb(h.vram.used)}/${gb(h.vram.total)} GB`);
-  parts.push(`${h.threads} thread(s) (${h.threadsFrom})`);
+  parts.push(`${h.threads} thread(s) (${h.threadsFrom}${h.threadsCap !== undefined ? `, at most ${h.threadsCap}` : ''})`);
   if (h.promptThreads !== undefined && h.promptThreads !== h.threads) parts.push(`${h.promptThreads} for prompts`);
   if (h.sequences !== undefined) parts.push(`${h.sequences} sequence(s) batched (${h.sequencesFrom ?? 'setting'})`);
   if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);

@@ -44,8 +44,8 @@
 // threads against 144–186 at 1, where llama-server (persistent pool) goes from 182–260 to 394–512 — which is why the
 // calibrated count (threadCalibration.ts, measured on one-token steps) is often 1. A prompt's batch amortizes the
 // pool: 2 008 prompt tokens, first token 2 130–2 158 ms at 1 thread, 1 138–1 141 ms at 2. So a decode of at least
-// PROMPT_BATCH_TOKENS tokens runs on `promptThreads` (all math cores unless the thread count is a setting) and the
-// steps of generating sequences on `threads`.
+// PROMPT_BATCH_TOKENS tokens runs on `promptThreads` (all math cores, or the setting's number) and the steps of
+// generating sequences on `threads` (calibrated, up to that number).
 //
 // Sampling (`sampleFirstAlone`): llama.cpp reorders a batch's outputs lazily on the first logits read, and node-
 // llama-cpp samples all of a batch's sequences at once on worker threads; the first sampling after a decode runs

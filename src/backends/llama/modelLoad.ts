@@ -118,6 +118,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       totalLayers,
       threads: picked.threads,
       threadsFrom: picked.from,
+      ...(picked.cap !== undefined ? { threadsCap: picked.cap } : {}),
       promptThreads,
       ...(picked.measured ? { threadTokensPerSecond: picked.measured } : {}),
       sequences,

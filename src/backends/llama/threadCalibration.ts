@@ -1,8 +1,12 @@
-// The CPU thread count a model decodes with, when the setting is 'auto': measured while the model loads, by timing
-// real decode steps over a few candidate counts, and cached per model file + machine + compute in the data
-// directory, so each combination is measured once. No constant is close to the best on every machine and model
-// (the figures: docs/gpu.md, docs/hardware.md), hence the measurement. Calibration is an optimisation: a failure
-// never fails the load (min(4, cores) threads are used, and the reason is logged).
+// The CPU thread count a model's one-token steps decode with: measured while the model loads, by timing real decode
+// steps over a few candidate counts, and cached per model file + machine + compute (+ the setting's bound) in the
+// data directory, so each combination is measured once. No constant is close to the best on every machine and model
+// (the figures: docs/gpu.md, docs/hardware.md), hence the measurement. A number in the setting is a bound: the
+// candidates stop at it and prompts use it. That is not llama.cpp's `--threads` (used as given), on purpose: node-
+// llama-cpp 3.21.1 makes a disposable thread pool for every decode (contextPool.ts), so where each step's work is
+// small more threads are slower, not faster — the batching bench's 86 MB model on 2 cores, one stream: 61–73
+// tokens/s with every step on 2 threads against 157–183 on 1 (bench/results.json, threads grid). Calibration is an
+// optimisation: a failure never fails the load (the bound, or min(4, cores), is used and the reason is logged).
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -64,6 +68,8 @@ export function calibrationKey(parts: {
   gpuLayers: number;
   mathCores: number;
   engine: string;
+  /** The setting's bound on the candidates, when it is a number. */
+  cap?: number;
 }): string {
   const st = fs.statSync(parts.modelFile);
   const cpus = os.cpus();
@@ -76,7 +82,13 @@ export function calibrationKey(parts: {
     memory: os.totalmem(),
   };
   const model = { file: path.resolve(parts.modelFile), size: st.size, mtimeMs: Math.floor(st.mtimeMs), fingerprint: parts.fingerprint };
-  const run = { compute: parts.compute, devices: parts.devices, gpuLayers: parts.gpuLayers, engine: parts.engine };
+  const run = {
+    compute: parts.compute,
+    devices: parts.devices,
+    gpuLayers: parts.gpuLayers,
+    engine: parts.engine,
+    ...(parts.cap === undefined ? {} : { cap: parts.cap }),
+  };
   return createHash('sha256').update(JSON.stringify({ machine, model, run })).digest('hex').slice(0, 32);
 }
 
@@ -143,24 +155,29 @@ export interface CalibrationRun {
 export interface PickedThreads {
   threads: number;
   from: ModelHardware['threadsFrom'];
+  /** The setting's number when it is one: no decode uses more (prompts use it). */
+  cap?: number;
   /** Decode tokens/s by candidate, when calibrated (now or from the cache). */
   measured?: Record<string, number>;
 }
 
 /**
- * Threads for prompt-sized decodes (contextPool.ts, PROMPT_BATCH_TOKENS). A number in the setting bounds every
- * decode, as llama.cpp's `--threads-batch` defaults to `--threads`; otherwise all math cores while any layer runs
- * on the CPU (a prompt's batch pays for node-llama-cpp's per-decode thread pool that makes one-token steps on many
- * threads slow, contextPool.ts), and the calibrated count when every layer is on the GPU.
+ * Threads for prompt-sized decodes (contextPool.ts, PROMPT_BATCH_TOKENS) while any layer runs on the CPU: the
+ * setting's number when there is one (as llama.cpp's `--threads-batch` defaults to `--threads`), else all math
+ * cores (a prompt's batch pays for node-llama-cpp's per-decode thread pool that makes one-token steps on many
+ * threads slow, contextPool.ts). With every layer on the GPU, the calibrated count.
  */
 export function promptThreadsFor(picked: PickedThreads, mathCores: number, layersOnCpu: boolean): number {
-  if (picked.from === 'setting' || !layersOnCpu) return picked.threads;
+  if (!layersOnCpu) return picked.threads;
+  if (picked.cap !== undefined) return Math.max(picked.threads, picked.cap);
+  if (picked.from === 'setting') return picked.threads;
   return Math.max(picked.threads, mathCores);
 }
 
 /**
- * Picks the thread count for each model a backend loads: the setting when it is a number, else what this process
- * measured before for the same key, else the cache file's entry, else a fresh measurement (then cached).
+ * Picks the thread count for each model a backend loads: what this process measured before for the same key, else
+ * the cache file's entry, else a fresh measurement (then cached), among the counts up to the setting's number when
+ * it is one (1: nothing to measure).
  */
 export class ThreadCalibrator {
   private readonly cache?: ThreadCalibrationCache;
@@ -180,7 +197,9 @@ export class ThreadCalibrator {
 
   async pick(model: LlamaModel, run: CalibrationRun, signal?: AbortSignal): Promise<PickedThreads> {
     const { setting } = this.options;
-    if (setting !== 'auto') return { threads: Math.max(1, Math.floor(setting)), from: 'setting' };
+    const cap = setting === 'auto' ? undefined : Math.max(1, Math.min(MAX_THREADS, Math.floor(setting)));
+    if (cap === 1) return { threads: 1, from: 'setting' };
+    const bound = cap === undefined ? {} : { cap };
     const key = calibrationKey({
       modelFile: run.modelPath,
       fingerprint: run.fingerprint,
@@ -189,26 +208,27 @@ export class ThreadCalibrator {
       gpuLayers: run.gpuLayers,
       mathCores: run.mathCores,
       engine: `node-llama-cpp`,
+      ...bound,
     });
     const known = this.known.get(key) ?? this.cache?.get(key);
     if (known) {
       this.known.set(key, known);
-      return { threads: known.threads, from: 'cache', measured: known.measured };
+      return { threads: known.threads, from: 'cache', measured: known.measured, ...bound };
     }
     const started = Date.now();
     const prompt = timingPrompt(model);
     let choice;
     try {
-      choice = await chooseThreads(threadCandidates(run.mathCores), async (threads) => {
+      choice = await chooseThreads(threadCandidates(cap ?? run.mathCores), async (threads) => {
         signal?.throwIfAborted();
         return measureDecode(model, prompt, threads);
       });
     } catch (err) {
       signal?.throwIfAborted();
       // E.g. no memory for the small contexts it measures on.
-      const threads = Math.max(1, Math.min(4, run.mathCores));
+      const threads = cap ?? Math.max(1, Math.min(4, run.mathCores));
       this.log(`thread calibration failed (${errorText(err, Number.POSITIVE_INFINITY)}); using ${threads} thread(s)`);
-      return { threads, from: 'default' };
+      return cap === undefined ? { threads, from: 'default' } : { threads, from: 'setting' };
     }
     this.known.set(key, choice);
     try {
@@ -220,7 +240,7 @@ export class ThreadCalibrator {
       `threads for ${path.basename(run.modelPath)}: ${choice.threads} (decode tokens/s by threads ` +
         `${JSON.stringify(choice.measured)}, measured in ${Date.now() - started} ms)`,
     );
-    return { threads: choice.threads, from: 'calibration', measured: choice.measured };
+    return { threads: choice.threads, from: 'calibration', measured: choice.measured, ...bound };
   }
 
   private log(msg: string): void {

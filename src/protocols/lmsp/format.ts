@@ -130,6 +130,7 @@ function hardwareObject(h: ModelHardware): Record<string, unknown> {
     vram_bytes: h.vram ? { total: h.vram.total, used: h.vram.used } : null,
     threads: h.threads,
     threads_from: h.threadsFrom,
+    threads_cap: h.threadsCap ?? null,
     prompt_threads: h.promptThreads ?? h.threads,
     thread_tokens_per_second: h.threadTokensPerSecond ?? null,
     fallback_reason: h.fallbackReason ?? null,

@@ -68,6 +68,7 @@ describe('LMSP endpoints', () => {
     assert.match(hw.fallback_reason, /CPU/);
     assert.ok(Number.isInteger(hw.threads) && hw.threads >= 1);
     assert.ok(['calibration', 'cache', 'setting'].includes(hw.threads_from));
+    assert.equal(hw.threads_cap, null, '--threads auto sets no bound');
     assert.match(hw.summary, /CPU, \d+ thread/);
   });
 

@@ -69,6 +69,17 @@ describe('LlamaBackend hardware (real binaries, this machine has no GPU)', () =>
     assert.equal(third.hw.threadsFrom, 'calibration');
   });
 
+  it('a number above 1 bounds the calibration: steps on the fastest count up to it, prompts on it', async () => {
+    const { hw, logs, tokens } = await loadAndGenerate({ threads: 2 });
+    assert.equal(hw.threadsFrom, 'calibration');
+    assert.equal(hw.threadsCap, 2);
+    assert.deepEqual(Object.keys(hw.threadTokensPerSecond ?? {}), ['1', '2']);
+    assert.ok([1, 2].includes(hw.threads));
+    assert.equal(hw.promptThreads, 2);
+    assert.ok(logs.some((l) => /CPU, [12] thread\(s\) \(calibration, at most 2\)/.test(l)), logs.join('\n'));
+    assert.ok(tokens >= 1);
+  });
+
   it('a forced GPU API that is not here falls back to the CPU; the task still runs', async () => {
     const { hw, tokens } = await loadAndGenerate({ gpu: 'vulkan', threads: 1 });
     assert.equal(hw.compute, 'cpu');

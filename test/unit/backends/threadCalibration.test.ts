@@ -50,11 +50,13 @@ describe('thread candidates and choice', () => {
     assert.equal(choice.threads, 2);
   });
 
-  it('gives prompt batches every math core unless the count is a setting or every layer is on the GPU', () => {
+  it('gives prompt batches every math core, or the setting\'s bound, unless every layer is on the GPU', () => {
     assert.equal(promptThreadsFor({ threads: 1, from: 'calibration' }, 16, true), 16);
     assert.equal(promptThreadsFor({ threads: 1, from: 'cache' }, 2, true), 2);
     assert.equal(promptThreadsFor({ threads: 4, from: 'default' }, 2, true), 4);
     assert.equal(promptThreadsFor({ threads: 1, from: 'setting' }, 16, true), 1);
+    assert.equal(promptThreadsFor({ threads: 1, from: 'calibration', cap: 6 }, 16, true), 6);
+    assert.equal(promptThreadsFor({ threads: 2, from: 'cache', cap: 6 }, 16, false), 2);
     assert.equal(promptThreadsFor({ threads: 8, from: 'calibration' }, 16, false), 8);
   });
 
@@ -99,12 +101,29 @@ describe('ThreadCalibrator on the demo model', () => {
     assert.ok(Number.isFinite(tps) && tps > 0, String(tps));
   });
 
-  it('uses a number from the setting as given, measuring nothing', async () => {
+  it('a setting of 1 is used as given, measuring nothing', async () => {
     const logs: string[] = [];
-    const calibrator = new ThreadCalibrator({ setting: 3, cacheDir: path.join(dir, 'unused'), log: (m) => logs.push(m) });
-    assert.deepEqual(await calibrator.pick(model, run), { threads: 3, from: 'setting' });
+    const calibrator = new ThreadCalibrator({ setting: 1, cacheDir: path.join(dir, 'unused'), log: (m) => logs.push(m) });
+    assert.deepEqual(await calibrator.pick(model, { ...run, mathCores: 16 }), { threads: 1, from: 'setting' });
     assert.equal(fs.existsSync(path.join(dir, 'unused')), false);
     assert.deepEqual(logs, []);
+  });
+
+  it('a larger number bounds the candidates, beyond the cores too, and is its own cache key', async () => {
+    const cacheDir = path.join(dir, 'bounded');
+    const calibrator = new ThreadCalibrator({ setting: 3, cacheDir });
+    const first = await calibrator.pick(model, run);
+    assert.equal(first.from, 'calibration');
+    assert.equal(first.cap, 3);
+    assert.deepEqual(Object.keys(first.measured ?? {}), ['1', '2', '3'], 'a bound past the 2 math cores is timed as set');
+    assert.ok([1, 2, 3].includes(first.threads));
+    assert.deepEqual(await new ThreadCalibrator({ setting: 3, cacheDir }).pick(model, run), { ...first, from: 'cache' });
+    const other = await new ThreadCalibrator({ setting: 2, cacheDir }).pick(model, run);
+    assert.equal(other.from, 'calibration', 'another bound is another key');
+    assert.deepEqual(Object.keys(other.measured ?? {}), ['1', '2']);
+    const auto = await new ThreadCalibrator({ setting: 'auto', cacheDir }).pick(model, run);
+    assert.equal(auto.from, 'calibration', 'auto is not the bound of 2, although it times the same counts here');
+    assert.equal(auto.cap, undefined);
   });
 
   it('measures once, then answers from memory, and from the cache file in a new calibrator', async () => {
@@ -156,5 +175,11 @@ describe('ThreadCalibrator on the demo model', () => {
     const picked = await picking;
     assert.deepEqual(picked, { threads: 4, from: 'default' });
     assert.ok(logs.some((l) => /^thread calibration failed \(.+\); using 4 thread\(s\)$/.test(l)), logs.join('\n'));
+
+    // Under a bound, the bound.
+    const gone2 = await llama.loadModel({ modelPath });
+    const bounded = new ThreadCalibrator({ setting: 6 }).pick(gone2, { ...run, mathCores: 8 });
+    await gone2.dispose();
+    assert.deepEqual(await bounded, { threads: 6, from: 'setting' });
   });
 });
