@@ -33,8 +33,9 @@
 // figure went from 184 to 398 tokens/s between runs), 1 stream 1.00–1.11× raw; first token at 8 streams ours
 // 41–52 ms, llama-server 26–48 ms; the guard alone, side by side in one process, costs nothing measurable.
 // 2026-12-03, a number in --threads made a bound (threadCalibration.ts: steps on the fastest count up to it, prompts
-// on it): grid, slowest ÷ fastest per stream count, ours 0.96 / 0.96 / 0.95 (before 0.39–0.45 at 1 stream),
-// llama-server 0.38 / 0.42 / 0.47; ours ÷ llama-server 0.78 / 1.06 / 0.74 at 1 / 4 / 8 streams, 1.05× raw.
+// on it), two runs: grid, slowest ÷ fastest per stream count, ours 0.94–0.96 / 0.94–0.96 / 0.88–0.95 (before
+// 0.39–0.45 at 1 stream), llama-server 0.38–0.44 / 0.42–0.54 / 0.47–0.66; ours ÷ llama-server 0.78–0.80 /
+// 1.06–1.11 / 0.74–0.86 at 1 / 4 / 8 streams, 0.99–1.05× raw at 1.
 // Run directly: node out/bench/batching.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
