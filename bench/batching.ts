@@ -46,7 +46,7 @@ import { promptThreadsFor, ThreadCalibrator } from '../src/backends/llama/thread
 import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
 import { sseFrames, type SseFrame } from '../test/fixtures/sse';
 import { startServe } from '../test/fixtures/serveProcess';
-import { rawBatchedBench, rawGenerationBench } from './rawGeneration';
+import { benchLlama, rawBatchedBench, rawGenerationBench } from './rawGeneration';
 
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
@@ -158,8 +158,7 @@ function prefixText(n: number, salt: string): string {
 
 /** What `--threads T` gives a load of this model here: the step and prompt counts (ThreadCalibrator, modelLoad.ts). */
 async function threadsForSetting(modelPath: string, setting: number): Promise<{ threads: number; promptThreads: number }> {
-  const nlc = await import('node-llama-cpp');
-  const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
+  const llama = await benchLlama();
   try {
     const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
     const mathCores = llama.cpuMathCores;

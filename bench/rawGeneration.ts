@@ -27,10 +27,15 @@ export interface GenerationBenchResult {
 const INSTRUCTIONS = 'You are a benchmark.';
 const MESSAGES: ChatMessage[] = [{ role: 'user', content: 'Write a long story about a durable task runtime.' }];
 
-export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<GenerationBenchResult> {
+/** node-llama-cpp as the benches use it: the prebuilt binary for `gpu` (default CPU only), errors logged only. */
+export async function benchLlama(gpu: GenerationBenchOptions['gpu'] | false = false) {
   const nlc = await import('node-llama-cpp');
   // maxThreads 0: the context's thread count is used as given (the backend does the same).
-  const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
+  return nlc.getLlama({ gpu, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
+}
+
+export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<GenerationBenchResult> {
+  const llama = await benchLlama(opts.gpu);
   try {
     const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
     const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: 1 });
@@ -67,8 +72,7 @@ export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<
 export async function rawBatchedBench(
   opts: GenerationBenchOptions & { streams: number; prompt: (i: number) => string; pool?: boolean; promptThreads?: number },
 ): Promise<number> {
-  const nlc = await import('node-llama-cpp');
-  const llama = await nlc.getLlama({ gpu: opts.gpu ?? false, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
+  const llama = await benchLlama(opts.gpu);
   try {
     const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
     const shape = { contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: opts.streams };
