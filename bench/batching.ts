@@ -41,6 +41,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { writeTestModel } from '../src/backends/llama/demoModel';
+import { plainTextPrompt } from '../src/backends/llama/prompt';
 import { modelFingerprint } from '../src/backends/llama/snapshots';
 import { promptThreadsFor, ThreadCalibrator } from '../src/backends/llama/threadCalibration';
 import { llamaServerBinary, startLlamaServer, type LlamaServer } from '../test/fixtures/llamaServer';
@@ -264,7 +265,9 @@ export async function batchingBench(
   try {
     if (!skipped) server = await startLlamaServer({ model: modelPath, ctx, threads, parallel: maxStreams });
     const oursStream = (input: string) => oursOnce(ep, input, tokens);
-    const theirs = server ? (input: string) => theirsOnce(server!, input, tokens) : undefined;
+    // The bench model has no chat template, so our /responses evaluates the plain-text prompt (prompt.ts): llama-server
+    // gets that same text, so both sides evaluate the same tokens (70 here, against 53 for the bare input).
+    const theirs = server ? (input: string) => theirsOnce(server!, plainTextPrompt(undefined, [{ role: 'user', content: input }]), tokens) : undefined;
     // Warm both (our first request loads the model).
     await oursStream('warm');
     await concurrent(maxStreams, oursStream);

@@ -11,6 +11,7 @@ import type { RemoteEngine } from '../backends/openai/engine';
 import { ENGINE_PROFILES, resumeOffered } from '../backends/openai/quirks';
 import type { ModelBackend } from '../runtime/backend';
 import { startEndpoint } from '../protocols/endpoint';
+import { loadOrCreateReasoningKey } from '../protocols/shared/reasoningSeal';
 import type { ModernTool } from '../protocols/mcp/modern/modernDoor';
 import type { RuntimeLimits } from '../runtime/api';
 import { RESTART_POLICIES } from '../runtime/task';
@@ -170,6 +171,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     log,
     lmsp: { heartbeatMs, backgroundOnRestart: args.backgroundRestart, maxSseStreamsPerPrincipal: args.maxStreamsPerPrincipal },
     allowedOrigins: args.allowedOrigins,
+    reasoningKey: loadOrCreateReasoningKey(dataDir),
     mcp: { maxStreamsPerPrincipal: args.maxStreamsPerPrincipal, ...(extensions.mcpTools && { extraTools: extensions.mcpTools }) },
   }).catch(async (e) => {
     await runtime.close();

@@ -6,6 +6,7 @@ import { LMSP_PREFIX } from './lmsp/lmspConstants';
 import { createLmspDoor, type LmspDoorOptions } from './lmsp/lmspDoor';
 import { createMcpDoor, type McpDoorOptions } from './mcp/mcpDoor';
 import { METRICS_PATH, metricsHandler } from './metrics/prometheus';
+import { ReasoningSeal } from './shared/reasoningSeal';
 
 export const MCP_PREFIX = '/mcp';
 
@@ -19,6 +20,11 @@ export interface EndpointOptions {
   lmsp?: Omit<LmspDoorOptions, 'log'>;
   mcp?: Omit<McpDoorOptions, 'log'>;
   listenerLimits?: Partial<ListenerLimits>;
+  /**
+   * Key that seals reasoning handed to clients between turns (Anthropic thinking signatures, Responses
+   * `encrypted_content`): the data directory's (reasoningSeal.ts loadOrCreateReasoningKey); absent: this process's.
+   */
+  reasoningKey?: Buffer;
 }
 
 export interface Endpoint {
@@ -31,7 +37,8 @@ export interface Endpoint {
 }
 
 export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptions): Promise<Endpoint> {
-  const lmsp = createLmspDoor(runtime, { ...opts.lmsp, log: opts.log });
+  const seal = new ReasoningSeal(opts.reasoningKey);
+  const lmsp = createLmspDoor(runtime, { ...opts.lmsp, log: opts.log, seal });
   const mcp = createMcpDoor(runtime, { ...opts.mcp, log: opts.log });
   // A turn of the event loop before the server starts: the doors' set-up and the listener's were one block of the
   // editor's start-up (issue #21 item 4: none over 20 ms).

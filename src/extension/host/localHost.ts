@@ -3,6 +3,7 @@
 import { mkdirSync } from 'node:fs';
 import { composeBackend } from '../../backends/compose';
 import { startEndpoint, type Endpoint } from '../../protocols/endpoint';
+import { loadOrCreateReasoningKey } from '../../protocols/shared/reasoningSeal';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
 import { TaskRuntime } from '../../runtime/runtime';
 import type { OpenReport } from '../../runtime/store/database';
@@ -81,6 +82,7 @@ export async function openLocalHost(options: {
       port: settings.port,
       tokens: tokenMap(options.token),
       allowedOrigins: [...settings.allowedOrigins],
+      reasoningKey: loadOrCreateReasoningKey(dataDir),
       // Other windows create tasks with the editor token; they may mark them as made in the editor.
       lmsp: { editorPrincipals: [EDITOR_PRINCIPAL], backgroundOnRestart: settings.backgroundRestartPolicy, maxSseStreamsPerPrincipal: settings.maxStreamsPerPrincipal },
       mcp: { maxStreamsPerPrincipal: settings.maxStreamsPerPrincipal },

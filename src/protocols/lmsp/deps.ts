@@ -2,6 +2,7 @@
 import type { TaskRuntimeApi } from '../../runtime/api';
 import type { RestartPolicy } from '../../runtime/task';
 import type { SseGate, SseWriter } from '../http/sse';
+import type { ReasoningSeal } from '../shared/reasoningSeal';
 
 export interface LmspDeps {
   runtime: TaskRuntimeApi;
@@ -19,4 +20,6 @@ export interface LmspDeps {
   /** Open streams, closed when the door closes. */
   streams: Set<SseWriter>;
   log: (msg: string) => void;
+  /** Seals and opens reasoning a client carries between turns (`encrypted_content`). */
+  seal: ReasoningSeal;
 }

@@ -4,6 +4,7 @@ import type { TaskRuntimeApi } from '../../runtime/api';
 import type { RestartPolicy } from '../../runtime/task';
 import { DEFAULT_CHANGE_STREAM_IDLE_MS, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../../runtime/shares';
 import { SseGate, type SseWriter } from '../http/sse';
+import { ReasoningSeal } from '../shared/reasoningSeal';
 import type { DoorHandler, RequestContext } from '../http/types';
 import { getCounts, streamChanges } from './vendorRoutes';
 import { createChatCompletion } from './chatCompletionsRoutes';
@@ -38,6 +39,8 @@ export interface LmspDoorOptions {
   /** Clock for idle timeouts (default Date.now); checked at every heartbeat. */
   now?: () => number;
   log?: (msg: string) => void;
+  /** Seals reasoning handed to clients between turns (`encrypted_content`); absent: a key of this process. */
+  seal?: ReasoningSeal;
 }
 
 export interface LmspDoor {
@@ -63,6 +66,7 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     now: options.now ?? Date.now,
     streams: new Set<SseWriter>(),
     log: options.log ?? (() => {}),
+    seal: options.seal ?? new ReasoningSeal(),
   };
   const seg = '([^/]+)';
   const routes: Route[] = [
