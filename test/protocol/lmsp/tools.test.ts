@@ -21,6 +21,10 @@ const TOOLS: OpenAI.Responses.FunctionTool[] = [
   { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: WEATHER, strict: true },
   { type: 'function', name: 'noop', parameters: obj({}), strict: true },
 ];
+// Every forced call is seeded: on random weights an unseeded call can draw an argument (an integer's digits) longer
+// than its token budget, and the response ends incomplete (a flake seen in a full run: 2 of 656).
+const SEED = 7;
+const SEEDED = { task_runtime: { seed: SEED } } as object;
 const ajv = new Ajv({ strict: false });
 const validators = new Map(TOOLS.map((t) => [t.name, ajv.compile(t.parameters ?? { type: 'object' })]));
 
@@ -93,7 +97,7 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
 
   it('round trip: required → a valid function_call → function_call_output in input → an answer; also via previous_response_id', async () => {
     const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'What is the weather in Oslo?' }];
-    const first = await ctx.client.responses.create({ model: ctx.model, input, tools: TOOLS, tool_choice: 'required', max_output_tokens: 600, temperature: 1 });
+    const first = await ctx.client.responses.create({ model: ctx.model, input, tools: TOOLS, tool_choice: 'required', max_output_tokens: 600, temperature: 1, ...SEEDED });
     assert.equal(first.status, 'completed', JSON.stringify(first.incomplete_details));
     assert.deepEqual(first.tools.map((t) => (t as OpenAI.Responses.FunctionTool).name), ['get_weather', 'noop']);
     assert.equal(first.tool_choice, 'required');
@@ -130,17 +134,17 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
   });
 
   it('a named tool_choice gives exactly that call; parallel_tool_calls false gives one call', async () => {
-    const named = await ctx.client.responses.create({ model: ctx.model, input: 'Weather?', tools: TOOLS, tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 600, temperature: 1 });
+    const named = await ctx.client.responses.create({ model: ctx.model, input: 'Weather?', tools: TOOLS, tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 600, temperature: 1, ...SEEDED });
     assert.equal(calls(named).length, 1, JSON.stringify(named.output));
     assert.equal(calls(named)[0]!.name, 'get_weather');
     assertValidCall(calls(named)[0]!);
-    const one = await ctx.client.responses.create({ model: ctx.model, input: 'Weather?', tools: TOOLS, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 600, temperature: 1 });
+    const one = await ctx.client.responses.create({ model: ctx.model, input: 'Weather?', tools: TOOLS, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 600, temperature: 1, ...SEEDED });
     assert.equal(calls(one).length, 1, JSON.stringify(one.output));
     assertValidCall(calls(one)[0]!);
   });
 
   it('streamed: the call events in order with strictly increasing sequence numbers; finalResponse() equals the stored response', async () => {
-    const stream = ctx.client.responses.stream({ model: ctx.model, input: 'Weather in Rome?', tools: TOOLS, tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 600, temperature: 1 });
+    const stream = ctx.client.responses.stream({ model: ctx.model, input: 'Weather in Rome?', tools: TOOLS, tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 600, temperature: 1, ...SEEDED });
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
     // Copies: the stream helper accumulates into the items it was given (an added call's arguments grow in place).
     for await (const e of stream) events.push(structuredClone(e));
@@ -207,7 +211,7 @@ describe('function tools through /chat/completions (openai SDK, tool chat templa
 
   it('required: message.tool_calls with valid arguments and finish_reason tool_calls; the round trip with a tool message', async () => {
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Oslo?' }];
-    const c = await ctx.client.chat.completions.create({ model: ctx.model, messages, tools: chatTools, tool_choice: 'required', max_tokens: 600, temperature: 1 });
+    const c = await ctx.client.chat.completions.create({ model: ctx.model, messages, tools: chatTools, tool_choice: 'required', max_tokens: 600, temperature: 1, seed: SEED });
     const choice = c.choices[0]!;
     assert.equal(choice.finish_reason, 'tool_calls');
     const toolCalls = choice.message.tool_calls ?? [];
@@ -233,7 +237,7 @@ describe('function tools through /chat/completions (openai SDK, tool chat templa
   });
 
   it('streamed: delta.tool_calls assemble into a call with valid arguments, finish_reason tool_calls', async () => {
-    const stream = await ctx.client.chat.completions.create({ model: ctx.model, messages: [{ role: 'user', content: 'Weather?' }], tools: chatTools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 600, temperature: 1, stream: true });
+    const stream = await ctx.client.chat.completions.create({ model: ctx.model, messages: [{ role: 'user', content: 'Weather?' }], tools: chatTools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 600, temperature: 1, seed: SEED, stream: true });
     const assembled = new Map<number, { id?: string; name?: string; arguments: string }>();
     let finish: string | null | undefined;
     let deltas = 0;

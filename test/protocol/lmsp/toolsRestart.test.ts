@@ -31,7 +31,7 @@ describe('a forced function call across a SIGKILL (on_restart resume)', () => {
       const created = await call(server, 'POST', '/tasks', {
         body: {
           type: 'response',
-          input: { model, input: 'Write the lines.', tools: [TOOL], tool_choice: 'required', parallel_tool_calls: false, temperature: 1 },
+          input: { model, input: 'Write the lines.', tools: [TOOL], tool_choice: 'required', parallel_tool_calls: false, temperature: 1, task_runtime: { seed: 3 } },
           on_restart: 'resume',
         },
       });
