@@ -1,0 +1,128 @@
+// Claude Code 2.1.328, unmodified from npm, against `serve` (issue #38 item 5): a whole `claude -p` turn through the
+// Anthropic Messages door; a tool round trip in which Claude Code really runs its Read tool on a file and the model
+// answers from the result; and Claude Code as an MCP client of /mcp calling `generate_long` (it declares no tasks).
+// The model is `agent-script` (test/fixtures/agents/backend.ts): the random demo model cannot end a turn or make the
+// call Claude Code must run. Every request shows up as a durable task.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { AGENT_SCRIPT_MODEL, GREETING, TOOL_SAID } from '../fixtures/agents/backend';
+import { startServe, type Serve } from '../fixtures/serveProcess';
+import { agentBin } from '../support/agents';
+
+const SECRET = 'SECRET-WORD-4711';
+
+interface ClaudeResult {
+  is_error: boolean;
+  result: string;
+  num_turns: number;
+  terminal_reason?: string;
+}
+
+describe('Claude Code against serve', () => {
+  let server: Serve;
+  let home: string;
+  let work: string;
+
+  before(async () => {
+    server = await startServe([], undefined, [path.join(__dirname, '../fixtures/agents/serve.js')]);
+    home = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-claude-home-'));
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-claude-work-'));
+    fs.writeFileSync(path.join(work, 'secret.txt'), `${SECRET}\n`);
+  });
+  after(async () => {
+    await server?.stop();
+    for (const d of [home, work]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  /** `claude -p PROMPT --output-format json` as a user would point it at us (docs/anthropic.md). */
+  function claude(prompt: string, extra: string[] = []): Promise<{ code: number | null; out: ClaudeResult; stderr: string }> {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: home,
+      ANTHROPIC_BASE_URL: server.url,
+      ANTHROPIC_AUTH_TOKEN: server.token,
+      ANTHROPIC_API_KEY: '',
+      ANTHROPIC_MODEL: AGENT_SCRIPT_MODEL,
+      ANTHROPIC_DEFAULT_OPUS_MODEL: AGENT_SCRIPT_MODEL,
+      ANTHROPIC_DEFAULT_SONNET_MODEL: AGENT_SCRIPT_MODEL,
+      ANTHROPIC_DEFAULT_HAIKU_MODEL: AGENT_SCRIPT_MODEL,
+      CLAUDE_CODE_SUBAGENT_MODEL: AGENT_SCRIPT_MODEL,
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      ENABLE_TOOL_SEARCH: 'false',
+      CLAUDE_CODE_MAX_RETRIES: '0',
+    };
+    const child = spawn(agentBin('claude'), ['-p', prompt, '--output-format', 'json', ...extra], { cwd: work, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    return new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', (code) => {
+        try {
+          resolve({ code, out: JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ClaudeResult, stderr });
+        } catch {
+          reject(new Error(`claude printed no result (exit ${code}):\n${stdout}\n${stderr}`));
+        }
+      });
+    });
+  }
+
+  async function tasks(): Promise<any[]> {
+    const r = await server.lmspCall('GET', '/tasks?limit=200');
+    assert.equal(r.status, 200);
+    return r.json.data as any[];
+  }
+
+  it('answers a turn through /v1/messages, and the request is a task', async () => {
+    const before = new Set((await tasks()).map((t) => t.id));
+    const { code, out, stderr } = await claude('Say hello.');
+    assert.equal(out.is_error, false, `${JSON.stringify(out)}\n${stderr}`);
+    assert.equal(code, 0);
+    assert.equal(out.result, GREETING);
+    const made = (await tasks()).filter((t) => !before.has(t.id));
+    assert.ok(made.length >= 1, 'no task for the turn');
+    for (const t of made) {
+      assert.equal(t.task_runtime.model, AGENT_SCRIPT_MODEL);
+      assert.equal(t.status, 'succeeded', JSON.stringify(t));
+    }
+  });
+
+  it('runs its Read tool on the call the model makes and answers from the result', async () => {
+    const file = path.join(work, 'secret.txt');
+    const { out, stderr } = await claude(`Read the file. [[call Read ${JSON.stringify({ file_path: file })}]]`, ['--allowedTools', 'Read']);
+    assert.equal(out.is_error, false, `${JSON.stringify(out)}\n${stderr}`);
+    assert.ok(out.result.startsWith(TOOL_SAID), out.result);
+    assert.ok(out.result.includes(SECRET), `the answer does not hold the file's text: ${out.result}`);
+    assert.equal(out.num_turns, 2, JSON.stringify(out));
+  });
+
+  it('calls generate_long over MCP without tasks: the call waits for the task and returns its text', async () => {
+    const config = path.join(home, 'mcp.json');
+    fs.writeFileSync(config, JSON.stringify({ mcpServers: { tr: { type: 'http', url: server.mcpUrl, headers: { Authorization: `Bearer ${server.token}` } } } }));
+    const before = new Set((await tasks()).map((t) => t.id));
+    const args = { prompt: 'Write a line.', max_output_tokens: 16 };
+    const { out, stderr } = await claude(`Generate. [[call mcp__tr__generate_long ${JSON.stringify(args)}]]`, [
+      '--mcp-config',
+      config,
+      '--strict-mcp-config',
+      '--allowedTools',
+      'mcp__tr__generate_long',
+    ]);
+    assert.equal(out.is_error, false, `${JSON.stringify(out)}\n${stderr}`);
+    const mcpTasks = (await tasks()).filter((t) => !before.has(t.id) && t.task_runtime.origin === 'mcp');
+    assert.equal(mcpTasks.length, 1, JSON.stringify(mcpTasks));
+    const task = mcpTasks[0];
+    assert.equal(task.status, 'succeeded', JSON.stringify(task));
+    const text = String(task.response.output_text ?? '');
+    assert.ok(out.result.startsWith(TOOL_SAID), out.result);
+    // The tool result Claude Code handed back to the model holds the task's text (the script quotes its start).
+    const quoted = out.result.slice(TOOL_SAID.length);
+    assert.ok(quoted.length > 0 && text.replace(/\s+/g, ' ').includes(quoted.replace(/\s+/g, ' ').slice(0, 40).trim()), `quoted "${quoted}" is not from the task's text "${text}"`);
+  });
+});
