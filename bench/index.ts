@@ -45,6 +45,8 @@ async function main() {
   if (structured) suites.push(['structured', () => structured({ modelPath })]);
   // Its own generated model of the size: the tiny one decodes too cheaply to show what batching saves.
   suites.push(['batching', () => batchingBench()]);
+  const agents = optional('./agents', 'agentsBench');
+  if (agents) suites.push(['agents', () => agents({ modelPath })]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

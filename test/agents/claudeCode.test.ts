@@ -4,23 +4,15 @@
 // The model is `agent-script` (test/fixtures/agents/backend.ts): the random demo model cannot end a turn or make the
 // call Claude Code must run. Every request shows up as a durable task.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AGENT_SCRIPT_MODEL, GREETING, TOOL_SAID } from '../fixtures/agents/backend';
 import { startServe, type Serve } from '../fixtures/serveProcess';
-import { agentBin } from '../support/agents';
+import { runClaude } from '../support/agents';
 
 const SECRET = 'SECRET-WORD-4711';
-
-interface ClaudeResult {
-  is_error: boolean;
-  result: string;
-  num_turns: number;
-  terminal_reason?: string;
-}
 
 describe('Claude Code against serve', () => {
   let server: Serve;
@@ -38,40 +30,8 @@ describe('Claude Code against serve', () => {
     for (const d of [home, work]) if (d) fs.rmSync(d, { recursive: true, force: true });
   });
 
-  /** `claude -p PROMPT --output-format json` as a user would point it at us (docs/anthropic.md). */
-  function claude(prompt: string, extra: string[] = []): Promise<{ code: number | null; out: ClaudeResult; stderr: string }> {
-    const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
-      HOME: home,
-      ANTHROPIC_BASE_URL: server.url,
-      ANTHROPIC_AUTH_TOKEN: server.token,
-      ANTHROPIC_API_KEY: '',
-      ANTHROPIC_MODEL: AGENT_SCRIPT_MODEL,
-      ANTHROPIC_DEFAULT_OPUS_MODEL: AGENT_SCRIPT_MODEL,
-      ANTHROPIC_DEFAULT_SONNET_MODEL: AGENT_SCRIPT_MODEL,
-      ANTHROPIC_DEFAULT_HAIKU_MODEL: AGENT_SCRIPT_MODEL,
-      CLAUDE_CODE_SUBAGENT_MODEL: AGENT_SCRIPT_MODEL,
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      ENABLE_TOOL_SEARCH: 'false',
-      CLAUDE_CODE_MAX_RETRIES: '0',
-    };
-    const child = spawn(agentBin('claude'), ['-p', prompt, '--output-format', 'json', ...extra], { cwd: work, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    return new Promise((resolve, reject) => {
-      child.once('error', reject);
-      child.once('close', (code) => {
-        try {
-          resolve({ code, out: JSON.parse(stdout.trim().split('\n').at(-1) ?? '') as ClaudeResult, stderr });
-        } catch {
-          reject(new Error(`claude printed no result (exit ${code}):\n${stdout}\n${stderr}`));
-        }
-      });
-    });
-  }
+  const claude = (prompt: string, extra: string[] = []) =>
+    runClaude({ baseUrl: server.url, token: server.token, model: AGENT_SCRIPT_MODEL, home, cwd: work }, prompt, extra);
 
   async function tasks(): Promise<any[]> {
     const r = await server.lmspCall('GET', '/tasks?limit=200');
