@@ -155,6 +155,11 @@ export interface GenerateRequest {
   toolChoice?: ToolChoice;
   /** At most one call per response when false (default true). */
   parallelToolCalls?: boolean;
+  /**
+   * Which conversation this is (the request's `prompt_cache_key`): a backend prefers where the key last ran, so that
+   * its kept prompt prefix is there (a local model's sequence, a remote pool's endpoint). Never changes the output.
+   */
+  cacheKey?: string;
   /** Reasoning effort asked for (a backend refuses it in checkRequest when the model has no such control). */
   reasoningEffort?: 'none' | 'minimal' | 'low' | 'medium' | 'high';
 }

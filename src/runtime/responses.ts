@@ -159,6 +159,7 @@ export function generateRequestOf(input: ResponseRequest, model: string): Genera
     format: format && format.type !== 'text' ? format : undefined,
     ...toolsOf(input),
     reasoningEffort: input.reasoning?.effort,
+    cacheKey: input.prompt_cache_key,
   };
   const sampling = out as Record<SamplingField, unknown>;
   for (const [field, name] of Object.entries(SAMPLING_EXTRAS) as Array<[SamplingField, keyof ResponseSamplingExtras]>) sampling[field] = x[name];

@@ -144,6 +144,11 @@ export interface ResponseRequest {
   /** The stored response this one continues (its input and output come before `input`); resolved at create. */
   previous_response_id?: string;
   metadata?: Record<string, string>;
+  /**
+   * OpenAI's cache-routing key (Codex CLI sends its thread id; the Messages door sets Claude Code's session id): the
+   * backend keeps this conversation's KV where the key last ran (a local sequence, a remote pool's endpoint).
+   */
+  prompt_cache_key?: string;
   [key: string]: unknown;
 }
 

@@ -54,7 +54,10 @@
 //
 // Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
 // tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
-// evaluated (never all of them: the last one is evaluated again to get logits to sample from).
+// evaluated (never all of them: the last one is evaluated again to get logits to sample from). A request with a
+// cache key (an agent's conversation: Codex's prompt_cache_key, Claude Code's session) goes back to a sequence it last
+// ran on, when one shares anything: agents' conversations share a long system-and-tools head, and by prefix alone a
+// new conversation takes the sequence holding another's whole history and erases it.
 
 import * as os from 'node:os';
 import type { ConcurrencyChoice } from './contextChoice';
@@ -84,11 +87,57 @@ export interface SequencePool {
    * A sequence for one generation that will evaluate `tokens` first (empty or absent: an empty sequence); waits
    * while every sequence is busy. Give it back with `release`, whatever the generation's outcome.
    */
-  acquire(tokens?: readonly Token[]): Promise<AcquiredSequence>;
+  acquire(tokens?: readonly Token[], cacheKey?: string): Promise<AcquiredSequence>;
   /** Takes a sequence back; `keep`: its state is consistent and may be reused as a prefix. Never throws. */
   release(sequence: LlamaContextSequence, keep?: boolean): Promise<void>;
   /** Frees the context, busy sequences included. */
   dispose(): Promise<void>;
+}
+
+/** A free sequence as acquire weighs it: its id, its kept tokens, the cache key it last ran for. */
+export interface SequenceCandidate {
+  id: number;
+  tokens: readonly Token[];
+  owner?: string;
+}
+
+/**
+ * Which free sequence a generation that evaluates `tokens` first should take (its index), or -1 for a fresh one
+ * (only when `freshAvailable`). In order: a sequence this cache key last ran on that shares anything; else the
+ * longest shared prefix, a sequence of no key winning ties with one of another key, then the lowest id (busy ids stay
+ * contiguous); but a sequence of another key is passed over, for a fresh one or one that costs no one, when taking it
+ * would erase more of that conversation than it saves this one (the header's reason). A fresh sequence also when no
+ * kept one shares anything, so that kept prefixes stay for someone they fit.
+ */
+export function pickSequence(candidates: readonly SequenceCandidate[], tokens: readonly Token[], cacheKey: string | undefined, freshAvailable: boolean): number {
+  let best = -1;
+  let bestScore: [number, number, number, number] | undefined;
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i]!;
+    const shared = commonPrefix(c.tokens, tokens);
+    const own = shared > 0 && cacheKey !== undefined && c.owner === cacheKey;
+    const othersLoss = c.owner !== undefined && !own ? c.tokens.length - shared : 0;
+    const harmless = othersLoss <= shared ? 1 : 0;
+    // Compared lexicographically, larger wins; the id negated so that the lowest wins.
+    const score: [number, number, number, number] = [own ? 1 : 0, harmless, shared, c.owner === undefined ? 1 : 0];
+    if (!bestScore || greater(score, bestScore) || (equal(score, bestScore) && c.id < candidates[best]!.id)) {
+      best = i;
+      bestScore = score;
+    }
+  }
+  if (!bestScore) return -1;
+  const [own, harmless, shared] = bestScore;
+  if (freshAvailable && (shared <= 0 || (!own && !harmless))) return -1;
+  return best;
+}
+
+function greater(a: readonly number[], b: readonly number[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
+  return false;
+}
+
+function equal(a: readonly number[], b: readonly number[]): boolean {
+  return !greater(a, b) && !greater(b, a);
 }
 
 /** Most sequences `auto` gives one context, by compute: CPU measured (bench/batching.ts), GPU chosen (below). */
@@ -420,6 +469,8 @@ export function commonPrefix(a: readonly Token[], b: readonly Token[]): number {
 export class BatchedContextPool implements SequencePool {
   private readonly free: LlamaContextSequence[] = [];
   private readonly inUse = new Set<LlamaContextSequence>();
+  /** The cache key each sequence last ran for (absent: none given). */
+  private readonly keys = new WeakMap<LlamaContextSequence, string>();
   private readonly waiters: Array<() => void> = [];
   private disposed = false;
 
@@ -451,26 +502,17 @@ export class BatchedContextPool implements SequencePool {
     return this.context.contextSize;
   }
 
-  async acquire(tokens: readonly Token[] = []): Promise<AcquiredSequence> {
+  async acquire(tokens: readonly Token[] = [], cacheKey?: string): Promise<AcquiredSequence> {
     for (;;) {
       if (this.disposed || this.context.disposed) throw new Error('the model was unloaded');
       if (this.free.length > 0 || this.context.sequencesLeft > 0) break;
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
-    // The longest shared prefix; among equals the lowest sequence id, so that busy ids stay contiguous (header).
-    let best = -1;
-    let bestShared = -1;
-    for (let i = 0; i < this.free.length; i++) {
-      const shared = commonPrefix(this.free[i]!.contextTokens, tokens);
-      if (shared > bestShared || (shared === bestShared && sequenceIdOf(this.free[i]!) < sequenceIdOf(this.free[best]!))) {
-        best = i;
-        bestShared = shared;
-      }
-    }
-    // A fresh sequence when no kept one shares anything, so that kept prefixes stay for someone they fit.
-    let sequence: LlamaContextSequence;
-    if ((bestShared <= 0 || best < 0) && this.context.sequencesLeft > 0) sequence = this.context.getSequence();
-    else sequence = this.free.splice(best, 1)[0]!;
+    const candidates = this.free.map((seq) => ({ id: sequenceIdOf(seq), tokens: seq.contextTokens, owner: this.keys.get(seq) }));
+    const best = pickSequence(candidates, tokens, cacheKey, this.context.sequencesLeft > 0);
+    const sequence = best < 0 ? this.context.getSequence() : this.free.splice(best, 1)[0]!;
+    if (cacheKey !== undefined) this.keys.set(sequence, cacheKey);
+    else this.keys.delete(sequence);
     this.inUse.add(sequence);
     this.gate.expect(sequenceIdOf(sequence));
     try {

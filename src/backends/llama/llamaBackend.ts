@@ -201,7 +201,7 @@ export class LlamaBackend implements ModelBackend {
     try {
       // A resume restoring a snapshot needs an empty sequence; everything else reuses the longest kept prefix.
       const prefix = options.resumeFrom?.snapshot ? [] : promptTokens(loaded, request);
-      const { sequence, reused } = await loaded.pool.acquire(prefix);
+      const { sequence, reused } = await loaded.pool.acquire(prefix, request.cacheKey);
       let ok = false;
       try {
         const result = await runGeneration(loaded, sequence, reused, request, options, {

@@ -3,7 +3,9 @@
 // concurrency (the setting, else llama.cpp server's `total_slots` from GET /props, else 4). An endpoint that fails
 // (refused, reset, 429/503, died mid-stream) is taken out with backoff (1 s doubling to 30 s, on an injectable clock)
 // and probed back in with GET {base}/models once its backoff has passed. A request that never reached an endpoint
-// is tried on the next one at once: nothing was generated, so nothing is lost.
+// is tried on the next one at once: nothing was generated, so nothing is lost. A conversation with a cache key (an
+// agent's prompt_cache_key or session) goes back to the endpoint it last ran on while that one is healthy and below
+// its concurrency: the engine keeps its prompt prefix there (llama.cpp's slots, vLLM's prefix cache).
 import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
@@ -14,6 +16,8 @@ export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 
 const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 const MAX_MODELS = 1000;
 const MAX_DISCOVERY_BYTES = 1024 * 1024;
+/** Conversations whose endpoint a pool remembers (least recently used forgotten first). */
+const MAX_AFFINITY_KEYS = 4096;
 
 export interface EngineRuntimeOptions {
   /** Clock for endpoint backoff (ms). */
@@ -93,6 +97,8 @@ export class RemoteEngine {
   readonly endpoints: Endpoint[];
   private readonly now: () => number;
   private readonly timeouts: StreamTimeouts & { probeMs: number };
+  /** Cache key → the endpoint it last ran on; a Map's order is the LRU order (re-inserted on use). */
+  private readonly affinity = new Map<string, Endpoint>();
 
   constructor(
     readonly config: EngineConfig,
@@ -260,7 +266,11 @@ export class RemoteEngine {
     );
   }
 
-  private pick(model: string, tried: Set<Endpoint>): Endpoint | undefined {
+  private pick(model: string, tried: Set<Endpoint>, cacheKey?: string): Endpoint | undefined {
+    const last = cacheKey === undefined ? undefined : this.affinity.get(cacheKey);
+    if (last && !tried.has(last) && this.up.includes(last) && last.inFlight < last.concurrency && (!last.models || last.models.some((m) => m.id === model))) {
+      return last;
+    }
     let best: Endpoint | undefined;
     for (const e of this.up) {
       if (tried.has(e) || (e.models && !e.models.some((m) => m.id === model))) continue;
@@ -275,6 +285,12 @@ export class RemoteEngine {
     return best;
   }
 
+  private remember(cacheKey: string, ep: Endpoint): void {
+    this.affinity.delete(cacheKey);
+    this.affinity.set(cacheKey, ep);
+    if (this.affinity.size > MAX_AFFINITY_KEYS) this.affinity.delete(this.affinity.keys().next().value!);
+  }
+
   /** Streams one chat completion on the best endpoint, moving on to the next one while endpoints are unreachable. */
   async chat(
     model: string,
@@ -282,6 +298,7 @@ export class RemoteEngine {
     signal: AbortSignal,
     onDelta: ChatStreamRequest['onDelta'],
     logprobs = false,
+    cacheKey?: string,
   ): Promise<ChatStreamResult & { endpoint: string }> {
     // Endpoints whose backoff passed are probed: awaited only when no healthy one could take the task.
     const probes = this.probeDue();
@@ -289,9 +306,10 @@ export class RemoteEngine {
     const tried = new Set<Endpoint>();
     let last: BackendError | undefined;
     for (;;) {
-      const ep = this.pick(model, tried);
+      const ep = this.pick(model, tried, cacheKey);
       if (!ep) throw this.unavailable(last?.retryAfterMs);
       tried.add(ep);
+      if (cacheKey !== undefined) this.remember(cacheKey, ep);
       ep.inFlight++;
       ep.served++;
       try {

@@ -168,7 +168,7 @@ export class RemoteBackend implements ModelBackend {
         else if (top === undefined) options.onText(text, n);
         else options.onText(text, n, (logprobs ?? []).map((l) => (l.top_logprobs.length > top ? { ...l, top_logprobs: l.top_logprobs.slice(0, top) } : l)));
       };
-      const result = await r.engine.chat(r.model, body, options.signal, onDelta, top !== undefined);
+      const result = await r.engine.chat(r.model, body, options.signal, onDelta, top !== undefined, request.cacheKey);
       return {
         finishReason: result.finishReason,
         inputTokens: result.inputTokens ?? 0,

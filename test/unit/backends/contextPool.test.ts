@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { BatchItem, Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { type AcquiredSequence, BatchedContextPool, chooseSequences, commonPrefix, fitContextSize, oneSequenceContext, sequenceOrderStrategy } from '../../../src/backends/llama/contextPool';
+import { type AcquiredSequence, BatchedContextPool, chooseSequences, commonPrefix, fitContextSize, oneSequenceContext, pickSequence, sequenceOrderStrategy } from '../../../src/backends/llama/contextPool';
 import { writeTestModel } from '../../../src/backends/llama/demoModel';
 import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
 import { testModelPath } from '../../fixtures/testModel';
@@ -79,6 +79,51 @@ function recordBatches(sequence: LlamaContextSequence): { stop(): number[][] } {
   };
   return watchNative(sequence, hooks, () => batches);
 }
+
+describe('pickSequence: which kept sequence a generation takes', () => {
+  const t = (...n: number[]) => n as unknown as Token[];
+  // Two agents' conversations share a head of 4 tokens (system and tools), then differ.
+  const head = [1, 2, 3, 4];
+  const convA = t(...head, 10, 11, 12, 13, 14, 15);
+  const convB = t(...head, 20, 21);
+
+  it('without keys: the longest shared prefix, the lowest id among equals, a fresh one when nothing is shared', () => {
+    const c = [
+      { id: 3, tokens: t(1, 2, 9) },
+      { id: 1, tokens: t(1, 2, 3, 7) },
+      { id: 0, tokens: t(1, 2, 3, 8) },
+    ];
+    assert.equal(pickSequence(c, t(1, 2, 3, 5), undefined, true), 2);
+    assert.equal(pickSequence(c, t(6, 6), undefined, true), -1);
+    assert.equal(pickSequence(c, t(6, 6), undefined, false), 2, 'no fresh one left: the lowest id');
+    assert.equal(pickSequence([], t(1), undefined, true), -1);
+  });
+
+  it("goes back to the sequence its key last ran on, even when another shares more", () => {
+    const c = [
+      { id: 0, tokens: convA, owner: 'A' },
+      { id: 1, tokens: t(...head, 30), owner: 'B' },
+    ];
+    assert.equal(pickSequence(c, t(...head, 30, 31), 'B', true), 1);
+    assert.equal(pickSequence(c, t(...convA, 16), 'A', true), 0);
+  });
+
+  it("does not erase another conversation's history to save less than it costs: a fresh sequence instead", () => {
+    const c = [{ id: 0, tokens: convA, owner: 'A' }];
+    // B shares the 4-token head and would erase A's 6 tokens after it.
+    assert.equal(pickSequence(c, convB, 'B', true), -1, 'a fresh sequence keeps A whole');
+    assert.equal(pickSequence(c, convB, undefined, true), -1, 'also for a request without a key');
+    assert.equal(pickSequence(c, convB, 'B', false), 0, 'no fresh one left: A is reused all the same');
+    // A short conversation costs less than the head saves: reused.
+    assert.equal(pickSequence([{ id: 0, tokens: t(...head, 10, 11), owner: 'A' }], convB, 'B', true), 0);
+    // A sequence of no key that shares as much wins over one of another key.
+    const both = [
+      { id: 0, tokens: t(...head, 10), owner: 'A' },
+      { id: 1, tokens: t(...head, 40) },
+    ];
+    assert.equal(pickSequence(both, convB, 'B', false), 1);
+  });
+});
 
 describe('sequenceOrderStrategy', () => {
   const item = (n: number, evaluationPriority = 5): BatchItem =>

@@ -312,6 +312,37 @@ describe('remote backend through the runtime', () => {
   });
 });
 
+describe('cache-aware routing in a pool', () => {
+  it("a conversation's prompt_cache_key goes back to the endpoint it last ran on; without a key, the least-busy one", async () => {
+    const a = await engine();
+    const c = await engine();
+    const b = new RemoteBackend([{ name: 'gpu', urls: [a.base, c.base], concurrency: [4] }]);
+    await b.refresh();
+    const r = await open(b);
+    const chats = (e: FakeEngine) => e.requests.filter((q) => q.path === '/v1/chat/completions').length;
+    const run = async (key?: string) => {
+      const t = r.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'gpu/m1', input: 'Hi', max_output_tokens: 16, ...(key ? { prompt_cache_key: key } : {}) } }).task;
+      await r.waitForTerminal(t.id);
+    };
+    await run('thread-1');
+    const first = chats(a) === 1 ? a : c;
+    const other = first === a ? c : a;
+    // Unkeyed tasks go to the endpoint that served fewer (the other one, every time); the keyed conversation stays.
+    for (let turn = 0; turn < 4; turn++) {
+      await run();
+      await run('thread-1');
+    }
+    assert.equal(chats(first), 5, 'every keyed turn on the endpoint of its first');
+    assert.equal(chats(other), 4, 'the unkeyed tasks by load');
+    // A second conversation starts where the load sends it (the other one: fewer served) and stays there.
+    await run('thread-2');
+    await run('thread-2');
+    await run('thread-2');
+    assert.equal(chats(other), 7);
+    assert.equal(chats(first), 5);
+  });
+});
+
 describe('faults and bad input end as failed tasks with clear errors', () => {
   const cases: Array<{ name: string; handler: Parameters<typeof startFakeEngine>[0]; code: string; detail: RegExp }> = [
     {
