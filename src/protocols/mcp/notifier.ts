@@ -45,15 +45,27 @@ export class TaskNotifier {
     });
   }
 
+  /**
+   * Watches a task until it is terminal. With `announce` (the task as created) and a progressToken, a first
+   * notifications/progress goes out at once with the task's phase (queued at position N, loading, generating) and
+   * its tokens so far, so a synchronous caller learns where its call stands before the first token. Later ones
+   * follow the tokens: progress must increase with each notification (spec), so a phase change without new
+   * tokens is not sent again.
+   */
   watch(
     taskId: string,
     send: SendNotification,
-    opts: { statusUpdates: boolean; progressToken?: ProgressToken; total?: number; onEnd?: () => void },
+    opts: { statusUpdates: boolean; progressToken?: ProgressToken; total?: number; onEnd?: () => void; announce?: TaskRecord },
   ): () => void {
-    const w: Watcher = { send, ...opts, lastStatusSentAt: 0, lastProgressSentAt: 0, lastProgress: 0 };
+    const { announce, ...rest } = opts;
+    const w: Watcher = { send, ...rest, lastStatusSentAt: 0, lastProgressSentAt: 0, lastProgress: 0 };
     let set = this.watchers.get(taskId);
     if (!set) this.watchers.set(taskId, (set = new Set()));
     set.add(w);
+    if (announce && w.progressToken !== undefined) {
+      const mcp = toMcpTask(announce, announce.status === 'queued' ? this.runtime.queuePosition(announce.id) : null, this.view);
+      this.sendProgress(w, announce.outputTokens, mcp.statusMessage, Date.now());
+    }
     return () => {
       set.delete(w);
       if (set.size === 0 && this.watchers.get(taskId) === set) this.watchers.delete(taskId);
@@ -85,23 +97,22 @@ export class TaskNotifier {
         w.lastMessage = mcp.statusMessage;
       }
       const progressDue = terminal || now - w.lastProgressSentAt >= this.progressEveryMs;
-      if (w.progressToken !== undefined && progressDue && task.outputTokens > w.lastProgress) {
-        w.lastProgress = task.outputTokens;
-        w.lastProgressSentAt = now;
-        const params: Record<string, unknown> = {
-          progressToken: w.progressToken,
-          progress: task.outputTokens,
-          message: mcp.statusMessage,
-        };
-        if (w.total !== undefined) params['total'] = w.total;
-        this.fire(w, { method: 'notifications/progress', params } as ServerNotification);
-      }
+      if (progressDue && task.outputTokens > w.lastProgress) this.sendProgress(w, task.outputTokens, mcp.statusMessage, now);
       w.lastStatus = mcp.status;
     }
     if (terminal && task.status !== 'cancelling') {
       this.watchers.delete(task.id);
       for (const w of set) w.onEnd?.();
     }
+  }
+
+  private sendProgress(w: Watcher, progress: number, message: string | undefined, now: number): void {
+    if (w.progressToken === undefined) return;
+    w.lastProgress = progress;
+    w.lastProgressSentAt = now;
+    const params: Record<string, unknown> = { progressToken: w.progressToken, progress, message };
+    if (w.total !== undefined) params['total'] = w.total;
+    this.fire(w, { method: 'notifications/progress', params } as ServerNotification);
   }
 
   private fire(w: Watcher, n: ServerNotification): void {

@@ -39,7 +39,9 @@ function instructions(ctx: McpContext): string {
     `counted from createdAt. At most ${g.maxActiveTasksPerPrincipal} unfinished tasks per client; creation is ` +
     `rate-limited to ${g.createPerSecond}/s (burst ${g.createBurst}); over the limit answers error -32029. ` +
     'Suggested poll interval is in every task. tasks/result on a cancelled task returns an isError result with ' +
-    'the partial text. Tasks interrupted by a server restart end failed; re-issue them.'
+    'the partial text. Tasks interrupted by a server restart end failed; re-issue them. A client that declares no ' +
+    'tasks capability gets every tool answered inside its tools/call (generate_long too), with ' +
+    'notifications/progress when the call carries a progressToken; cancelling the call cancels the generation.'
   );
 }
 
@@ -65,7 +67,9 @@ export function createSessionServer(ctx: McpContext, hooks: SessionHooks): Serve
     if (server.transport) await server.notification(n);
   };
 
-  server.setRequestHandler(method('tools/list'), guarded(() => ({ tools: listTools() })) as never);
+  // Each tool as this session's client can use it: one that declared no `capabilities.tasks` at initialize (Claude
+  // Code) never sends params.task, so it is shown task-only tools as `optional` and they run inside its tools/call.
+  server.setRequestHandler(method('tools/list'), guarded(() => ({ tools: listTools(server.getClientCapabilities()?.tasks !== undefined) })) as never);
   server.setRequestHandler(
     method('tools/call'),
     guarded((params, extra) =>

@@ -1,5 +1,6 @@
-// tools/call: task-support negotiation (the -32601 rules the SDK's McpServer gets wrong), argument validation,
-// task creation on the runtime, and the synchronous path of an `optional` tool.
+// tools/call: task-support negotiation (the -32601 rule the SDK's McpServer gets wrong), argument validation,
+// task creation on the runtime, and the synchronous path — of an `optional` tool, and of a task-only tool called by
+// a client without tasks (Claude Code declares none and never sends params.task: ANTHROPIC-WIRE.md §3).
 import type { CallToolResult, CreateTaskResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallerContext, McpContext } from './context';
@@ -11,13 +12,43 @@ import type { SendNotification } from './notifier';
 import { getTaskText, listModels } from './readTools';
 import { waitTerminal, taskView } from './taskMethods';
 import { toolOutcome } from './taskView';
-import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs } from './tools';
+import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from './tools';
+
+/** Claude Code's `_meta` key on tools/call: the id of the model's tool_use block the call answers. */
+export const CLAUDE_CODE_TOOL_USE_ID = 'claudecode/toolUseId';
+/** Task meta key the client's tool-use id is kept under (the editor and LMSP readers find the call by it). */
+export const TOOL_USE_ID_META = 'mcp_tool_use_id';
+const MAX_TOOL_USE_ID_CHARS = 256;
 
 export interface ToolCallParams {
   name: string;
   arguments?: Record<string, unknown>;
   task?: { ttl?: number };
-  _meta?: { progressToken?: ProgressToken };
+  _meta?: { progressToken?: ProgressToken; [CLAUDE_CODE_TOOL_USE_ID]?: unknown };
+}
+
+/**
+ * The meta a generation tool's runtime task is created with, in either era: the tool and its arguments (what makes
+ * it an MCP task), whether it was created as an MCP task, and the client's tool-use id when it gave a usable one
+ * (anything else is ignored: it is a hint, never a reason to refuse the call).
+ */
+export function toolTaskMeta(
+  spec: ToolSpec,
+  args: Record<string, unknown>,
+  asTask: boolean,
+  requestMeta: unknown,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const meta: Record<string, unknown> = { tool: spec.name, arguments: args, asTask, ...extra };
+  const useId = requestMeta && typeof requestMeta === 'object' ? (requestMeta as Record<string, unknown>)[CLAUDE_CODE_TOOL_USE_ID] : undefined;
+  if (typeof useId === 'string' && useId.length > 0 && useId.length <= MAX_TOOL_USE_ID_CHARS) meta[TOOL_USE_ID_META] = useId;
+  return meta;
+}
+
+/** The progress channel of a synchronous tools/call: the caller's token and the call's own response stream. */
+export interface CallProgress {
+  token: ProgressToken;
+  send: SendNotification;
 }
 
 export interface ToolCallChannel {
@@ -45,10 +76,9 @@ export async function callTool(
   const spec = TOOLS_BY_NAME.get(params.name);
   if (!spec) throw invalidParams(`Unknown tool: ${params.name}`);
   const asTask = params.task !== undefined;
-  // Checked before anything runs, so a misuse has no side effect.
-  if (spec.taskSupport === 'required' && !asTask) {
-    throw methodNotFound(`Tool '${spec.name}' requires task augmentation (execution.taskSupport 'required'): add params.task`);
-  }
+  // Checked before anything runs, so a misuse has no side effect. A `required` tool called without params.task is
+  // not refused: a client without tasks is shown it as `optional` (tools.ts taskSupportFor), and one with tasks
+  // that calls it plainly anyway is served the same way rather than locked out.
   if (spec.taskSupport === 'forbidden' && asTask) {
     throw methodNotFound(`Tool '${spec.name}' does not support task augmentation (execution.taskSupport 'forbidden'): drop params.task`);
   }
@@ -63,10 +93,9 @@ export async function callTool(
   const task = createToolTask(ctx, caller, {
     input,
     ttlMs: effectiveTtl(ctx, params.task?.ttl),
-    meta: { tool: spec.name, arguments: params.arguments ?? {}, asTask },
+    meta: toolTaskMeta(spec, params.arguments ?? {}, asTask, params._meta),
   });
   const progressToken = params._meta?.progressToken;
-  const total = input.max_output_tokens;
   ctx.log(`mcp: ${caller.principal} created ${task.id} via ${spec.name}${asTask ? ' (task)' : ''}`);
 
   if (asTask) {
@@ -74,7 +103,7 @@ export async function callTool(
     const unwatch = ctx.notifier.watch(task.id, channel.sendOnSession, {
       statusUpdates: true,
       progressToken,
-      total,
+      total: input.max_output_tokens,
       onEnd: () => forget(),
     });
     forget = channel.onSessionClose(unwatch);
@@ -86,16 +115,8 @@ export async function callTool(
     };
   }
 
-  // Synchronous `optional` call: still a durable runtime task, answered directly.
-  const unwatch =
-    progressToken !== undefined
-      ? ctx.notifier.watch(task.id, channel.sendOnRequest, { statusUpdates: false, progressToken, total })
-      : () => {};
-  try {
-    return await answerWhenDone(ctx, caller, task);
-  } finally {
-    unwatch();
-  }
+  // Synchronous call: still a durable runtime task, answered directly, with progress on the call's SSE stream.
+  return answerWhenDone(ctx, caller, task, progressToken === undefined ? undefined : { token: progressToken, send: channel.sendOnRequest });
 }
 
 /**
@@ -119,9 +140,20 @@ export function createToolTask(
 
 /**
  * A synchronous tools/call in either era: waits for the runtime task and answers with its tool result (or the
- * JSON-RPC error it ended in). A caller that goes away cancels the generation instead of burning the model on it.
+ * JSON-RPC error it ended in) — the same outcome a task-augmented client reads from tasks/result. Meanwhile, with a
+ * progress channel, notifications/progress (notifier.ts: the phase at once, then the output tokens, at most every
+ * 250 ms). A caller that goes away (notifications/cancelled, or its connection closed) cancels the generation instead
+ * of burning the model on it.
  */
-export async function answerWhenDone(ctx: McpContext, caller: CallerContext, task: TaskRecord): Promise<CallToolResult> {
+export async function answerWhenDone(ctx: McpContext, caller: CallerContext, task: TaskRecord, progress?: CallProgress): Promise<CallToolResult> {
+  const unwatch = progress
+    ? ctx.notifier.watch(task.id, progress.send, {
+        statusUpdates: false,
+        progressToken: progress.token,
+        total: task.input.max_output_tokens,
+        announce: task,
+      })
+    : () => {};
   try {
     const final = await waitTerminal(ctx, caller, task);
     const outcome = toolOutcome(final);
@@ -137,5 +169,7 @@ export async function answerWhenDone(ctx: McpContext, caller: CallerContext, tas
       }
     }
     throw e;
+  } finally {
+    unwatch();
   }
 }

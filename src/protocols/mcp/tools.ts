@@ -1,5 +1,5 @@
-// The tools the MCP door offers: argument schemas (zod, also published as JSON Schema), task support, and the
-// mapping of generation arguments onto a Responses-style runtime request.
+// The tools the MCP door offers: argument schemas (zod, also published as JSON Schema), task support as each kind
+// of client can use it, and the mapping of generation arguments onto a Responses-style runtime request.
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ResponseRequest } from '../../runtime/task';
@@ -70,7 +70,15 @@ export const LIST_MODELS_ARGS = z.object({}).strict();
 
 export interface ToolSpec {
   name: string;
+  /** As a client that declared tasks reads it. */
   description: string;
+  /**
+   * As a client without tasks reads it (legacy: no `capabilities.tasks` at initialize; modern: no tasks extension
+   * on the request), when it differs: such a client never sends a task, so a task-only tool is run to completion
+   * inside its tools/call and must not be described as task-only.
+   */
+  descriptionWithoutTasks?: string;
+  /** As published to a client that declared tasks; see `taskSupportFor`. */
   taskSupport: TaskSupport;
   args: z.ZodType;
   readOnly: boolean;
@@ -95,6 +103,10 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     description:
       'Long-form generation with a local model (larger default output). Always runs as an MCP task: poll ' +
       'tasks/get, then fetch the text with tasks/result. Takes output_schema like generate.',
+    descriptionWithoutTasks:
+      'Long-form generation with a local model (larger default output; can take minutes). Waits for the answer; ' +
+      'with a progressToken, progress notifications count the tokens generated. Cancelling the call stops the ' +
+      'generation. Takes output_schema like generate.',
     taskSupport: 'required',
     args: GENERATE_LONG_ARGS,
     readOnly: false,
@@ -120,22 +132,48 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
 
 export const TOOLS_BY_NAME = new Map(TOOL_SPECS.map((t) => [t.name, t]));
 
+const schemas = new Map<string, Tool['inputSchema']>();
+/** Built from zod once per tool (milliseconds each), shared by both lists. */
 function inputSchema(spec: ToolSpec): Tool['inputSchema'] {
-  const json = z.toJSONSchema(spec.args, { io: 'input' }) as Record<string, unknown>;
-  delete json['$schema'];
-  return json as Tool['inputSchema'];
+  let schema = schemas.get(spec.name);
+  if (!schema) {
+    const json = z.toJSONSchema(spec.args, { io: 'input' }) as Record<string, unknown>;
+    delete json['$schema'];
+    schema = json as Tool['inputSchema'];
+    schemas.set(spec.name, schema);
+  }
+  return schema;
 }
 
-let listed: Tool[] | undefined;
-export function listTools(): Tool[] {
-  listed ??= TOOL_SPECS.map((spec) => ({
-    name: spec.name,
-    description: spec.description,
-    inputSchema: inputSchema(spec),
-    execution: { taskSupport: spec.taskSupport },
-    annotations: { readOnlyHint: spec.readOnly, openWorldHint: false },
-  }));
-  return listed;
+/**
+ * A tool's taskSupport as one client can use it. A client without tasks never sends `params.task`, so to it a
+ * task-only tool is `optional`: its tools/call runs the task to completion and answers the result (toolCall.ts).
+ * (`required` would make it unusable — the SDK client even refuses to call it.) A client with tasks sees the
+ * tool as declared.
+ */
+export function taskSupportFor(spec: ToolSpec, clientTasks: boolean): TaskSupport {
+  return !clientTasks && spec.taskSupport === 'required' ? 'optional' : spec.taskSupport;
+}
+
+export function descriptionFor(spec: ToolSpec, clientTasks: boolean): string {
+  return clientTasks ? spec.description : (spec.descriptionWithoutTasks ?? spec.description);
+}
+
+const listed = new Map<boolean, Tool[]>();
+/** tools/list for a client that declared tasks (`clientTasks`) or not; built once each. */
+export function listTools(clientTasks: boolean): Tool[] {
+  let tools = listed.get(clientTasks);
+  if (!tools) {
+    tools = TOOL_SPECS.map((spec) => ({
+      name: spec.name,
+      description: descriptionFor(spec, clientTasks),
+      inputSchema: inputSchema(spec),
+      execution: { taskSupport: taskSupportFor(spec, clientTasks) },
+      annotations: { readOnlyHint: spec.readOnly, openWorldHint: false },
+    }));
+    listed.set(clientTasks, tools);
+  }
+  return tools;
 }
 
 /** zod issues → one readable line for the -32602 message. */

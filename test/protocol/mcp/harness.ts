@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { CompositeBackend } from '../../../src/backends/composite';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { startListener, type Listener } from '../../../src/protocols/http/listener';
@@ -104,8 +104,16 @@ export async function startInProcess(
   };
 }
 
-export async function connect(mcpUrl: string, token: string, name = 'mcp-door-test'): Promise<Client> {
-  return (await connectWatchingStream(mcpUrl, token, name)).client;
+/**
+ * A client's `capabilities.tasks` as VS Code 1.139 declares it at initialize (design/VSCODE.md): the door shows such a
+ * client task-only tools as task-only. Without it (the default here, and Claude Code) they are shown `optional`.
+ */
+export const TASKS_CLIENT_CAPABILITIES: ClientCapabilities = {
+  tasks: { list: {}, cancel: {}, requests: { elicitation: { create: {} } } },
+};
+
+export async function connect(mcpUrl: string, token: string, name = 'mcp-door-test', capabilities: ClientCapabilities = {}): Promise<Client> {
+  return (await connectWatchingStream(mcpUrl, token, name, capabilities)).client;
 }
 
 /**
@@ -116,10 +124,11 @@ export async function connectWatchingStream(
   mcpUrl: string,
   token: string,
   name = 'mcp-door-test',
+  capabilities: ClientCapabilities = {},
 ): Promise<{ client: Client; streamOpen: Promise<void> }> {
   let opened!: () => void;
   const streamOpen = new Promise<void>((resolve) => (opened = resolve));
-  const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+  const client = new Client({ name, version: '1.0.0' }, { capabilities });
   const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), {
     requestInit: { headers: { authorization: `Bearer ${token}` } },
     fetch: async (url, init) => {

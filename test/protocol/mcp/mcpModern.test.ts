@@ -130,13 +130,13 @@ describe('MCP 2026-07-28 on /mcp', () => {
     }
   });
 
-  test('-32021 with requiredCapabilities: tasks/* and generate_long without the extension; nothing is created', async () => {
+  // generate_long without the extension is answered synchronously (mcpNoTasks.test.ts), not refused.
+  test('-32021 with requiredCapabilities: tasks/* without the extension; nothing is created', async () => {
     const before = server.runtime.countTasks('alice').total;
     for (const [method, params] of [
       ['tasks/get', { taskId: 'task_x' }],
       ['tasks/update', { taskId: 'task_x', inputResponses: {} }],
       ['tasks/cancel', { taskId: 'task_x' }],
-      ['tools/call', { name: 'generate_long', arguments: LONG }],
     ] as const) {
       const r = await bare.request(method, params as Record<string, unknown>);
       assert.equal(r.status, 400, method);

@@ -13,7 +13,7 @@ import {
   type Task,
 } from '@modelcontextprotocol/sdk/types.js';
 import { sleep, until } from '../../support/wait';
-import { connect, connectWatchingStream, MODEL_ID, rpcError, startInProcess, TOKENS, type InProcessServer } from './harness';
+import { connect, connectWatchingStream, MODEL_ID, rpcError, startInProcess, TASKS_CLIENT_CAPABILITIES, TOKENS, type InProcessServer } from './harness';
 
 async function createTask(client: Client, name: string, args: Record<string, unknown>, ttl?: number): Promise<Task> {
   const r = await client.request(
@@ -36,7 +36,8 @@ describe('MCP door over the SDK client', () => {
 
   before(async () => {
     server = await startInProcess({ door: { pageSize: 3, pollIntervalMs: 200 }, limits: { maxTtlMs: 600_000, defaultTtlMs: 300_000 } });
-    alice = await connect(server.mcpUrl, TOKENS.alice);
+    // Alice declares tasks as VS Code does (tools/list shows her task-only tools as such); bob declares none.
+    alice = await connect(server.mcpUrl, TOKENS.alice, 'mcp-door-test', TASKS_CLIENT_CAPABILITIES);
     bob = await connect(server.mcpUrl, TOKENS.bob);
   });
   after(async () => {
@@ -53,7 +54,7 @@ describe('MCP door over the SDK client', () => {
     assert.match(alice.getInstructions() ?? '', /TTL: default 300000 ms, maximum 600000 ms/);
   });
 
-  test('tools/list publishes taskSupport and real input schemas', async () => {
+  test('tools/list publishes taskSupport (to a client that declared tasks) and real input schemas', async () => {
     const { tools } = await alice.listTools();
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]));
     assert.deepEqual(support, { generate: 'optional', generate_long: 'required', get_task_text: 'forbidden', list_models: 'forbidden' });
@@ -171,12 +172,9 @@ describe('MCP door over the SDK client', () => {
     assert.match(e.message, /terminal status 'completed'/);
   });
 
-  test('taskSupport misuse is -32601 and nothing runs', async () => {
+  // A `required` tool called without a task is served synchronously instead (mcpNoTasks.test.ts).
+  test('a forbidden tool called as a task is -32601 and nothing runs', async () => {
     const countBefore = server.runtime.countTasks('alice').total;
-    const required = await rpcError(
-      alice.request({ method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'x' } } }, CallToolResultSchema),
-    );
-    assert.equal(required.code, ErrorCode.MethodNotFound);
     const forbidden = await rpcError(
       alice.request({ method: 'tools/call', params: { name: 'list_models', arguments: {}, task: {} } }, CreateTaskResultSchema),
     );

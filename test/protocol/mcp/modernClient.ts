@@ -1,12 +1,17 @@
 // A raw 2026-07-28 client over fetch: the `_meta` envelope, MCP-Protocol-Version / Mcp-Method / Mcp-Name headers,
 // and nothing else — an oracle independent of our own code, so that tests can also send what a client must not.
+// An SSE answer (a synchronous call with a progressToken) is read whole by the tests' one SSE parser.
+import { parseSse, sseJson } from '../../fixtures/sse';
 export const V = '2026-07-28';
 export const TASKS_EXT = 'io.modelcontextprotocol/tasks';
 
 export interface ModernReply {
   status: number;
+  /** The JSON-RPC answer: the whole JSON body, or the answer event of an SSE response. */
   body: any;
   headers: Headers;
+  /** Every JSON-RPC message of an SSE response in order (notifications, then the answer); [body] for JSON. */
+  messages: any[];
 }
 
 export class ModernClient {
@@ -59,7 +64,12 @@ export class ModernClient {
   async raw(body: unknown, headers: Record<string, string>): Promise<ModernReply> {
     const res = await fetch(this.mcpUrl, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
     const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+    if ((res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+      const messages = sseJson(parseSse(text).filter((e) => e.data !== ''));
+      return { status: res.status, body: messages.find((m) => 'result' in m || 'error' in m), headers: res.headers, messages };
+    }
+    const parsed = text ? JSON.parse(text) : undefined;
+    return { status: res.status, body: parsed, headers: res.headers, messages: parsed === undefined ? [] : [parsed] };
   }
 
   /** The result of a successful call; throws with the error body otherwise. */

@@ -2,23 +2,26 @@
 // runtime tasks as the 2025-11-25 door: same ids, same principal binding, same stored outcome (toolOutcome), only
 // the wire shape differs (flat CreateTaskResult, ttlMs/pollIntervalMs, result/error inlined in tasks/get,
 // isError results are `completed`, `failed` only for JSON-RPC errors). MCP-2026.md §1.
+import type { ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isRuntimeError } from '../../../runtime/errors';
 import type { TaskRecord } from '../../../runtime/task';
 import type { CallerContext, McpContext } from '../context';
 import { invalidParams, toMcpError } from '../errors';
 import { getTaskText, listModels } from '../readTools';
-import { answerWhenDone, createToolTask, effectiveTtl } from '../toolCall';
+import type { SendNotification } from '../notifier';
+import { answerWhenDone, createToolTask, effectiveTtl, toolTaskMeta } from '../toolCall';
 import { visibleTask } from '../taskMethods';
 import { statusMessage, toolOutcome } from '../taskView';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
 import { answerable, invalidAnswer } from './mrtr';
-import { missingTasksExtension, type Envelope } from './wire';
+import type { Envelope } from './wire';
 
 /**
  * Which tools/call becomes a task for a client that declared the extension (the 2026 Tool has no taskSupport;
- * the server decides per request): `generate_long` always (without the extension → -32021); `generate` when
- * its effective max_output_tokens is at least this many. 256 tokens is ≥ 10 s at the ~20 tokens/s of a 7–8 B
+ * the server decides per request): `generate_long` always; `generate` when its effective max_output_tokens is at
+ * least this many. Without the extension no call becomes a task (MUST NOT): each runs to completion inside its
+ * tools/call, with progress on the call's SSE response when it carries a progressToken. 256 tokens is ≥ 10 s at the ~20 tokens/s of a 7–8 B
  * model on a laptop CPU — beyond that a held-open HTTP request is what breaks (client timeouts, no stream
  * resumption in 2026-07-28). Shorter calls answer synchronously: a task would cost the client 2+ round trips.
  * The read-only tools never become tasks.
@@ -104,6 +107,16 @@ export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean,
 export interface ModernCallOptions {
   /** The request declared the tasks extension. */
   tasks: boolean;
+  /**
+   * Turns the call's response into an SSE stream (the result then comes as its last event) and returns its sender,
+   * for notifications/progress of a synchronous call; absent when the client does not take SSE.
+   */
+  openStream?: () => SendNotification;
+}
+
+function progressTokenOf(params: Record<string, unknown>): ProgressToken | undefined {
+  const token = (params['_meta'] as Record<string, unknown> | undefined)?.['progressToken'];
+  return typeof token === 'string' || (typeof token === 'number' && Number.isFinite(token)) ? token : undefined;
 }
 
 function becomesTask(spec: ToolSpec, args: GenerationArgs): boolean {
@@ -123,8 +136,7 @@ export async function callToolModern(
   const call = parse(CALL_PARAMS, params);
   const spec = TOOLS_BY_NAME.get(call.name);
   if (!spec) throw invalidParams(`Unknown tool: ${call.name}`);
-  // Checked before anything runs, so a misuse has no side effect.
-  if (spec.taskSupport === 'required' && !opts.tasks) throw missingTasksExtension(`tool '${spec.name}' runs only as a task and`);
+  // No -32021 for a task-only tool: without the extension it is answered synchronously (below).
   const parsed = spec.args.safeParse(call.arguments ?? {});
   if (!parsed.success) throw invalidParams(`Invalid arguments for tool '${spec.name}': ${describeIssues(parsed.error)}`);
 
@@ -137,7 +149,7 @@ export async function callToolModern(
   const task = createToolTask(ctx, caller, {
     input,
     ttlMs: effectiveTtl(ctx, undefined),
-    meta: { tool: spec.name, arguments: call.arguments ?? {}, asTask, era: '2026-07-28' },
+    meta: toolTaskMeta(spec, call.arguments ?? {}, asTask, call['_meta'], { era: '2026-07-28' }),
   });
   ctx.log(`mcp: ${caller.principal} created ${task.id} via ${spec.name} (2026-07-28${asTask ? ', task' : ''})`);
 
@@ -148,7 +160,9 @@ export async function callToolModern(
     return { resultType: 'task', ...modernTask(ctx, now, false) };
   }
 
-  return { ...(await answerWhenDone(ctx, caller, task)), resultType: 'complete' };
+  const token = progressTokenOf(call);
+  const progress = token !== undefined && opts.openStream ? { token, send: opts.openStream() } : undefined;
+  return { ...(await answerWhenDone(ctx, caller, task, progress)), resultType: 'complete' };
 }
 
 export function getTaskModern(ctx: McpContext, caller: CallerContext, params: unknown, envelope?: Envelope): Record<string, unknown> {
