@@ -79,6 +79,7 @@ export function createSessionServer(ctx: McpContext, hooks: SessionHooks): Serve
         },
         sendOnSession,
         onSessionClose: (cleanup) => hooks.onClose(cleanup),
+        shownRequired: server.getClientCapabilities()?.tasks !== undefined,
       }),
     ) as never,
   );

@@ -58,6 +58,11 @@ export interface ToolCallChannel {
   sendOnSession: SendNotification;
   /** Runs `cleanup` when the session ends; returns a function that forgets it (the task ended first). */
   onSessionClose(cleanup: () => void): () => void;
+  /**
+   * The client was shown the task-only tools as `required` (a 2025-11-25 session that declared tasks): a plain call
+   * of one is refused as the spec says (-32601), since that client can make it a task.
+   */
+  shownRequired?: boolean;
 }
 
 /** Every MCP task gets a TTL counted from createdAt: the client's request, else the default, capped at the max. */
@@ -76,9 +81,12 @@ export async function callTool(
   const spec = TOOLS_BY_NAME.get(params.name);
   if (!spec) throw invalidParams(`Unknown tool: ${params.name}`);
   const asTask = params.task !== undefined;
-  // Checked before anything runs, so a misuse has no side effect. A `required` tool called without params.task is
-  // not refused: a client without tasks is shown it as `optional` (tools.ts taskSupportFor), and one with tasks
-  // that calls it plainly anyway is served the same way rather than locked out.
+  // Checked before anything runs, so a misuse has no side effect. A `required` tool is refused without params.task
+  // only to a client that was shown it as `required`; a client without tasks is shown it as `optional` (tools.ts
+  // taskSupportFor) and its call runs to completion here.
+  if (spec.taskSupport === 'required' && !asTask && channel.shownRequired) {
+    throw methodNotFound(`Tool '${spec.name}' requires task augmentation (execution.taskSupport 'required'): add params.task`);
+  }
   if (spec.taskSupport === 'forbidden' && asTask) {
     throw methodNotFound(`Tool '${spec.name}' does not support task augmentation (execution.taskSupport 'forbidden'): drop params.task`);
   }

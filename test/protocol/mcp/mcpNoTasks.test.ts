@@ -9,10 +9,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { CallToolResultSchema, CreateTaskResultSchema, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ErrorCode, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRecord } from '../../../src/runtime/task';
 import { sseFrames } from '../../fixtures/sse';
-import { connect, RawSession, startInProcess, TASKS_CLIENT_CAPABILITIES, TOKENS, type InProcessServer } from './harness';
+import { connect, RawSession, rpcError, startInProcess, TASKS_CLIENT_CAPABILITIES, TOKENS, type InProcessServer } from './harness';
 import { ModernClient } from './modernClient';
 
 /** What Claude Code declares at initialize: roots and elicitation, no tasks. */
@@ -152,17 +152,18 @@ describe('MCP tools for a client without tasks', () => {
     assert.ok(end.outputTokens > 0 && end.outputTokens < LONG.max_output_tokens, `stopped mid-way (${end.outputTokens} tokens)`);
   });
 
-  test('2025-11-25: a client that declares tasks still gets a task; called plainly, a task-only tool is served, not refused', async () => {
+  test('2025-11-25: a client that declares tasks still gets a task; called plainly, a task-only tool is -32601 as the spec says', async () => {
     const created = await tasksClient.request(
       { method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'x', temperature: 0, max_output_tokens: 8 }, task: {} } },
       CreateTaskResultSchema,
     );
     assert.equal(created.task.status, 'working');
-    const plain = await tasksClient.request(
-      { method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'x', temperature: 0, max_output_tokens: 8 } } },
-      CallToolResultSchema,
+    const countBefore = server.runtime.countTasks('alice').total;
+    const plain = await rpcError(
+      tasksClient.request({ method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'x', temperature: 0, max_output_tokens: 8 } } }, CallToolResultSchema),
     );
-    assert.equal((plain.structuredContent as { outputTokens: number }).outputTokens, 8);
+    assert.equal(plain.code, ErrorCode.MethodNotFound);
+    assert.equal(server.runtime.countTasks('alice').total, countBefore, 'nothing ran');
     const viaTasks = await tasksClient.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
     assert.equal((viaTasks.structuredContent as { outputTokens: number }).outputTokens, 8);
   });

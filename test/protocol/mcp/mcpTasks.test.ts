@@ -172,9 +172,13 @@ describe('MCP door over the SDK client', () => {
     assert.match(e.message, /terminal status 'completed'/);
   });
 
-  // A `required` tool called without a task is served synchronously instead (mcpNoTasks.test.ts).
-  test('a forbidden tool called as a task is -32601 and nothing runs', async () => {
+  // To a client without tasks a `required` tool is shown `optional` and runs in the call (mcpNoTasks.test.ts).
+  test('taskSupport misuse by a client that declared tasks is -32601 and nothing runs', async () => {
     const countBefore = server.runtime.countTasks('alice').total;
+    const required = await rpcError(
+      alice.request({ method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'x' } } }, CallToolResultSchema),
+    );
+    assert.equal(required.code, ErrorCode.MethodNotFound);
     const forbidden = await rpcError(
       alice.request({ method: 'tools/call', params: { name: 'list_models', arguments: {}, task: {} } }, CreateTaskResultSchema),
     );
