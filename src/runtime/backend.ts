@@ -75,6 +75,11 @@ export interface ChatMessage {
   toolCalls?: ToolCall[];
   /** role `tool`: the call this message answers (`function_call_output`). */
   callId?: string;
+  /**
+   * role `assistant`: the reasoning the model wrote before this turn's text and calls (a reasoning item given back;
+   * the llama backend renders it as the turn's thought segment, where the chat template keeps one).
+   */
+  reasoning?: string;
 }
 
 /** A function call the model made (Responses `function_call` item). */

@@ -1,6 +1,7 @@
 // Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
 import type { ChatMessage, GenerateRequest, TokenLogprob, ToolCall } from './backend';
 import { itemObject, type OutputItem } from './outputItems';
+import { choiceName, customCallArguments, flatToolName, ignoredToolsOf, modelToolsOf } from './responseTools';
 import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest, type ResponseSamplingExtras, type TaskRecord, type Usage } from './task';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
@@ -39,6 +40,7 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
         ]
       : [];
   const tools = input.tools ?? [];
+  const ignored = ignoredToolsOf(tools);
   return {
     id: task.responseId,
     object: 'response',
@@ -57,10 +59,16 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     output_text: parts.text ?? '',
     parallel_tool_calls: input.parallel_tool_calls ?? true,
     tool_choice: input.tool_choice ?? (tools.length ? 'auto' : 'none'),
-    tools: tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null })),
+    // Function tools in OpenAI's echo shape; the others (namespace, custom, hosted) as they were given.
+    tools: tools.map((t) =>
+      t.type === 'function'
+        ? { type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null }
+        : t,
+    ),
     reasoning: input.reasoning ? { effort: input.reasoning.effort ?? null, summary: input.reasoning.summary ?? null } : null,
     // The request's format as it was given (OpenAI echoes it; a schema comes back whole).
-    text: { format: input.text?.format ?? { type: 'text' } },
+    text: { format: input.text?.format ?? { type: 'text' }, ...(input.text?.verbosity ? { verbosity: input.text.verbosity } : {}) },
+    ...echoed(input),
     truncation: 'disabled',
     previous_response_id: input.previous_response_id ?? null,
     store: input.store !== false,
@@ -68,7 +76,16 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     usage: parts.usage ?? null,
     error: parts.error ?? null,
     incomplete_details: parts.incompleteReason ? { reason: parts.incompleteReason } : null,
+    // Vendor member: the hosted tools the model was not offered (docs/lmsp.md, "Codex dialect").
+    ...(ignored.length ? { task_runtime: { ignored_tools: ignored } } : {}),
   };
+}
+
+/** Request members OpenAI's response object repeats, when the request has them. */
+function echoed(input: ResponseRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of ['prompt_cache_key', 'safety_identifier', 'service_tier', 'max_tool_calls', 'user'] as const) if (input[k] !== undefined) out[k] = input[k];
+  return out;
 }
 
 /** Minimal LMSP-shaped task snapshot carried by `task_runtime:task.status` events. */
@@ -101,27 +118,48 @@ function contentText(content: unknown): string {
 }
 
 /**
- * Chat messages for the backend from a Responses request (string input = one user message). A `function_call`
- * input item joins the assistant message just before it (or makes one), a `function_call_output` is a `tool`
- * message; reasoning items from an earlier turn are not given back to the model.
+ * Chat messages for the backend from a Responses request (string input = one user message). A `function_call` or
+ * `custom_tool_call` input item joins the assistant message just before it (or makes one), under the name the model
+ * was offered (`<namespace>__<name>`; a custom call's input as its `input` argument); a `function_call_output` or
+ * `custom_tool_call_output` is a `tool` message. A reasoning item's `reasoning_text` (the door has put there the text
+ * of a sealed `encrypted_content` of ours) opens the assistant turn it belongs to as its earlier reasoning; a reasoning
+ * item without text gives nothing.
  */
 export function toChatMessages(input: ResponseRequest): ChatMessage[] {
   if (typeof input.input === 'string') return [{ role: 'user', content: input.input }];
   const messages: ChatMessage[] = [];
+  /** The assistant turn the next assistant part joins: the last message when it is one. */
+  const assistant = (): ChatMessage => {
+    const last = messages[messages.length - 1];
+    if (last?.role === 'assistant') return last;
+    const m: ChatMessage = { role: 'assistant', content: '' };
+    messages.push(m);
+    return m;
+  };
   for (const item of input.input) {
     if (!item || typeof item !== 'object') continue;
-    const it = item as { type?: string; role?: string; content?: unknown; output?: unknown; call_id?: unknown; name?: unknown; arguments?: unknown };
+    const it = item as { type?: string; role?: string; content?: unknown; output?: unknown; call_id?: unknown; name?: unknown; namespace?: unknown; arguments?: unknown; input?: unknown };
+    const namespace = typeof it.namespace === 'string' ? it.namespace : undefined;
     if ((it.type === undefined || it.type === 'message') && typeof it.role === 'string') {
       const role = (['system', 'developer', 'user', 'assistant'] as const).find((r) => r === it.role) ?? 'user';
-      messages.push({ role, content: contentText(it.content) });
-    } else if (it.type === 'function_call') {
-      const call: ToolCall = { callId: String(it.call_id ?? ''), name: String(it.name ?? ''), arguments: String(it.arguments ?? '') };
       const last = messages[messages.length - 1];
-      if (last?.role === 'assistant') (last.toolCalls ??= []).push(call);
-      else messages.push({ role: 'assistant', content: '', toolCalls: [call] });
-    } else if (it.type === 'function_call_output') {
+      // The answer after its reasoning item is the same turn.
+      if (role === 'assistant' && last?.role === 'assistant' && last.reasoning !== undefined && !last.content && !last.toolCalls) last.content = contentText(it.content);
+      else messages.push({ role, content: contentText(it.content) });
+    } else if (it.type === 'function_call' || it.type === 'custom_tool_call') {
+      const args = it.type === 'custom_tool_call' ? customCallArguments(String(it.input ?? '')) : String(it.arguments ?? '');
+      const call: ToolCall = { callId: String(it.call_id ?? ''), name: flatToolName(String(it.name ?? ''), namespace), arguments: args };
+      (assistant().toolCalls ??= []).push(call);
+    } else if (it.type === 'function_call_output' || it.type === 'custom_tool_call_output') {
       const output = typeof it.output === 'string' ? it.output : contentText(it.output) || JSON.stringify(it.output ?? '');
       messages.push({ role: 'tool', callId: String(it.call_id ?? ''), content: output });
+    } else if (it.type === 'reasoning') {
+      const text = contentText(it.content);
+      if (!text) continue;
+      const last = messages[messages.length - 1];
+      const turn = last?.role === 'assistant' && !last.content && !last.toolCalls ? last : undefined;
+      if (turn) turn.reasoning = `${turn.reasoning ?? ''}${text}`;
+      else messages.push({ role: 'assistant', content: '', reasoning: text });
     }
   }
   return messages;
@@ -158,7 +196,7 @@ export function generateRequestOf(input: ResponseRequest, model: string): Genera
     topLogprobs: wantLogprobs ? (input.top_logprobs ?? 0) : undefined,
     format: format && format.type !== 'text' ? format : undefined,
     ...toolsOf(input),
-    reasoningEffort: input.reasoning?.effort,
+    reasoningEffort: input.reasoning?.effort === 'xhigh' ? 'high' : input.reasoning?.effort,
     cacheKey: input.prompt_cache_key,
   };
   const sampling = out as Record<SamplingField, unknown>;
@@ -173,15 +211,11 @@ export function generateRequestOf(input: ResponseRequest, model: string): Genera
 /** The tools part of a GenerateRequest: none for tool_choice `none`. */
 function toolsOf(input: ResponseRequest): Pick<GenerateRequest, 'tools' | 'toolChoice' | 'parallelToolCalls'> {
   const choice = input.tool_choice ?? 'auto';
-  if (!input.tools?.length || choice === 'none') return {};
+  const tools = modelToolsOf(input.tools).map((t) => t.definition);
+  if (!tools.length || choice === 'none') return {};
   return {
-    tools: input.tools.map((t) => ({
-      name: t.name,
-      ...(t.description !== undefined ? { description: t.description } : {}),
-      ...(t.parameters !== undefined ? { parameters: t.parameters } : {}),
-      ...(t.strict !== undefined ? { strict: t.strict } : {}),
-    })),
-    toolChoice: typeof choice === 'object' ? { name: choice.name } : choice,
+    tools,
+    toolChoice: typeof choice === 'object' ? { name: choiceName(choice) } : choice,
     ...(input.parallel_tool_calls !== undefined ? { parallelToolCalls: input.parallel_tool_calls } : {}),
   };
 }

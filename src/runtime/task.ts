@@ -111,12 +111,43 @@ export interface ResponseFunctionTool {
   strict?: boolean;
 }
 
-/** `tool_choice` of a Responses request. */
-export type ResponseToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; name: string };
+/**
+ * A freeform tool (OpenAI `custom`): the model writes raw text, not a JSON object. `format.grammar` is accepted but
+ * not enforced (docs/lmsp.md, "Codex dialect").
+ */
+export interface ResponseCustomTool {
+  type: 'custom';
+  name: string;
+  description?: string;
+  format?: { type: 'text' } | { type: 'grammar'; syntax: 'lark' | 'regex'; definition: string };
+}
+
+/** A group of tools under one name (Codex's `namespace`): the model sees each as `<namespace>__<name>`. */
+export interface ResponseNamespaceTool {
+  type: 'namespace';
+  name: string;
+  description?: string;
+  tools: Array<ResponseFunctionTool | ResponseCustomTool>;
+}
+
+/** A tool type this runtime cannot run (OpenAI's hosted tools): kept as sent, left out of what the model sees. */
+export interface ResponseHostedTool {
+  type: string;
+  [key: string]: unknown;
+}
+
+export type ResponseTool = ResponseFunctionTool | ResponseCustomTool | ResponseNamespaceTool | ResponseHostedTool;
+
+/**
+ * `tool_choice` of a Responses request. A function of a namespace is named by `namespace` + its inner name, or by
+ * its flattened name `<namespace>__<name>`.
+ */
+export type ResponseToolChoice = 'none' | 'auto' | 'required' | { type: 'function' | 'custom'; name: string; namespace?: string };
 
 /** `reasoning` of a Responses request. */
 export interface ResponseReasoning {
-  effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high';
+  /** `xhigh` runs as `high` (the highest a local control has). */
+  effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
   summary?: 'auto' | 'concise' | 'detailed' | null;
 }
 
@@ -131,10 +162,11 @@ export interface ResponseRequest {
   /** With `include: ["message.output_text.logprobs"]`: alternatives per token (0–20). */
   top_logprobs?: number;
   include?: string[];
-  text?: { format?: ResponseTextFormat };
+  /** `verbosity` is accepted and echoed; a local model has no control for it. */
+  text?: { format?: ResponseTextFormat; verbosity?: 'low' | 'medium' | 'high' };
   task_runtime?: ResponseSamplingExtras;
   /** Function tools the model may call (input items `function_call` / `function_call_output` carry a round trip). */
-  tools?: ResponseFunctionTool[];
+  tools?: ResponseTool[];
   tool_choice?: ResponseToolChoice;
   /** Whether the model may make more than one call in one response (default true, as OpenAI). */
   parallel_tool_calls?: boolean;
@@ -154,6 +186,9 @@ export interface ResponseRequest {
 
 /** The `include` value that asks for log-probabilities of the output text. */
 export const INCLUDE_OUTPUT_LOGPROBS = 'message.output_text.logprobs';
+
+/** The `include` value that asks reasoning items to carry their sealed text (`encrypted_content`, store: false). */
+export const INCLUDE_REASONING_ENCRYPTED = 'reasoning.encrypted_content';
 
 export interface Usage {
   input_tokens: number;

@@ -57,9 +57,12 @@ export const THOUGHT_BUDGETS: Record<NonNullable<GenerateRequest['reasoningEffor
   high: undefined,
 };
 
-/** Refuses a reasoning effort the model has no control for: its template must have a thought segment. */
+/**
+ * Refuses a reasoning effort the model has no control for: its template must have a thought segment. `none` is
+ * honoured by any model (one without a thought segment does not reason): Codex CLI sends it for models it does not know.
+ */
 export function checkReasoning(request: GenerateRequest, chatWrapper: ChatWrapper | undefined): void {
-  if (request.reasoningEffort !== undefined && !thoughtSyntaxOf(chatWrapper)) {
+  if (request.reasoningEffort !== undefined && request.reasoningEffort !== 'none' && !thoughtSyntaxOf(chatWrapper)) {
     throw new RequestRefusedError(
       'unsupported_capability',
       "This model's chat template has no thought segment, so reasoning.effort cannot be applied.",

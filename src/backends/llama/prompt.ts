@@ -17,7 +17,15 @@ export interface FunctionCallItem {
 export type ChatHistoryItem =
   | { type: 'system'; text: string }
   | { type: 'user'; text: string }
-  | { type: 'model'; response: Array<string | FunctionCallItem> };
+  | { type: 'model'; response: Array<string | FunctionCallItem | ThoughtSegment> };
+
+/** Structural slice of node-llama-cpp's ChatModelSegment: earlier reasoning of a model turn. */
+export interface ThoughtSegment {
+  type: 'segment';
+  segmentType: 'thought';
+  text: string;
+  ended: boolean;
+}
 
 /** System text: instructions first, then system/developer messages in order. */
 export function systemText(instructions: string | undefined, messages: readonly ChatMessage[]): string {
@@ -56,7 +64,9 @@ export function chatHistory(instructions: string | undefined, messages: readonly
   for (const m of messages) {
     if (m.role === 'user') history.push({ type: 'user', text: m.content });
     else if (m.role === 'assistant') {
-      const response: Array<string | FunctionCallItem> = m.content ? [m.content] : [];
+      // Earlier reasoning first, as the model wrote it; the chat wrapper decides whether its template keeps it.
+      const response: Array<string | FunctionCallItem | ThoughtSegment> = m.reasoning ? [{ type: 'segment', segmentType: 'thought', text: m.reasoning, ended: true }] : [];
+      if (m.content) response.push(m.content);
       for (const c of m.toolCalls ?? []) {
         response.push({ type: 'functionCall', name: c.name, params: argumentsValue(c.arguments), result: results.get(c.callId) ?? '' });
       }

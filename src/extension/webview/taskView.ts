@@ -1,6 +1,7 @@
 // TaskInfo → the panel protocol's TaskView (no output body), the request as the panel shows it (InputView) and the
 // model the task runs on (ModelView). Pure: no vscode, unit-tested on Node.
 import type { InputItemView, InputView, ModelView, TaskView } from '../../../webview-ui/src/protocol';
+import { choiceName, modelToolsOf } from '../../runtime/responseTools';
 import type { ResponseRequest } from '../../runtime/task';
 import type { ModelSummary, TaskInfo } from '../model/taskSource';
 
@@ -86,7 +87,8 @@ export function inputView(req: ResponseRequest): InputView {
     else add('text.format', format.type);
   }
   if (req.previous_response_id) add('previous_response_id', req.previous_response_id);
-  const tools = (req.tools ?? []).slice(0, INPUT_ITEM_LIMIT).map((t) => ({
+  // The tools as the model saw them (namespace members flattened, hosted tools left out: runtime/responseTools.ts).
+  const tools = modelToolsOf(req.tools).slice(0, INPUT_ITEM_LIMIT).map(({ definition: t }) => ({
     name: t.name,
     description: t.description ?? '',
     parameters: t.parameters ? prettyJson(t.parameters) : '',
@@ -97,7 +99,7 @@ export function inputView(req: ResponseRequest): InputView {
     items,
     options,
     tools,
-    toolChoice: choice === undefined ? null : typeof choice === 'string' ? choice : `function ${choice.name}`,
+    toolChoice: choice === undefined ? null : typeof choice === 'string' ? choice : `${choice.type} ${choiceName(choice)}`,
   };
 }
 

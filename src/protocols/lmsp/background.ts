@@ -97,7 +97,8 @@ export function withPreviousResponse(runtime: TaskRuntimeApi, principal: string,
   if (previousId === undefined) return request;
   const param = `${at}previous_response_id`;
   const previous = runtime.getTaskByResponseId(previousId, principal);
-  if (!previous) throw lmspProblem('previous_response_not_found', `Previous response with id '${previousId.slice(0, 256)}' not found.`, { param });
+  // A `store: false` response was never kept to be continued (OpenAI: not found).
+  if (!previous || previous.input.store === false) throw lmspProblem('previous_response_not_found', `Previous response with id '${previousId.slice(0, 256)}' not found.`, { param });
   if (!isTerminal(previous.status)) {
     throw lmspProblem('invalid_request', `Previous response with id '${previousId}' has not finished yet; continue from it once it has.`, { param });
   }

@@ -22,4 +22,8 @@ export interface LmspDeps {
   log: (msg: string) => void;
   /** Seals and opens reasoning a client carries between turns (`encrypted_content`). */
   seal: ReasoningSeal;
+  /** How long a `store: false` response's task is kept after it ends (LmspDoorOptions.unstoredRetentionMs). */
+  unstoredRetentionMs: number;
+  /** Pending deletions of ended `store: false` tasks, cleared when the door closes. */
+  timers: Set<NodeJS.Timeout>;
 }

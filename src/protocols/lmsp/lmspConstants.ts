@@ -142,4 +142,9 @@ export const DEFAULTS = {
   maxInputItemsLimit: 100,
   /** Retry-After of a per-principal cap on unfinished tasks or open streams (stored bytes wait for a delete: none). */
   limitRetryAfterSeconds: 5,
+  /**
+   * How long a `store: false` response's task stays (in the task list and the editor's tree) after it ends, before it
+   * is deleted; it is never retrievable through /responses (docs/lmsp.md, "store: false").
+   */
+  unstoredRetentionMs: 60_000,
 } as const;

@@ -41,6 +41,8 @@ export interface LmspDoorOptions {
   log?: (msg: string) => void;
   /** Seals reasoning handed to clients between turns (`encrypted_content`); absent: a key of this process. */
   seal?: ReasoningSeal;
+  /** How long a `store: false` response's task stays after it ends (default DEFAULTS.unstoredRetentionMs). */
+  unstoredRetentionMs?: number;
 }
 
 export interface LmspDoor {
@@ -67,6 +69,8 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     streams: new Set<SseWriter>(),
     log: options.log ?? (() => {}),
     seal: options.seal ?? new ReasoningSeal(),
+    unstoredRetentionMs: options.unstoredRetentionMs ?? DEFAULTS.unstoredRetentionMs,
+    timers: new Set(),
   };
   const seg = '([^/]+)';
   const routes: Route[] = [
@@ -129,6 +133,9 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
     handle,
     async close() {
       for (const writer of [...deps.streams]) writer.close();
+      // An unstored task left behind goes by the runtime's retention instead.
+      for (const t of deps.timers) clearTimeout(t);
+      deps.timers.clear();
     },
   };
 }

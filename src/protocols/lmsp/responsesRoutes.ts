@@ -2,6 +2,9 @@
 // A synchronous response belongs to its connection (a client that leaves cancels it); a background one (OpenAI
 // background mode, OPENAI-WIRE §4) is answered `queued` once durable and lives on without any connection: polled,
 // cancelled, streamed again from a sequence number, deleted, and run again after a restart by its restart policy.
+// A `store: false` response (Codex CLI) still runs as a task, seen in the task list while it runs, but it is never
+// readable here afterwards (404, as OpenAI) and its task is deleted soon after it ends (DEFAULTS.unstoredRetentionMs).
+// Output goes out through ResponsesView: namespaces, custom tools and sealed reasoning as the client offered them.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CreateTaskResult } from '../../runtime/api';
 import { isTerminal, type ResponseRequest, type RestartPolicy, type TaskRecord } from '../../runtime/task';
@@ -15,30 +18,63 @@ import { HEADERS, IDEMPOTENCY_SCOPES, OBJECTS, QUERY, VENDOR_PREFIX } from './lm
 import { lmspProblem, translate, translateAsync } from './problems';
 import { validateResponseBody } from './schemas';
 import { streamTaskEvents } from './streams';
-import { sendJson } from './wire';
+import { openSealedReasoning, ResponsesView } from './responsesView';
+import { sendEvent, sendJson } from './wire';
+import type { TaskEvent } from '../../runtime/task';
+import type { SseWriter } from '../http/sse';
 
-/** A Responses stream: the response's own events (vendor ones stay on /tasks/{id}/events), `[DONE]` after the last. */
-const responsesOnly = { filter: (e: { type: string }) => !e.type.startsWith(VENDOR_PREFIX), trailer: '[DONE]' };
+/**
+ * A Responses stream: the response's own events (vendor ones stay on /tasks/{id}/events) as the client offered its
+ * tools (ResponsesView), `[DONE]` after the last.
+ */
+function responsesOnly(deps: LmspDeps, task: TaskRecord) {
+  const view = new ResponsesView(task, deps.seal);
+  return {
+    filter: (e: { type: string }) => !e.type.startsWith(VENDOR_PREFIX),
+    send: (writer: SseWriter, e: TaskEvent) => {
+      const shown = view.event(e);
+      if (shown) sendEvent(writer, shown);
+    },
+    trailer: '[DONE]',
+  };
+}
+
+/** Headers a client such as Codex CLI sends about its session, kept on the task's meta (never required). */
+const SESSION_HEADERS = { 'thread-id': 'thread_id', 'session-id': 'session_id', originator: 'originator' } as const;
+
+/** What the task's meta keeps of a /responses request beyond the route: client metadata, cache key, session headers. */
+function requestMeta(req: IncomingMessage, input: ResponseRequest): Record<string, unknown> {
+  const meta: Record<string, unknown> = {};
+  if (input.client_metadata !== undefined) meta.client_metadata = input.client_metadata;
+  if (input.prompt_cache_key !== undefined) meta.prompt_cache_key = input.prompt_cache_key;
+  for (const [header, key] of Object.entries(SESSION_HEADERS)) {
+    const v = req.headers[header];
+    if (typeof v === 'string' && v.length > 0) meta[key] = v.slice(0, 256);
+  }
+  return meta;
+}
 
 export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const body = await readJsonBody(req, deps.maxBodyBytes);
   const idempotency = idempotencyOf(req, IDEMPOTENCY_SCOPES.responses, body);
-  const { stream, input: request } = validateResponseBody(body);
+  const { stream, input: validated } = validateResponseBody(body);
+  const request = openSealedReasoning(validated, deps.seal);
   checkBackgroundRules(request);
   const background = request.background === true;
   const input = withPreviousResponse(deps.runtime, ctx.principal, request);
-  const { task, replayed } = await startResponseTask(deps, res, ctx, { input, idempotency, route: 'responses', background });
+  const { task, replayed } = await startResponseTask(deps, res, ctx, { input, idempotency, route: 'responses', background, meta: requestMeta(req, input) });
   if (stream) {
-    await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: undefined, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly });
+    await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: undefined, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly(deps, task) });
     return;
   }
+  const view = new ResponsesView(task, deps.seal);
   if (background) {
     // Answered as soon as it is durable: `queued` (or, replayed, however far it has got).
-    sendJson(res, 200, toResponseObject(replayed ? (deps.runtime.getTask(task.id, ctx.principal) ?? task) : task));
+    sendJson(res, 200, view.response(toResponseObject(replayed ? (deps.runtime.getTask(task.id, ctx.principal) ?? task) : task)));
     return;
   }
   const final = await awaitTerminal(deps, req, ctx, task.id);
-  if (final) sendJson(res, 200, finalResponse(final));
+  if (final) sendJson(res, 200, view.response(finalResponse(final)));
 }
 
 export interface StartResponseTask {
@@ -48,6 +84,8 @@ export interface StartResponseTask {
   route: string;
   /** A background response: runs under the background restart policy and outlives its connection. */
   background?: boolean;
+  /** More of the request for the task's meta (requestMeta). */
+  meta?: Record<string, unknown>;
 }
 
 /**
@@ -59,7 +97,7 @@ export interface StartResponseTask {
 export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, p: StartResponseTask): Promise<CreateTaskResult> {
   const create = (onRestart: RestartPolicy) =>
     translateAsync(() =>
-      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { lmsp_route: p.route } }),
+      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { lmsp_route: p.route, ...p.meta } }),
     );
   // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.
   let result: CreateTaskResult;
@@ -84,7 +122,32 @@ export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx
     if (ctx.signal.aborted) cancelQuietly(deps, task.id, ctx.principal);
     else ctx.signal.addEventListener('abort', () => cancelQuietly(deps, task.id, ctx.principal), { once: true });
   }
+  if (!result.replayed && p.input.store === false) deleteWhenEnded(deps, task.id, ctx.principal);
   return result;
+}
+
+/**
+ * A `store: false` response keeps nothing once it has been answered: its task is deleted `unstoredRetentionMs`
+ * after it ends (long enough to be seen finished in the task list and the editor's tree). A restart meanwhile
+ * leaves it to the runtime's retention (a synchronous response is failed by the restart and then kept as any
+ * finished task).
+ */
+function deleteWhenEnded(deps: LmspDeps, taskId: string, principal: string): void {
+  deps.runtime.waitForTerminal(taskId).then(
+    () => {
+      const timer = setTimeout(() => {
+        deps.timers.delete(timer);
+        try {
+          deps.runtime.deleteTask(taskId, principal);
+        } catch (e) {
+          deps.log(`lmsp: deleting the unstored task ${taskId} failed: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }, deps.unstoredRetentionMs);
+      timer.unref();
+      deps.timers.add(timer);
+    },
+    () => {}, // already gone (deleted, or expired)
+  );
 }
 
 /** The finished task of a non-streamed synchronous response; undefined when the client left meanwhile. */
@@ -97,9 +160,10 @@ export async function awaitTerminal(deps: LmspDeps, req: IncomingMessage, ctx: R
   });
 }
 
+/** A stored response of the caller's; a `store: false` one is not found, as OpenAI answers it. */
 function mustGetResponse(deps: LmspDeps, ctx: RequestContext, id: string): TaskRecord {
   const task = deps.runtime.getTaskByResponseId(id, ctx.principal);
-  if (!task) throw lmspProblem('response_not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
+  if (!task || task.input.store === false) throw lmspProblem('response_not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
   return task;
 }
 
@@ -114,10 +178,10 @@ export async function getResponse(deps: LmspDeps, res: ServerResponse, ctx: Requ
   const task = mustGetResponse(deps, ctx, id);
   if (!stream) {
     if (startingAfter !== undefined) throw lmspProblem('invalid_request', '"starting_after" is only meaningful with stream=true.', { param: QUERY.startingAfter });
-    sendJson(res, 200, toResponseObject(task));
+    sendJson(res, 200, new ResponsesView(task, deps.seal).response(toResponseObject(task)));
     return;
   }
-  await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: startingAfter, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly });
+  await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: startingAfter, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly(deps, task) });
 }
 
 /**

@@ -4,7 +4,8 @@
 // keywords or fit the prompt is its own check (ModelBackend.checkRequest), answered as a 400 by the runtime too.
 // The sampling ranges of the `task_runtime` member follow llama.cpp's server (docs/lmsp.md, "Sampling").
 import { z } from 'zod';
-import { INCLUDE_OUTPUT_LOGPROBS, RESTART_POLICIES, type ResponseRequest } from '../../runtime/task';
+import { flatToolName, isModelTool, MODEL_TOOL_TYPES } from '../../runtime/responseTools';
+import { INCLUDE_OUTPUT_LOGPROBS, INCLUDE_REASONING_ENCRYPTED, RESTART_POLICIES, type ResponseNamespaceTool, type ResponseRequest, type ResponseTool } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
 import { jsonSchemaArg } from '../jsonSchemaArg';
 import { DEFAULTS, EDITOR_ORIGIN, LMSP_TASK_STATUSES, TASK_TYPE_RESPONSE, VENDOR_MEMBER, type LmspTaskStatus } from './lmspConstants';
@@ -40,7 +41,20 @@ const functionCallItem = z.strictObject({
   status: itemStatus,
   call_id: callId,
   name: toolName,
+  /** The namespace tool the function belongs to (the model saw `<namespace>__<name>`). */
+  namespace: toolName.optional(),
   arguments: text,
+});
+
+/** A freeform (custom) tool call of an earlier turn: its raw input. */
+const customToolCallItem = z.strictObject({
+  type: z.literal('custom_tool_call'),
+  id: z.string().max(256).optional(),
+  status: itemStatus,
+  call_id: callId,
+  name: toolName,
+  namespace: toolName.optional(),
+  input: text,
 });
 
 /** The result of a call, for the next turn. */
@@ -52,35 +66,75 @@ const functionCallOutputItem = z.strictObject({
   output: z.union([text, z.array(inputTextPart).min(1).max(DEFAULTS.maxInputItems)]),
 });
 
-/** A reasoning item of an earlier turn: accepted as OpenAI accepts it, not given to the model again. */
+/** The result of a custom tool call, for the next turn. */
+const customToolCallOutputItem = functionCallOutputItem.extend({ type: z.literal('custom_tool_call_output') });
+
+/**
+ * A reasoning item of an earlier turn. Its text reaches the model only from an `encrypted_content` this server sealed
+ * (the door opens it before the task is made; anything else is dropped); `summary` and `content` may be empty or absent.
+ */
 const reasoningItem = z.strictObject({
   type: z.literal('reasoning'),
   id: z.string().max(256).optional(),
   status: itemStatus,
-  summary: z.array(z.strictObject({ type: z.literal('summary_text'), text })).max(DEFAULTS.maxInputItems),
-  content: z.array(z.strictObject({ type: z.literal('reasoning_text'), text })).max(DEFAULTS.maxInputItems).optional(),
+  summary: z.array(z.strictObject({ type: z.literal('summary_text'), text })).max(DEFAULTS.maxInputItems).nullable().optional(),
+  content: z.array(z.strictObject({ type: z.literal('reasoning_text'), text })).max(DEFAULTS.maxInputItems).nullable().optional(),
   encrypted_content: z.string().max(1_000_000).nullable().optional(),
 });
 
-const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem, reasoningItem]);
+const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem, customToolCallItem, customToolCallOutputItem, reasoningItem]);
 
-/** A function tool (OPENAI-WIRE §1): the Responses API's flat shape. */
+/** A function tool (OPENAI-WIRE §1): the Responses API's flat shape. `defer_loading` is accepted; every tool is offered. */
 const functionTool = z.strictObject({
   type: z.literal('function'),
   name: toolName,
   description: z.string().max(10_000).nullable().optional(),
   parameters: jsonSchemaArg.nullable().optional(),
   strict: z.boolean().nullable().optional(),
+  defer_loading: z.boolean().optional(),
 });
+
+/** A freeform tool: the model writes raw text. A grammar is accepted and told to the model, not enforced (docs/lmsp.md). */
+const customTool = z.strictObject({
+  type: z.literal('custom'),
+  name: toolName,
+  description: z.string().max(10_000).optional(),
+  format: z
+    .discriminatedUnion('type', [
+      z.strictObject({ type: z.literal('text') }),
+      z.strictObject({ type: z.literal('grammar'), syntax: z.enum(['lark', 'regex']), definition: z.string().max(100_000) }),
+    ])
+    .optional(),
+  defer_loading: z.boolean().optional(),
+});
+
+/** Tools under one name (Codex's multi-agent tools): the model sees `<namespace>__<name>`. */
+const namespaceTool = z.strictObject({
+  type: z.literal('namespace'),
+  name: toolName,
+  description: z.string().max(10_000).optional(),
+  tools: z.array(z.union([functionTool, customTool])).min(1).max(128),
+});
+
+/** A tool type the model is not offered (OpenAI's hosted tools): accepted as sent and reported as ignored. */
+const hostedTool = z.looseObject({ type: z.string().min(1).max(64).refine((t) => !MODEL_TOOL_TYPES.has(t)) });
 
 /** Most tools one request may offer (OpenAI allows 128 functions). */
 export const MAX_TOOLS = 128;
 
-const toolChoice = z.union([z.enum(['none', 'auto', 'required']), z.strictObject({ type: z.literal('function'), name: toolName })]);
+const toolChoice = z.union([
+  z.enum(['none', 'auto', 'required']),
+  // A namespace's member by `namespace` + its name, or by the flattened name the model sees.
+  z.strictObject({ type: z.enum(['function', 'custom']), name: z.string().min(1).max(200), namespace: toolName.optional() }),
+  // A hosted tool's type (refused in checkTools: the model cannot call it).
+  z.looseObject({ type: z.string().min(1).max(64) }),
+]);
 
 const reasoning = z.strictObject({
-  effort: z.enum(['none', 'minimal', 'low', 'medium', 'high']).nullable().optional(),
+  effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullable().optional(),
   summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
+  /** Deprecated alias of `summary` (the SDK still has it). */
+  generate_summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
 });
 
 const metadata = z
@@ -134,15 +188,24 @@ export const responseCreateSchema = z.strictObject({
   background: z.boolean().nullable().optional(),
   previous_response_id: z.string().min(1).max(256).nullable().optional(),
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
-  tools: z.array(functionTool).max(MAX_TOOLS).nullable().optional(),
+  tools: z.array(z.union([functionTool, customTool, namespaceTool, hostedTool])).max(MAX_TOOLS).nullable().optional(),
   tool_choice: toolChoice.nullable().optional(),
   parallel_tool_calls: z.boolean().nullable().optional(),
   reasoning: reasoning.nullable().optional(),
-  text: z.strictObject({ format: textFormat.optional() }).nullable().optional(),
+  text: z.strictObject({ format: textFormat.optional(), verbosity: z.enum(['low', 'medium', 'high']).nullable().optional() }).nullable().optional(),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   include: z.array(z.string().max(256)).max(16).nullable().optional(),
   [VENDOR_MEMBER]: samplingExtrasSchema.optional(),
   user: z.string().max(256).optional(),
+  // Accepted and kept on the task (its meta), never given to the model: Codex CLI sends them (docs/codex.md).
+  client_metadata: z.record(z.string().min(1).max(256), z.string().max(16_384)).refine((m) => Object.keys(m).length <= 64, { message: 'at most 64 keys' }).nullable().optional(),
+  prompt_cache_key: z.string().max(256).nullable().optional(),
+  safety_identifier: z.string().max(256).nullable().optional(),
+  // Accepted; a local server has one tier, and every tool call is the model's to make.
+  service_tier: z.enum(['auto', 'default', 'flex', 'scale', 'priority']).nullable().optional(),
+  stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
+  max_tool_calls: z.number().int().min(1).max(1024).nullable().optional(),
+  prompt_cache_retention: z.enum(['in-memory', '24h']).nullable().optional(),
 });
 export type ResponseCreateBody = z.infer<typeof responseCreateSchema>;
 
@@ -155,21 +218,19 @@ export const taskCreateSchema = z.strictObject({
 });
 export type TaskCreateBody = z.infer<typeof taskCreateSchema>;
 
-/** Tool types of the Responses API other than `function`: OpenAI's hosted tools, which a local server does not have. */
-const isBuiltInTool = (t: unknown) => isRecord(t) && typeof t.type === 'string' && t.type !== 'function';
-
-/** Refuses Responses features this runtime cannot honour; `at` is the param prefix ("" or "input."). */
+/**
+ * Refuses Responses features this runtime cannot honour, before the shape check; `at` is the param prefix ("" or
+ * "input."). Hosted tools (web_search, file_search, mcp, …) are not refused: they are left out of what the model
+ * sees and named in the response's `task_runtime.ignored_tools` (clients such as Codex CLI always send some).
+ */
 export function rejectUnsupported(request: unknown, at = ''): void {
   if (!isRecord(request)) return;
-  // Named before the shape check, so that a hosted tool gets its own answer rather than "invalid value".
-  if (Array.isArray(request.tools)) {
-    const i = request.tools.findIndex(isBuiltInTool);
-    if (i >= 0) {
-      const type = String((request.tools[i] as { type: string }).type).slice(0, 64);
-      throw new HttpProblem(400, 'unsupported_capability', `The tool type "${type}" is not supported by this server; only "function" tools are.`, {
-        param: `${at}tools.${i}.type`,
-      });
-    }
+  const choice = request.tool_choice;
+  // A choice that names a hosted tool asks for a call the model cannot make.
+  if (isRecord(choice) && typeof choice.type === 'string' && !['function', 'custom', 'allowed_tools'].includes(choice.type)) {
+    throw new HttpProblem(400, 'unsupported_capability', `tool_choice names the hosted tool type "${choice.type.slice(0, 64)}", which this server cannot run; only function, custom and namespace tools are offered to the model.`, {
+      param: `${at}tool_choice.type`,
+    });
   }
 }
 
@@ -180,8 +241,8 @@ export function rejectUnsupported(request: unknown, at = ''): void {
  */
 export function checkRequestRules(body: ResponseCreateBody, at = ''): void {
   for (const [i, value] of (body.include ?? []).entries()) {
-    if (value !== INCLUDE_OUTPUT_LOGPROBS) {
-      throw new HttpProblem(400, 'unsupported_capability', `The include value "${value}" is not supported by this server (only "${INCLUDE_OUTPUT_LOGPROBS}").`, {
+    if (value !== INCLUDE_OUTPUT_LOGPROBS && value !== INCLUDE_REASONING_ENCRYPTED) {
+      throw new HttpProblem(400, 'unsupported_capability', `The include value "${value}" is not supported by this server (only "${INCLUDE_OUTPUT_LOGPROBS}" and "${INCLUDE_REASONING_ENCRYPTED}").`, {
         param: `${at}include.${i}`,
       });
     }
@@ -195,29 +256,50 @@ export function checkRequestRules(body: ResponseCreateBody, at = ''): void {
 }
 
 /**
- * Tools as OpenAI checks them: names unique; a named or `required` choice needs the tools it names; every
- * `function_call_output` answers a `function_call` before it (unless the calls are in the previous response).
+ * Tools as OpenAI checks them: the names the model sees unique (a namespace's members as `<namespace>__<name>`, so
+ * a member may not collide with a top-level tool of that name); a named or `required` choice needs the tools it
+ * names (of its type: a custom tool is chosen as `custom`); every `function_call_output` answers a `function_call`
+ * before it, every `custom_tool_call_output` a `custom_tool_call` (unless the calls are in the previous response).
  */
 function checkTools(body: ResponseCreateBody, at: string): void {
-  const tools = body.tools ?? [];
-  const names = new Set<string>();
+  const tools = (body.tools ?? []) as ResponseTool[];
+  const kinds = new Map<string, string>();
   for (const [i, t] of tools.entries()) {
-    if (names.has(t.name)) throw new HttpProblem(400, 'invalid_request', `Duplicate function name "${t.name}" in tools.`, { param: `${at}tools.${i}.name` });
-    names.add(t.name);
+    if (!isModelTool(t)) continue;
+    const members = t.type === 'namespace' ? (t as ResponseNamespaceTool).tools.map((m, j) => ({ m, param: `${at}tools.${i}.tools.${j}.name`, ns: t.name })) : [{ m: t, param: `${at}tools.${i}.name`, ns: undefined }];
+    for (const { m, param, ns } of members) {
+      const flat = flatToolName(m.name, ns);
+      if (kinds.has(flat)) {
+        const what = ns ? `The function "${m.name}" of namespace "${ns}" is offered to the model as "${flat}", which` : `The function name "${flat}"`;
+        throw new HttpProblem(400, 'invalid_request', `Duplicate function name: ${what} is already in tools.`, { param });
+      }
+      kinds.set(flat, m.type);
+    }
   }
   const choice = body.tool_choice;
-  if (choice === 'required' && tools.length === 0) {
-    throw new HttpProblem(400, 'invalid_request', 'tool_choice "required" needs at least one tool in "tools".', { param: `${at}tool_choice` });
+  if (choice === 'required' && kinds.size === 0) {
+    throw new HttpProblem(400, 'invalid_request', 'tool_choice "required" needs at least one function, custom or namespace tool in "tools".', { param: `${at}tool_choice` });
   }
-  if (typeof choice === 'object' && choice !== null && !names.has(choice.name)) {
-    throw new HttpProblem(400, 'invalid_request', `tool_choice names the function "${choice.name}", which is not in "tools".`, { param: `${at}tool_choice.name` });
+  if (typeof choice === 'object' && choice !== null) {
+    const c = choice as { type: string; name?: string; namespace?: string };
+    if (c.type === 'allowed_tools') throw new HttpProblem(400, 'unsupported_capability', 'tool_choice "allowed_tools" is not supported by this server.', { param: `${at}tool_choice.type` });
+    const flat = flatToolName(String(c.name), c.namespace);
+    if (kinds.get(flat) !== c.type) {
+      const named = c.namespace ? `"${c.name}" of namespace "${c.namespace}"` : `"${c.name}"`;
+      throw new HttpProblem(400, 'invalid_request', `tool_choice names the ${c.type} tool ${named}, which is not in "tools"${kinds.has(flat) ? ` as a ${c.type} tool` : ''}.`, {
+        param: `${at}tool_choice.name`,
+      });
+    }
   }
   if (typeof body.input === 'string' || isRecord(body) && typeof (body as Record<string, unknown>).previous_response_id === 'string') return;
   const calls = new Set<string>();
   for (const [i, item] of body.input.entries()) {
-    if (item.type === 'function_call') calls.add(item.call_id);
-    else if (item.type === 'function_call_output' && !calls.has(item.call_id)) {
-      throw new HttpProblem(400, 'invalid_request', `No function call found for the function_call_output with call_id "${item.call_id.slice(0, 64)}".`, {
+    if (item.type === 'function_call' || item.type === 'custom_tool_call') calls.add(`${item.type}:${item.call_id}`);
+    else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
+      const call = item.type === 'function_call_output' ? 'function_call' : 'custom_tool_call';
+      if (calls.has(`${call}:${item.call_id}`)) continue;
+      const kind = call === 'function_call' ? 'function call' : 'custom tool call';
+      throw new HttpProblem(400, 'invalid_request', `No ${kind} found for the ${item.type} with call_id "${item.call_id.slice(0, 64)}".`, {
         param: `${at}input.${i}.call_id`,
       });
     }
@@ -230,7 +312,8 @@ function promptText(body: ResponseCreateBody): string {
   else {
     for (const item of body.input) {
       if (item.type === 'function_call') parts.push(item.arguments);
-      else if (item.type === 'function_call_output') parts.push(typeof item.output === 'string' ? item.output : item.output.map((c) => c.text).join('\n'));
+      else if (item.type === 'custom_tool_call') parts.push(item.input);
+      else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') parts.push(typeof item.output === 'string' ? item.output : item.output.map((c) => c.text).join('\n'));
       else if (item.type === 'reasoning') continue;
       else parts.push(typeof item.content === 'string' ? item.content : item.content.map((c) => c.text).join('\n'));
     }
@@ -357,7 +440,17 @@ export function toRuntimeRequest(body: ResponseCreateBody): ResponseRequest {
     const { strict: _unset, ...rest } = format;
     out.text = { ...body.text, format: rest };
   }
-  if (body.tools) out.tools = body.tools.map((t) => withoutNulls(t));
-  if (body.reasoning) out.reasoning = withoutNulls(body.reasoning);
+  if (body.tools) {
+    out.tools = body.tools.map((t) => {
+      if (t.type !== 'namespace') return withoutNulls(t);
+      const ns = t as z.infer<typeof namespaceTool>;
+      return { ...withoutNulls(ns), tools: ns.tools.map((m) => withoutNulls(m)) };
+    });
+  }
+  if (body.reasoning) {
+    const { generate_summary, ...r } = withoutNulls(body.reasoning);
+    out.reasoning = { ...(generate_summary && !r.summary ? { summary: generate_summary } : {}), ...r };
+  }
+  if (body.text) out.text = withoutNulls({ ...(out.text as object) }) as ResponseCreateBody['text'];
   return out as ResponseRequest;
 }

@@ -10,6 +10,7 @@ import { idempotencyOf } from './idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, LMSP_PREFIX, OBJECTS, PATHS, QUERY, VENDOR_MEMBER } from './lmspConstants';
 import { lmspProblem, translate, translateAsync } from './problems';
 import { checkRequestRules, parseBody, parseLastEventId, parseListQuery, rejectUnsupported, taskCreateSchema, toRuntimeRequest } from './schemas';
+import { openSealedReasoning } from './responsesView';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
 
@@ -32,7 +33,7 @@ export async function createTask(deps: LmspDeps, req: IncomingMessage, res: Serv
   }
   const origin = claimed ?? 'lmsp';
   // ch.7: the `stream` field of the wrapped request is ignored.
-  const input = withPreviousResponse(deps.runtime, ctx.principal, toRuntimeRequest(parsed.input), 'input.');
+  const input = withPreviousResponse(deps.runtime, ctx.principal, openSealedReasoning(toRuntimeRequest(parsed.input), deps.seal), 'input.');
   // Answered once the create is durable; the task may already be starting on the backend meanwhile.
   const result = await translateAsync(() =>
     deps.runtime.createTaskAsync({ origin, principal: ctx.principal, input, onRestart, idempotency, meta: { lmsp_route: 'tasks' } }),

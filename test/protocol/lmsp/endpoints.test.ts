@@ -229,11 +229,14 @@ describe('LMSP endpoints', () => {
       assert.equal(r.status, 202);
       assert.equal(r.json.on_restart, 'resume');
     }
-    // Hosted tools (OpenAI's cloud ones) are named; function tools run.
-    const tools = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] } });
-    assertProblem(tools, 400, 'unsupported_capability');
-    assert.equal(tools.json.param, 'tools.1.type');
-    assert.match(tools.json.detail, /web_search/);
+    // A hosted tool (OpenAI's cloud ones) is left out of what the model sees, not refused; choosing it is refused.
+    const tools = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', max_output_tokens: 2, tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] } });
+    assert.equal(tools.status, 200, tools.text);
+    assert.deepEqual(tools.json.task_runtime, { ignored_tools: [{ index: 1, type: 'web_search' }] });
+    const chosen = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } } });
+    assertProblem(chosen, 400, 'unsupported_capability');
+    assert.equal(chosen.json.param, 'tool_choice.type');
+    assert.match(chosen.json.detail, /web_search/);
     // A reasoning effort on a model whose template has no thought segment (the demo model's plain prompt).
     const reasoning = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x', reasoning: { effort: 'low' } } } });
     assertProblem(reasoning, 400, 'unsupported_capability');

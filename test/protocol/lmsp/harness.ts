@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before } from 'node:test';
 import { EventSource } from 'eventsource';
 import OpenAI from 'openai';
+import { TOOLS_CHAT_TEMPLATE, writeTestModel, type TestModelOptions } from '../../../src/backends/llama/demoModel';
 import { TERMINAL_EVENT_TYPES } from '../../../src/protocols/lmsp/lmspConstants';
 import { testModelPath } from '../../fixtures/testModel';
 import { builtCli } from '../../support/prerequisites';
@@ -311,6 +312,42 @@ export function openAiServer(args: string[] = []): { readonly server: Server; re
     },
     get client() {
       return ctx.client!;
+    },
+  };
+}
+
+/**
+ * A server with the demo model and a second one with the tool chat template (`tools`), and a client on it. `model`:
+ * more options of the second (a longer context for a request with many tools).
+ */
+export function toolsServer(model: Omit<TestModelOptions, 'chatTemplate'> = {}): { readonly server: Server; readonly client: OpenAI; readonly model: string } {
+  const ctx: { server?: Server; client?: OpenAI; model?: string } = {};
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-tools-e2e-'));
+  before(async () => {
+    const toolsModel = path.join(dir, 'tools.gguf');
+    writeTestModel(toolsModel, { seed: 1, ...model, chatTemplate: TOOLS_CHAT_TEMPLATE });
+    ctx.server = await startServer({ args: ['--model', toolsModel] });
+    ctx.client = new OpenAI({ apiKey: ctx.server.tokenA, baseURL: ctx.server.lmsp, maxRetries: 0 });
+    const models = await ctx.client.models.list();
+    ctx.model = models.data.map((m) => m.id).find((id) => id !== ctx.server!.model);
+    assert.ok(ctx.model, JSON.stringify(models.data));
+  });
+  after(async () => {
+    if (ctx.server) {
+      assert.equal(await ctx.server.stop(), 0);
+      removeDir(ctx.server.dataDir);
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    get server() {
+      return ctx.server!;
+    },
+    get client() {
+      return ctx.client!;
+    },
+    get model() {
+      return ctx.model!;
     },
   };
 }

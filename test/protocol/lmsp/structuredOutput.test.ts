@@ -165,7 +165,7 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
     assert.ok(['completed', 'incomplete'].includes(ok.status!));
   });
 
-  it('include: only message.output_text.logprobs; another value is 400 unsupported_capability naming it', async () => {
+  it('include: only message.output_text.logprobs and reasoning.encrypted_content; another value is 400 unsupported_capability naming it', async () => {
     await assert.rejects(
       () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', include: ['message.output_text.logprobs', 'file_search_call.results'] }),
       (e: unknown) => refused('unsupported_capability', 'include.1')(e) && /file_search_call\.results/.test((e as Error).message),
@@ -178,7 +178,7 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
       [{ task_runtime: { top_k: 5000 } }, 400, 'invalid_request', 'input.task_runtime.top_k'],
       [{ text: { format: { type: 'json_schema', name: '', schema: personSchema } } }, 400, 'invalid_request', 'input.text.format.name'],
       [{ text: { format: { type: 'json_object' } } }, 400, 'invalid_request', 'input.text.format'],
-      [{ include: ['reasoning.encrypted_content'] }, 400, 'unsupported_capability', 'input.include.0'],
+      [{ include: ['file_search_call.results'] }, 400, 'unsupported_capability', 'input.include.0'],
     ];
     for (const [extra, status, code, param] of cases) {
       const r = await call(ctx.server, 'POST', '/tasks', { body: { type: 'response', input: { ...input, ...extra } } });

@@ -4,16 +4,12 @@
 // validate (ajv) against the tool's parameters — and the shapes, event order and round trips around it. Bad tool
 // definitions are 400s in OpenAI's shape (code and param, which the SDK reads).
 import assert from 'node:assert/strict';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
-import { TOOLS_CHAT_TEMPLATE, writeTestModel } from '../../../src/backends/llama/demoModel';
-import { removeDir, startServer, type Server } from './harness';
+import { toolsServer } from './harness';
 
 const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });
 const WEATHER = obj({ city: { type: 'string', maxLength: 8 }, unit: { enum: ['c', 'f'] }, days: { type: 'integer' } });
@@ -45,39 +41,6 @@ function refused(code: string, param: string | RegExp, message?: RegExp) {
     else assert.match(String(e.param), param, e.message);
     if (message) assert.match(e.message, message);
     return true;
-  };
-}
-
-/** A server with the demo model and a second one with the tool chat template (`tools`), and a client on it. */
-function toolsServer(): { readonly server: Server; readonly client: OpenAI; readonly model: string } {
-  const ctx: { server?: Server; client?: OpenAI; model?: string } = {};
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-tools-e2e-'));
-  before(async () => {
-    const toolsModel = path.join(dir, 'tools.gguf');
-    writeTestModel(toolsModel, { seed: 1, chatTemplate: TOOLS_CHAT_TEMPLATE });
-    ctx.server = await startServer({ args: ['--model', toolsModel] });
-    ctx.client = new OpenAI({ apiKey: ctx.server.tokenA, baseURL: ctx.server.lmsp, maxRetries: 0 });
-    const models = await ctx.client.models.list();
-    ctx.model = models.data.map((m) => m.id).find((id) => id !== ctx.server!.model);
-    assert.ok(ctx.model, JSON.stringify(models.data));
-  });
-  after(async () => {
-    if (ctx.server) {
-      assert.equal(await ctx.server.stop(), 0);
-      removeDir(ctx.server.dataDir);
-    }
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  return {
-    get server() {
-      return ctx.server!;
-    },
-    get client() {
-      return ctx.client!;
-    },
-    get model() {
-      return ctx.model!;
-    },
   };
 }
 
@@ -192,7 +155,8 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
 
   it('bad tool definitions are 400 in OpenAI shape, naming the param', async () => {
     const create = (body: Record<string, unknown>) => ctx.client.responses.create({ model: ctx.model, input: 'x', max_output_tokens: 8, ...body } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
-    await assert.rejects(() => create({ tools: [{ type: 'web_search' }] }), refused('unsupported_capability', 'tools.0.type', /web_search/));
+    // A hosted tool is not refused (docs/lmsp.md, "Codex dialect"): it is left out, but a choice of it is a 400.
+    await assert.rejects(() => create({ tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search_preview' } }), refused('unsupported_capability', 'tool_choice.type', /web_search_preview/));
     await assert.rejects(() => create({ tools: [TOOLS[0], { ...TOOLS[1], name: 'get_weather' }] }), refused('invalid_request', 'tools.1.name', /Duplicate/));
     await assert.rejects(() => create({ tools: TOOLS, tool_choice: { type: 'function', name: 'missing' } }), refused('invalid_request', 'tool_choice.name', /missing/));
     await assert.rejects(() => create({ tool_choice: 'required' }), refused('invalid_request', 'tool_choice'));
