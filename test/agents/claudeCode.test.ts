@@ -34,7 +34,7 @@ describe('Claude Code against serve', () => {
     runClaude({ baseUrl: server.url, token: server.token, model: AGENT_SCRIPT_MODEL, home, cwd: work }, prompt, extra);
 
   async function tasks(): Promise<any[]> {
-    const r = await server.lmspCall('GET', '/tasks?limit=200');
+    const r = await server.lmspCall('GET', '/tasks?limit=100');
     assert.equal(r.status, 200);
     return r.json.data as any[];
   }

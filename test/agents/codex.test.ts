@@ -35,7 +35,7 @@ describe('Codex CLI against serve', () => {
   const codex = (prompt: string) => runCodex(setup(), prompt);
 
   async function tasks(): Promise<any[]> {
-    const r = await server.lmspCall('GET', '/tasks?limit=200');
+    const r = await server.lmspCall('GET', '/tasks?limit=100');
     assert.equal(r.status, 200);
     return r.json.data as any[];
   }
