@@ -98,7 +98,7 @@ export const chatCompletionSchema = z.strictObject({
   // Accepted and without effect here: they steer OpenAI's own service (storage for its dashboard, tiers, caching).
   store: z.boolean().nullable().optional(),
   service_tier: z.string().max(64).nullable().optional(),
-  prompt_cache_key: z.string().max(1024).nullable().optional(),
+  prompt_cache_key: z.string().max(256).nullable().optional(),
   safety_identifier: z.string().max(256).nullable().optional(),
   // Refused when set (UNSUPPORTED below): features this runtime does not have.
   logit_bias: carried,
@@ -239,6 +239,7 @@ export function toResponsesBody(chat: ChatCompletionBody): Translated {
     body.tool_choice = typeof chat.tool_choice === 'string' ? chat.tool_choice : { type: 'function', name: chat.tool_choice.function.name };
   }
   if (present(chat.reasoning_effort)) body.reasoning = { effort: chat.reasoning_effort };
+  if (present(chat.prompt_cache_key)) body.prompt_cache_key = chat.prompt_cache_key;
   return { body, names: { items, maxTokens } };
 }
 
