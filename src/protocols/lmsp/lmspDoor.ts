@@ -45,6 +45,8 @@ export interface LmspDoorOptions {
 
 export interface LmspDoor {
   handle: DoorHandler;
+  /** What its routes share: the Anthropic door runs its tasks and streams through the same (one stream gate, one seal). */
+  deps: LmspDeps;
   close(): Promise<void>;
 }
 
@@ -127,6 +129,7 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
 
   return {
     handle,
+    deps,
     async close() {
       for (const writer of [...deps.streams]) writer.close();
     },

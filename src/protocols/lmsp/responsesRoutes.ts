@@ -46,6 +46,8 @@ export interface StartResponseTask {
   idempotency: ReturnType<typeof idempotencyOf>;
   /** Recorded in the task's meta (`lmsp_route`): which route made it. */
   route: string;
+  /** More door data for the task's meta (e.g. the Anthropic door's beta header and session id). */
+  meta?: Record<string, unknown>;
   /** A background response: runs under the background restart policy and outlives its connection. */
   background?: boolean;
 }
@@ -59,7 +61,7 @@ export interface StartResponseTask {
 export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, p: StartResponseTask): Promise<CreateTaskResult> {
   const create = (onRestart: RestartPolicy) =>
     translateAsync(() =>
-      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { lmsp_route: p.route } }),
+      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { ...p.meta, lmsp_route: p.route } }),
     );
   // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.
   let result: CreateTaskResult;
