@@ -145,12 +145,14 @@ async function startMessageTask(deps: LmspDeps, res: ServerResponse, ctx: Reques
 
 /**
  * The prompt's tokens: the model's tokenizer over the prompt text the runtime builds for a model without a chat
- * template (exact there; a template adds its own framing tokens), else bytes / 4. Never waits for a model or a queue.
+ * template (exact there; a template adds its own framing tokens, so it is close), else bytes / 4 when the model is
+ * not loaded. Never loads a model, never waits in the queue.
  */
 export function promptTokens(runtime: TaskRuntimeApi, input: ResponseRequest): { tokens: number; exact: boolean } {
   const text = plainTextPrompt(input.instructions, toChatMessages(input), input.tool_choice === 'none' ? undefined : input.tools);
   const counted = runtime.countTokens(input.model, text);
-  return counted === null ? { tokens: Math.ceil(Buffer.byteLength(text, 'utf8') / 4), exact: false } : { tokens: counted, exact: true };
+  // + 1: the BOS token the runtime puts before a plain-text prompt.
+  return counted === null ? { tokens: Math.ceil(Buffer.byteLength(text, 'utf8') / 4), exact: false } : { tokens: counted + 1, exact: true };
 }
 
 async function countTokens(deps: LmspDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
