@@ -26,6 +26,7 @@ import { streamTaskEvents } from '../lmsp/streams';
 import { sendJson } from '../lmsp/wire';
 import { messageOf, MessageStreamTranslator, type FormatContext } from './anthropicFormat';
 import { inAnthropicTerms, validateCountTokensBody, validateMessagesBody, type MessagesRequest } from './anthropicRequest';
+import { loosenToolSchema, MAX_LOOSENINGS } from './toolSchemas';
 
 /** Mount points: `/v1/messages*` answers errors in Anthropic's envelope; the rest of `/v1` as the LMSP door does. */
 export const ANTHROPIC_PREFIX = '/v1';
@@ -126,21 +127,28 @@ function metaOf(req: IncomingMessage): Record<string, unknown> {
 /**
  * Creates the task. The reasoning effort thinking asks for is applied only where the model has the control: with the
  * model loaded, a model whose template has no thought segment refuses it at create, and the task is made without it;
- * before the load nothing can tell, and it is left out (thinking never makes a 400 here).
+ * before the load nothing can tell, and it is left out (thinking never makes a 400 here). A tool schema keyword the
+ * grammar cannot enforce is dropped rather than refused (toolSchemas.ts).
  */
 async function startMessageTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, m: MessagesRequest, meta: Record<string, unknown>) {
-  const run = (input: ResponseRequest) => startResponseTask(deps, res, ctx, { input, idempotency: undefined, route: ROUTE, meta });
   const loaded = deps.runtime.listModels().find((x) => x.id === m.input.model)?.state === 'loaded';
-  const attempt =
-    m.effort !== undefined && loaded
-      ? run({ ...m.input, reasoning: { effort: m.effort } }).catch((e: unknown) => {
-          if (e instanceof HttpProblem && e.extra.param === 'reasoning.effort') return run(m.input);
-          throw e;
-        })
-      : run(m.input);
-  return attempt.catch((e: unknown) => {
-    throw inAnthropicTerms(e, m.names);
-  });
+  let effort = loaded ? m.effort : undefined;
+  let input = m.input;
+  for (let tries = 0; ; tries++) {
+    try {
+      const request = effort !== undefined ? { ...input, reasoning: { effort } } : input;
+      return await startResponseTask(deps, res, ctx, { input: request, idempotency: undefined, route: ROUTE, meta });
+    } catch (e) {
+      if (!(e instanceof HttpProblem) || tries >= MAX_LOOSENINGS) throw inAnthropicTerms(e, m.names);
+      if (effort !== undefined && e.extra.param === 'reasoning.effort') {
+        effort = undefined;
+        continue;
+      }
+      const loosened = loosenToolSchema(input, e);
+      if (!loosened) throw inAnthropicTerms(e, m.names);
+      input = loosened;
+    }
+  }
 }
 
 /**
