@@ -179,7 +179,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   });
 
   process.stdout.write(
-    JSON.stringify({ event: 'listening', url: endpoint.url, lmsp: endpoint.lmspUrl, mcp: endpoint.mcpUrl, tokenFile }) + '\n',
+    JSON.stringify({ event: 'listening', url: endpoint.url, lmsp: endpoint.lmspUrl, mcp: endpoint.mcpUrl, anthropic: endpoint.anthropicUrl, tokenFile }) + '\n',
   );
   log(`task-runtime listening on ${endpoint.url} (LMSP ${endpoint.lmspUrl}, MCP ${endpoint.mcpUrl}); data in ${dataDir}`);
   log(`bearer token in ${tokenFile}`);

@@ -1,6 +1,8 @@
-// Mounts both doors on the one loopback listener: LMSP at /lmsp/v1, MCP at /mcp; Prometheus metrics at /metrics.
+// Mounts the doors on the one loopback listener: LMSP at /lmsp/v1, MCP at /mcp, Anthropic Messages at /v1 (whose
+// other /v1 paths are LMSP's, for OpenAI clients with base URL /v1); Prometheus metrics at /metrics.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { TaskRuntimeApi } from '../runtime/api';
+import { ANTHROPIC_PREFIX, createAnthropicDoor, MESSAGES_PREFIX } from './anthropic/anthropicDoor';
 import { startListener, type ListenerLimits } from './http/listener';
 import { LMSP_PREFIX } from './lmsp/lmspConstants';
 import { createLmspDoor, type LmspDoorOptions } from './lmsp/lmspDoor';
@@ -32,6 +34,8 @@ export interface Endpoint {
   port: number;
   lmspUrl: string;
   mcpUrl: string;
+  /** An Anthropic client's base URL (ANTHROPIC_BASE_URL): the listener's URL, without /v1. */
+  anthropicUrl: string;
   setTokens(tokens: Map<string, string>): void;
   close(): Promise<void>;
 }
@@ -40,6 +44,7 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
   const seal = new ReasoningSeal(opts.reasoningKey);
   const lmsp = createLmspDoor(runtime, { ...opts.lmsp, log: opts.log, seal });
   const mcp = createMcpDoor(runtime, { ...opts.mcp, log: opts.log });
+  const anthropic = createAnthropicDoor(lmsp);
   // A turn of the event loop before the server starts: the doors' set-up and the listener's were one block of the
   // editor's start-up (issue #21 item 4: none over 20 ms).
   await nextTurn();
@@ -52,6 +57,8 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
     doors: [
       { prefix: LMSP_PREFIX, handler: lmsp.handle, problemStyle: 'problem+json' },
       { prefix: MCP_PREFIX, handler: mcp.handle, problemStyle: 'jsonrpc' },
+      { prefix: MESSAGES_PREFIX, handler: anthropic.handle, problemStyle: 'anthropic' },
+      { prefix: ANTHROPIC_PREFIX, handler: anthropic.handle, problemStyle: 'problem+json' },
       { prefix: METRICS_PATH, handler: metricsHandler(runtime), problemStyle: 'problem+json' },
     ],
   }).catch(async (e) => {
@@ -64,6 +71,7 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
     port: listener.port,
     lmspUrl: listener.url + LMSP_PREFIX,
     mcpUrl: listener.url + MCP_PREFIX,
+    anthropicUrl: listener.url,
     setTokens: (tokens) => listener.setTokens(tokens),
     close() {
       closing ??= (async () => {

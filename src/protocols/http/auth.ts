@@ -1,4 +1,5 @@
-// Bearer-token authentication with a constant-time comparison against every known token.
+// Token authentication with a constant-time comparison against every known token. The token comes as
+// `Authorization: Bearer T` (every client) or `x-api-key: T` (the Anthropic SDK's `apiKey`; ANTHROPIC-WIRE §1.1).
 import * as crypto from 'node:crypto';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -39,9 +40,12 @@ export type AuthResult = { ok: true; principal: string } | { ok: false; presente
 
 export function authenticate(req: IncomingMessage, table: TokenTable): AuthResult {
   const header = req.headers.authorization;
-  if (typeof header !== 'string') return { ok: false, presented: false };
-  const m = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i.exec(header);
-  if (!m) return { ok: false, presented: true };
-  const principal = table.lookup(m[1]);
+  const apiKey = req.headers['x-api-key'];
+  if (typeof header !== 'string' && typeof apiKey !== 'string') return { ok: false, presented: false };
+  const m = typeof header === 'string' ? /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i.exec(header) : null;
+  // Both looked up whatever the first gives, so the time taken does not tell which one matched.
+  const fromBearer = m ? table.lookup(m[1]) : undefined;
+  const fromKey = typeof apiKey === 'string' && apiKey !== '' ? table.lookup(apiKey.trim()) : undefined;
+  const principal = fromBearer ?? fromKey;
   return principal === undefined ? { ok: false, presented: true } : { ok: true, principal };
 }

@@ -135,6 +135,11 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       writeProblem(res, new HttpProblem(403, 'forbidden', 'Requests from this Origin are not allowed.'), style, instance);
       return;
     }
+    if (isProbe(req.method, url.pathname)) {
+      res.statusCode = 200;
+      res.end();
+      return;
+    }
     if (!door) {
       writeProblem(res, new HttpProblem(404, 'not_found', 'No such endpoint.'), style, instance);
       return;
@@ -241,4 +246,13 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       return closed;
     },
   };
+}
+
+/**
+ * Reachability probes answered 200 with no body and no token: `HEAD /`, and `HEAD`/`GET /api/hello`, which Claude Code
+ * sends to its base URL before its first request (ANTHROPIC-WIRE §2.1). Nothing is told but that the server is up.
+ */
+function isProbe(method: string | undefined, path: string): boolean {
+  if (path === '/api/hello') return method === 'HEAD' || method === 'GET';
+  return path === '/' && method === 'HEAD';
 }

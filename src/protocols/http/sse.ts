@@ -11,6 +11,8 @@ export interface SseFrame {
 
 export interface SseWriterOptions {
   heartbeatMs?: number;
+  /** What a heartbeat writes (default: a `: ping` comment); Anthropic streams need an `event: ping` frame. */
+  heartbeatFrame?: SseFrame;
   /** Bytes queued while the socket is not draining before the stream is dropped. */
   maxBufferedBytes?: number;
   signal?: AbortSignal;
@@ -40,7 +42,8 @@ export class SseWriter {
     options.signal?.addEventListener('abort', () => this.close(), { once: true });
     const every = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
     if (every > 0) {
-      this.heartbeat = setInterval(() => this.comment('ping'), every);
+      const frame = options.heartbeatFrame;
+      this.heartbeat = setInterval(() => (frame ? this.send(frame) : this.comment('ping')), every);
       this.heartbeat.unref();
     }
   }

@@ -59,6 +59,8 @@ export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean }
       status_message: task.statusMessage,
       output_tokens: task.outputTokens,
       attempt: task.attempt,
+      // Which route made it (lmsp_route: responses, chat_completions, tasks, anthropic_messages); absent for other doors.
+      ...(typeof task.meta.lmsp_route === 'string' ? { route: task.meta.lmsp_route } : {}),
       created_at_ms: task.createdAt,
       updated_at_ms: task.updatedAt,
       ...(options.withPrompt ? { prompt: promptText(task) } : {}),

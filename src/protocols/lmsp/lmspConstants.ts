@@ -129,7 +129,11 @@ export const SERVER_RESTARTED = 'server_restarted';
 
 export const DEFAULTS = {
   maxBodyBytes: MAX_BODY_BYTES,
-  maxInputItems: 256,
+  /**
+   * Items of one request's input (and parts of one item): an agent's session sends every tool call and result again
+   * on each turn, hundreds in a long one (Claude Code, Codex); the body's byte cap bounds what they hold.
+   */
+  maxInputItems: 4096,
   maxSseStreams: 256,
   heartbeatMs: 15_000,
   listLimit: 20,

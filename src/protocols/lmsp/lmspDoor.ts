@@ -47,6 +47,8 @@ export interface LmspDoorOptions {
 
 export interface LmspDoor {
   handle: DoorHandler;
+  /** What its routes share: the Anthropic door runs its tasks and streams through the same (one stream gate, one seal). */
+  deps: LmspDeps;
   close(): Promise<void>;
 }
 
@@ -131,6 +133,7 @@ export function createLmspDoor(runtime: TaskRuntimeApi, options: LmspDoorOptions
 
   return {
     handle,
+    deps,
     async close() {
       for (const writer of [...deps.streams]) writer.close();
       // An unstored task left behind goes by the runtime's retention instead.

@@ -84,7 +84,7 @@ export interface StartResponseTask {
   route: string;
   /** A background response: runs under the background restart policy and outlives its connection. */
   background?: boolean;
-  /** More of the request for the task's meta (requestMeta). */
+  /** More of the request for the task's meta (requestMeta; the Anthropic door's beta header and session id). */
   meta?: Record<string, unknown>;
 }
 
@@ -97,7 +97,7 @@ export interface StartResponseTask {
 export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, p: StartResponseTask): Promise<CreateTaskResult> {
   const create = (onRestart: RestartPolicy) =>
     translateAsync(() =>
-      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { lmsp_route: p.route, ...p.meta } }),
+      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { ...p.meta, lmsp_route: p.route } }),
     );
   // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.
   let result: CreateTaskResult;

@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Subscription } from '../../runtime/api';
 import { isTerminal, type TaskEvent } from '../../runtime/task';
-import { SseWriter } from '../http/sse';
+import { SseWriter, type SseFrame } from '../http/sse';
 import type { LmspDeps } from './deps';
 import { TERMINAL_EVENT_TYPES } from './lmspConstants';
 import { fromRuntimeError, lmspProblem, translate } from './problems';
@@ -23,6 +23,8 @@ export interface TaskStreamOptions {
   trailer?: string;
   /** Answer 204 when the task is terminal and nothing is left to send (stops EventSource reconnects). */
   noContentWhenDone: boolean;
+  /** What a heartbeat writes (SseWriterOptions.heartbeatFrame); default a comment. */
+  heartbeatFrame?: SseFrame;
 }
 
 /**
@@ -36,8 +38,8 @@ export function acquireStreamSlot(deps: LmspDeps, principal: string, shared = tr
   throw lmspProblem('unavailable', 'Too many open event streams; retry shortly.', { headers: { 'Retry-After': '1' } });
 }
 
-export function openWriter(deps: LmspDeps, res: ServerResponse, signal: AbortSignal, release: () => void): SseWriter {
-  const writer = new SseWriter(res, { heartbeatMs: deps.heartbeatMs, signal });
+export function openWriter(deps: LmspDeps, res: ServerResponse, signal: AbortSignal, release: () => void, heartbeatFrame?: SseFrame): SseWriter {
+  const writer = new SseWriter(res, { heartbeatMs: deps.heartbeatMs, signal, heartbeatFrame });
   deps.streams.add(writer);
   writer.onClose(() => {
     deps.streams.delete(writer);
@@ -85,7 +87,7 @@ export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts
       return;
     }
   }
-  writer = openWriter(deps, res, opts.signal, release);
+  writer = openWriter(deps, res, opts.signal, release, opts.heartbeatFrame);
   const closed = new Promise<void>((resolve) => writer!.onClose(resolve));
   writer.onClose(() => subscription.close());
   if (done) {
