@@ -1,5 +1,6 @@
-// The shipped bundles carry none of the MCP conformance fixtures: they live in test/fixtures/conformance/ and are
-// served only by its test entry point, through the modern door's extraTools and a composite member. Reads the esbuild
+// The shipped bundles carry none of the test fixtures: the MCP conformance ones live in test/fixtures/conformance/ and
+// are served only by its test entry point, through the modern door's extraTools and a composite member; the
+// `agent-script` model of the real-agent tests (test/fixtures/agents/) likewise. Reads the esbuild
 // output, so it needs a build first (node scripts/build.mjs); a missing bundle fails the test, it never skips.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,6 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { FIXTURE_MODEL } from '../../fixtures/conformance/backend';
 import { FIXTURE_TOOL_NAMES } from '../../fixtures/conformance/tools';
+import { AGENT_SCRIPT_MODEL } from '../../fixtures/agents/backend';
 
 const ROOT = path.resolve(__dirname, '../../../..');
 const BUNDLES = ['dist/extension.js', 'dist/cli.js'];
@@ -14,7 +16,7 @@ const BUNDLES = ['dist/extension.js', 'dist/cli.js'];
 /** What in a bundle would show a fixture: a tool name as a string literal, the fixture model id, the module paths. */
 function fixtureTraces(text: string): string[] {
   const found = FIXTURE_TOOL_NAMES.filter((name) => new RegExp(`(['"\`])${name}\\1`).test(text));
-  for (const mark of [FIXTURE_MODEL, 'fixtures/conformance', 'conformanceBackend', 'modern/fixtures']) {
+  for (const mark of [FIXTURE_MODEL, 'fixtures/conformance', 'conformanceBackend', 'modern/fixtures', AGENT_SCRIPT_MODEL, 'fixtures/agents']) {
     if (text.includes(mark)) found.push(mark);
   }
   return found;
@@ -25,6 +27,7 @@ test('the fixture list the check looks for is the real one', () => {
   assert.ok(FIXTURE_TOOL_NAMES.length >= 15, FIXTURE_TOOL_NAMES.join(', '));
   // The check finds a fixture where there is one (as the bundles were before the fixtures moved to test/).
   assert.deepEqual(fixtureTraces('const tools = [{ name: "greet" }]; // test/fixtures/conformance/tools.ts'), ['greet', 'fixtures/conformance']);
+  assert.deepEqual(fixtureTraces('const m = "agent-script"; // test/fixtures/agents/backend.ts'), ['agent-script', 'fixtures/agents']);
 });
 
 for (const bundle of BUNDLES) {
