@@ -220,6 +220,30 @@ function toolsOf(input: ResponseRequest): Pick<GenerateRequest, 'tools' | 'toolC
   };
 }
 
+/**
+ * The answer text of a Responses object: the `output_text` parts of its `message` items, in order — never a reasoning
+ * item's thoughts, a function call's arguments or a custom call's input. The one reader every door and the editor
+ * use (MCP tool results and get_task_text, Open Result, Copy Text); a response without `output` gives its
+ * `output_text`.
+ */
+export function answerText(response: Record<string, unknown> | null | undefined): string {
+  if (!response) return '';
+  const output = response['output'];
+  if (!Array.isArray(output)) return typeof response['output_text'] === 'string' ? response['output_text'] : '';
+  let text = '';
+  for (const item of output) {
+    if (!item || typeof item !== 'object' || (item as { type?: unknown }).type !== 'message') continue;
+    const content = (item as { content?: unknown }).content;
+    if (!Array.isArray(content)) continue;
+    for (const part of content) {
+      if (part && typeof part === 'object' && (part as { type?: unknown }).type === 'output_text' && typeof (part as { text?: unknown }).text === 'string') {
+        text += (part as { text: string }).text;
+      }
+    }
+  }
+  return text;
+}
+
 /** A short title from the last user message. */
 export function titleOf(input: ResponseRequest): string {
   const messages = toChatMessages(input);

@@ -2,7 +2,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import { Commands, EVENTS_PANEL_VIEW_TYPE } from '../../src/extension/constants';
-import { responseText } from '../../src/extension/model/taskSource';
+import { answerText } from '../../src/runtime/responses';
 import { activateExtension, endpointOf, waitFor, waitForStatus } from './support/extensionApi';
 
 describe('commands', () => {
@@ -15,7 +15,7 @@ describe('commands', () => {
     const done = await waitForStatus(source, id, ['succeeded', 'failed', 'cancelled']);
     assert.equal(done.status, 'succeeded', `task ended ${done.status}: ${JSON.stringify(done.error)}`);
     assert.ok(done.outputTokens > 0 && done.outputTokens <= 16, `outputTokens ${done.outputTokens}`);
-    assert.ok(responseText(done.response).length > 0);
+    assert.ok(answerText(done.response).length > 0);
   });
 
   it('fetchResult opens the task output in an editor', async () => {
@@ -25,10 +25,10 @@ describe('commands', () => {
     await vscode.commands.executeCommand(Commands.fetchResult, id);
     const editor = await waitFor('an editor showing the result', () => {
       const e = vscode.window.activeTextEditor;
-      return e && e.document.getText().includes(responseText(done.response)) ? e : undefined;
+      return e && e.document.getText().includes(answerText(done.response)) ? e : undefined;
     });
-    assert.ok(responseText(done.response).length > 0);
-    assert.ok(editor.document.getText().includes(responseText(done.response)));
+    assert.ok(answerText(done.response).length > 0);
+    assert.ok(editor.document.getText().includes(answerText(done.response)));
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { LM_VENDOR } from '../../src/extension/constants';
 import { chatModelInfos } from '../../src/extension/lm/chatMapping';
-import { responseText, type TaskInfo } from '../../src/extension/model/taskSource';
+import { answerText } from '../../src/runtime/responses';
+import { type TaskInfo } from '../../src/extension/model/taskSource';
 import { activateExtension, waitFor, waitForStatus, type TaskRuntimeTestApi } from './support/extensionApi';
 
 interface ConsumerReport {
@@ -58,7 +59,7 @@ describe('language models (vendor task-runtime)', () => {
     const done = await waitForStatus(api.getTaskSource(), task.id, ['succeeded', 'failed', 'cancelled']);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     assert.equal(done.origin, 'editor');
-    assert.equal(responseText(done.response), report.text, 'the consumer received exactly the task output');
+    assert.equal(answerText(done.response), report.text, 'the consumer received exactly the task output');
     assert.ok(done.outputTokens > 0 && done.outputTokens <= 24);
     // It shows in the Tasks view (the tree's model follows the store's changes a moment later).
     await waitFor('the chat task as a row of the tree', async () => JSON.stringify(await api.getTreeSnapshot()).includes(task.id));

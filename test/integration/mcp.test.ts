@@ -4,7 +4,7 @@
 import * as assert from 'node:assert/strict';
 import * as vscode from 'vscode';
 import { Commands, MCP_SERVER_LABEL } from '../../src/extension/constants';
-import { responseText } from '../../src/extension/model/taskSource';
+import { answerText } from '../../src/runtime/responses';
 import { activateExtension, endpointOf, sleep, waitFor, waitForStatus } from './support/extensionApi';
 import { tapServerRequests, type RequestTap } from './support/requestTap';
 
@@ -123,7 +123,7 @@ describe("VS Code's MCP client", function () {
       assert.equal(fetched.length, 1, `VS Code fetched the result once with tasks/result (server saw: ${trace})`);
 
       // What VS Code handed back to the caller is the task's text.
-      const text = responseText(done.response);
+      const text = answerText(done.response);
       assert.ok(text.length > 0);
       assert.ok(carriesTaskText(result, task.id, text), `tool result ${JSON.stringify(resultParts(result)).slice(0, 500)} carries the task text`);
     });

@@ -9,7 +9,8 @@ import { Commands, VIEW_CONTAINER_ID } from '../constants';
 import { Disposable } from '../lifecycle';
 import { statusLabel, taskDescription, taskTitle } from '../model/format';
 import type { ExtensionSettings } from '../model/settings';
-import { responseText, type TaskSource } from '../model/taskSource';
+import { answerText } from '../../runtime/responses';
+import { type TaskSource } from '../model/taskSource';
 import type { GroupId } from '../model/treeModel';
 import type { CompletionNotifier } from '../ui/completionNotifier';
 import { resultUri, taskIdOfResultUri } from '../ui/resultDocument';
@@ -168,7 +169,7 @@ export class TaskCommands extends Disposable {
     const id = await this.taskIdFrom(uri && taskIdOfResultUri(uri) ? uri : arg, TERMINAL_STATUSES, t('Copy the result of which task?'));
     if (!id) return undefined;
     const task = await this.d.source.get(id);
-    const text = responseText(task?.response ?? null);
+    const text = answerText(task?.response ?? null);
     await vscode.env.clipboard.writeText(text);
     void vscode.window.setStatusBarMessage(t('Result copied'), 2000);
     return text;

@@ -139,25 +139,6 @@ export function emptyCounts(): Record<TaskStatus, number> {
   return Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
 }
 
-/** The text output of a Responses object (concatenated output_text parts). */
-export function responseText(response: Record<string, unknown> | null): string {
-  if (!response) return '';
-  const output = response['output'];
-  if (!Array.isArray(output)) return typeof response['output_text'] === 'string' ? (response['output_text'] as string) : '';
-  const parts: string[] = [];
-  for (const item of output) {
-    if (!item || typeof item !== 'object') continue;
-    const content = (item as { content?: unknown }).content;
-    if (!Array.isArray(content)) continue;
-    for (const part of content) {
-      if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') {
-        parts.push((part as { text: string }).text);
-      }
-    }
-  }
-  return parts.join('');
-}
-
 /** The prompt text of a create request's input (string or message list). */
 export function promptText(input: unknown): string {
   if (typeof input === 'string') return input;

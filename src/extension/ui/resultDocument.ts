@@ -2,7 +2,8 @@
 import * as vscode from 'vscode';
 import { RESULT_DOCUMENT_SCHEME } from '../constants';
 import { Disposable } from '../lifecycle';
-import { responseText, type TaskInfo, type TaskSource } from '../model/taskSource';
+import { answerText } from '../../runtime/responses';
+import { type TaskInfo, type TaskSource } from '../model/taskSource';
 
 const t = vscode.l10n.t;
 
@@ -15,7 +16,7 @@ export function taskIdOfResultUri(uri: vscode.Uri): string | undefined {
 }
 
 export function resultDocumentText(task: TaskInfo): string {
-  const text = responseText(task.response);
+  const text = answerText(task.response);
   if (task.status === 'failed' && task.error) {
     return `${t('Task failed')}: ${task.error.title} (${task.error.code})\n\n${task.error.detail}\n${text ? `\n---\n${text}` : ''}`;
   }

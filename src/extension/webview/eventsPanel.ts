@@ -13,7 +13,8 @@ import {
 import { Commands, EVENTS_PANEL_VIEW_TYPE } from '../constants';
 import { Disposable, type IDisposable } from '../lifecycle';
 import { taskTitle } from '../model/format';
-import { responseText, type TaskInfo, type TaskSource } from '../model/taskSource';
+import { answerText } from '../../runtime/responses';
+import { type TaskInfo, type TaskSource } from '../model/taskSource';
 import { isRuntimeError } from '../../runtime/errors';
 import { eventsPanelHtml, webviewRoots } from './html';
 import { toModelView, toTaskView } from './taskView';
@@ -179,7 +180,7 @@ export class EventsPanel extends Disposable {
       // History was purged: show the stored result and continue with whatever is still stored.
       const fresh = (await this.source.get(this.taskId).catch(() => undefined)) ?? task;
       const from = (fresh.oldestSeq ?? fresh.nextSeq ?? 0) - 1;
-      this.mirror = { ...initialState(this.taskId), lastSeq: from, text: responseText(fresh.response) };
+      this.mirror = { ...initialState(this.taskId), lastSeq: from, text: answerText(fresh.response) };
       this.post({ type: 'snapshot', task: toTaskView(fresh), events: [], text: this.mirror.text, truncated: true, lastSeq: from });
       if (fresh.oldestSeq !== undefined) this.subscribe(from, fresh);
       return;

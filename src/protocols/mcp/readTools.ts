@@ -4,11 +4,12 @@ import type { TaskRuntimeApi } from '../../runtime/api';
 import { describeHardware } from '../../runtime/backend';
 import { EVENT } from '../../runtime/responseEvents';
 import type { TaskRecord } from '../../runtime/task';
-import { mcpStatus, responseText, statusMessage } from './taskView';
+import { answerText } from '../../runtime/responses';
+import { mcpStatus, statusMessage } from './taskView';
 
 /** Text generated so far: the final response when terminal, else the output_text deltas in the event log. */
 export function textSoFar(runtime: TaskRuntimeApi, task: TaskRecord): string {
-  if (task.response) return responseText(task.response);
+  if (task.response) return answerText(task.response);
   try {
     let text = '';
     for (const ev of runtime.readEvents(task.id, undefined, task.principal)) {

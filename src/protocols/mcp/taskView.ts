@@ -2,6 +2,7 @@
 // status messages, and the tools/call outcome derived from the stored record.
 import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { answerText } from '../../runtime/responses';
 import type { TaskRecord } from '../../runtime/task';
 
 export type McpTaskStatus = McpTask['status'];
@@ -85,22 +86,6 @@ export function toMcpTask(task: TaskRecord, queuePosition: number | null, opts: 
   return view;
 }
 
-/** Concatenated output_text of a Responses object (message items only). */
-export function responseText(response: Record<string, unknown> | null): string {
-  const output = response?.['output'];
-  if (!Array.isArray(output)) return '';
-  let text = '';
-  for (const item of output) {
-    const content = (item as { content?: unknown })?.content;
-    if (!Array.isArray(content)) continue;
-    for (const part of content) {
-      const t = (part as { text?: unknown })?.text;
-      if (typeof t === 'string') text += t;
-    }
-  }
-  return text;
-}
-
 /** Runtime failure codes that mean the tools/call request itself was unacceptable: a JSON-RPC error, not a tool error. */
 const REQUEST_ERROR_CODES = new Set(['invalid_request', 'invalid_json_schema', 'context_length_exceeded', 'model_not_found', 'unsupported_capability']);
 
@@ -117,7 +102,7 @@ export type ToolOutcome = { result: CallToolResult } | { error: { code: number; 
  * restart). Cancelled tasks answer an isError result carrying the partial text (decision in MCP-door notes).
  */
 export function toolOutcome(task: TaskRecord): ToolOutcome | undefined {
-  const text = responseText(task.response);
+  const text = answerText(task.response);
   const base = {
     taskId: task.id,
     model: task.model,

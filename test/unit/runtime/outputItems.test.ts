@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { GenerateOptions, OutputChannel, ResumeFrom } from '../../../src/runtime/backend';
 import { OutputAssembler, itemsOf } from '../../../src/runtime/outputItems';
-import { generateRequestOf } from '../../../src/runtime/responses';
+import { answerText, generateRequestOf } from '../../../src/runtime/responses';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import type { TaskEvent } from '../../../src/runtime/task';
 import { ScriptedBackend } from '../../fixtures/scriptedBackend';
@@ -125,6 +125,9 @@ describe('a run with items', () => {
         ['message', 'reasoning', 'function_call'],
       );
       assert.equal((output[0].content as Array<{ text: string }>)[0].text, 'Calling.');
+      // The one reader of the answer (MCP results, get_task_text, the editor's Open Result and Copy Text): the
+      // message's text only, never the reasoning or the call's arguments.
+      assert.equal(answerText(done.response), 'Calling.');
       assert.deepEqual(output[2], { id: 'fc_a', type: 'function_call', status: 'completed', call_id: 'call_a', name: 'weather', arguments: '{"city":"Paris"}' });
       assert.deepEqual(done.response!.tools, [{ type: 'function', name: 'weather', description: null, parameters: null, strict: null }]);
       assert.equal(done.response!.tool_choice, 'auto');

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { TaskRuntimeChatProvider } from '../../../../src/extension/lm/chatProvider';
 import { LocalTaskSource } from '../../../../src/extension/model/localTaskSource';
-import { responseText } from '../../../../src/extension/model/taskSource';
+import { answerText } from '../../../../src/runtime/responses';
 import { TaskRuntime } from '../../../../src/runtime/runtime';
 import { Gate, ScriptedBackend, says } from '../../../fixtures/scriptedBackend';
 import { openRuntime, tempDir } from '../../runtime/helpers';
@@ -62,7 +62,7 @@ describe('chat provider over the runtime', () => {
       assert.equal(task.status, 'succeeded');
       assert.equal(task.origin, 'editor');
       assert.equal(task.title, 'Chat: Hi model');
-      assert.equal(responseText(task.response), 'Hello there');
+      assert.equal(answerText(task.response), 'Hello there');
       const stored = runtime.getTask(task.id)!.input;
       assert.deepEqual(stored.input, [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi model' }] }]);
       assert.deepEqual(stored.tools?.map((t) => t.name), ['read_file']);
