@@ -1,7 +1,13 @@
 // Lint: type-aware checks the compiler does not make. The two promise rules catch what hurt us (a `void
 // this.serial(...)` that could reject unhandled; an async listener whose rejection nothing sees); the rest of
-// typescript-eslint's recommended set keeps obvious mistakes out. Run by `npm run lint` (part of `npm test`).
+// typescript-eslint's recommended set keeps obvious mistakes out. The rooms' arrows of docs/architecture.md are
+// import rules: what a room must never import fails the lint. Run by `npm run lint` (part of `npm test`).
 import tseslint from 'typescript-eslint';
+
+/** A `no-restricted-imports` rule forbidding the import paths that match `regex`. */
+const forbid = (why, regex) => ['error', { patterns: [{ regex, message: why }] }];
+/** An import of a folder of the repository (`../../protocols/x`, `../extension/y`), by its name. */
+const folders = (...names) => `(^|/)(${names.join('|')})/`;
 
 export default tseslint.config(
   { ignores: ['out/**', 'dist/**', 'node_modules/**', '.gpu-check/**', '**/*.mjs', '**/*.js'] },
@@ -26,5 +32,23 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },
+  },
+  // The rooms (docs/architecture.md): runtime imports no door, backend, editor or HTTP; backends no door or editor
+  // (the SSE parser is the one shared reader); doors no backend or editor; nothing in src/ imports a test.
+  {
+    files: ['src/runtime/**/*.ts'],
+    rules: { 'no-restricted-imports': forbid('runtime/ imports no door, backend, editor or HTTP (docs/architecture.md)', `^(vscode|node:http|http)$|${folders('protocols', 'backends', 'extension', 'cli', 'test', 'bench')}`) },
+  },
+  {
+    files: ['src/backends/**/*.ts'],
+    rules: { 'no-restricted-imports': forbid('backends/ import no door or editor (docs/architecture.md)', `^vscode$|(^|/)protocols/(?!http/sseParser$)|${folders('extension', 'cli', 'test', 'bench')}`) },
+  },
+  {
+    files: ['src/protocols/**/*.ts'],
+    rules: { 'no-restricted-imports': forbid('doors import the runtime, never a backend or the editor (docs/architecture.md)', `^vscode$|${folders('backends', 'extension', 'cli', 'test', 'bench')}`) },
+  },
+  {
+    files: ['src/extension/**/*.ts'],
+    rules: { 'no-restricted-imports': forbid('the editor imports no CLI and no test code (docs/architecture.md)', folders('cli', 'test', 'bench')) },
   },
 );

@@ -32,6 +32,10 @@ export class CompositeBackend implements ModelBackend {
     return this.backends.flatMap((b) => b.listModels());
   }
 
+  countPromptTokens(request: GenerateRequest): number | undefined {
+    return this.owner(request.model)?.countPromptTokens?.(request);
+  }
+
   countTokens(modelId: string, text: string): number | undefined {
     return this.owner(modelId)?.countTokens?.(modelId, text);
   }

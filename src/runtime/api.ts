@@ -123,6 +123,11 @@ export interface TaskRuntimeApi {
    * hand (the model is not loaded, or is served by a remote engine): the caller estimates then. Never loads a model.
    */
   countTokens(model: string | undefined, text: string): number | null;
+  /**
+   * Tokens the prompt of `request` takes as its model would evaluate it (its chat template, tools and all), or null
+   * when that is not at hand (the model is not loaded, or is served by a remote engine). Never loads a model.
+   */
+  countPromptTokens(request: ResponseRequest): number | null;
   readonly supportsResume: boolean;
   close(): Promise<void>;
 

@@ -351,6 +351,8 @@ export interface ModelBackend {
    * everything is accepted here and problems surface when the task runs.
    */
   checkRequest?(request: GenerateRequest, task: { onRestart: RestartPolicy }): void;
+  /** Tokens the request's prompt takes as this backend would evaluate it; undefined when not at hand (not loaded). */
+  countPromptTokens?(request: GenerateRequest): number | undefined;
   /**
    * Learns what checkRequest can know without loading a model (a local file's trained context, from its header).
    * `serve` awaits it before it listens, so its first create is checked with it; the editor does not call it

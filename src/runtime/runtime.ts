@@ -25,7 +25,7 @@ import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/dat
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
 import { newTaskRecord } from './newTask';
-import { TASK_STATUSES, isTerminal, type InputResponse, type RestartPolicy, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import { TASK_STATUSES, isTerminal, type InputResponse, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
 import { TaskTransitions } from './transitions';
 
 export interface RuntimeOptions {
@@ -352,6 +352,13 @@ export class TaskRuntime implements TaskRuntimeApi {
 
   listModels(): ModelInfo[] {
     return this.options.backend.listModels();
+  }
+
+  countPromptTokens(request: ResponseRequest): number | null {
+    const backend = this.options.backend;
+    const id = backend.resolveModel(request.model);
+    if (id === undefined || !backend.countPromptTokens) return null;
+    return backend.countPromptTokens(generateRequestOf(request, id)) ?? null;
   }
 
   countTokens(model: string | undefined, text: string): number | null {

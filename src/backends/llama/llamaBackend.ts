@@ -107,6 +107,12 @@ export class LlamaBackend implements ModelBackend {
   }
 
   /** The loaded model's tokenizer, as a prompt's text is tokenized (special tokens as text). */
+  countPromptTokens(request: GenerateRequest): number | undefined {
+    const id = this.resolveModel(request.model);
+    const loaded = id === undefined ? undefined : this.entries.get(id)?.loaded;
+    return loaded ? promptTokens(loaded, request).length : undefined;
+  }
+
   countTokens(modelId: string, text: string): number | undefined {
     const loaded = this.entries.get(modelId)?.loaded;
     return loaded ? loaded.model.tokenize(text).length : undefined;

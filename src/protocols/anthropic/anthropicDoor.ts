@@ -11,10 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import type { ModelInfo } from '../../runtime/backend';
-import { toChatMessages } from '../../runtime/responses';
-import { modelToolsOf } from '../../runtime/responseTools';
 import type { ResponseRequest } from '../../runtime/task';
-import { plainTextPrompt } from '../../backends/llama/prompt';
 import { readJsonBody } from '../http/body';
 import { HttpProblem, requestIdOf, writeProblem } from '../http/problem';
 import type { DoorHandler, RequestContext } from '../http/types';
@@ -173,15 +170,15 @@ async function startMessageTask(deps: LmspDeps, res: ServerResponse, ctx: Reques
 }
 
 /**
- * The prompt's tokens: the model's tokenizer over the prompt text the runtime builds for a model without a chat
- * template (exact there; a template adds its own framing tokens, so it is close), else bytes / 4 when the model is
- * not loaded. Never loads a model, never waits in the queue.
+ * The prompt's tokens: exact when the model is loaded (its own template and tokenizer over the prompt the runtime
+ * would evaluate, TaskRuntimeApi.countPromptTokens), else bytes / 4 of the request's text. Never loads a model, never
+ * waits in the queue.
  */
 export function promptTokens(runtime: TaskRuntimeApi, input: ResponseRequest): { tokens: number; exact: boolean } {
-  const text = plainTextPrompt(input.instructions, toChatMessages(input), input.tool_choice === 'none' ? undefined : modelToolsOf(input.tools).map((t) => t.definition));
-  const counted = runtime.countTokens(input.model, text);
-  // + 1: the BOS token the runtime puts before a plain-text prompt.
-  return counted === null ? { tokens: Math.ceil(Buffer.byteLength(text, 'utf8') / 4), exact: false } : { tokens: counted + 1, exact: true };
+  const counted = runtime.countPromptTokens(input);
+  if (counted !== null) return { tokens: counted, exact: true };
+  const text = [input.instructions ?? '', JSON.stringify(input.input), input.tools ? JSON.stringify(input.tools) : ''].join('');
+  return { tokens: Math.ceil(Buffer.byteLength(text, 'utf8') / 4), exact: false };
 }
 
 async function countTokens(deps: LmspDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
