@@ -270,6 +270,12 @@ export interface GenerateResult {
   outputTokens: number;
   /** Of inputTokens, those not evaluated again: a kept prompt prefix (usage.input_tokens_details.cached_tokens). */
   cachedInputTokens?: number;
+  /**
+   * The request's stop string that ended the output (finishReason `stop`), when the backend knows which: the llama
+   * backend always does; a remote engine only when it says so. Absent when the output ended another way, or when the
+   * engine does not say — never guessed (the response's `task_runtime.stop_sequence`, Anthropic's `stop_sequence`).
+   */
+  stopSequence?: string;
 }
 
 export interface LoadOptions {

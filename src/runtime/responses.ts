@@ -21,6 +21,8 @@ export interface ResponseParts {
   error?: { code: string; message: string } | null;
   incompleteReason?: string | null;
   completedAt?: number | null;
+  /** The request's stop string that ended the output, when the backend said which (GenerateResult.stopSequence). */
+  stopSequence?: string;
 }
 
 export function responseObject(task: TaskRecord, parts: ResponseParts): Record<string, unknown> {
@@ -41,6 +43,12 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
       : [];
   const tools = input.tools ?? [];
   const ignored = ignoredToolsOf(tools);
+  // Vendor member: the hosted tools the model was not offered (docs/lmsp.md, "Codex dialect"), the stop string that
+  // ended the output (docs/lmsp.md, "Vendor members of the response"). Absent when it would be empty.
+  const vendor: Record<string, unknown> = {
+    ...(ignored.length ? { ignored_tools: ignored } : {}),
+    ...(parts.stopSequence !== undefined ? { stop_sequence: parts.stopSequence } : {}),
+  };
   return {
     id: task.responseId,
     object: 'response',
@@ -76,8 +84,7 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     usage: parts.usage ?? null,
     error: parts.error ?? null,
     incomplete_details: parts.incompleteReason ? { reason: parts.incompleteReason } : null,
-    // Vendor member: the hosted tools the model was not offered (docs/lmsp.md, "Codex dialect").
-    ...(ignored.length ? { task_runtime: { ignored_tools: ignored } } : {}),
+    ...(Object.keys(vendor).length ? { task_runtime: vendor } : {}),
   };
 }
 

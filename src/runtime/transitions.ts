@@ -238,6 +238,8 @@ export class TaskTransitions {
           usage,
           incompleteReason: incomplete ? 'max_output_tokens' : null,
           completedAt,
+          // Only for an output a stop string ended (a backend sets it with finishReason `stop` alone).
+          ...(!incomplete && result.stopSequence !== undefined ? { stopSequence: result.stopSequence } : {}),
         }),
       }),
       events: (t) => finishedEvents(t, messageId, text, incomplete, delivered.logprobs, items),

@@ -1,7 +1,8 @@
 // One generation on a sequence of the model's pool: the input (prompt after the kept prefix, or on resume a restored
 // snapshot / prompt + delivered text), sampling, structured output and function calls (grammar.ts, outputPlan.ts),
-// stop strings (stopText.ts), log-probabilities, snapshots for resume (snapshots.ts) and the finish reason. Delivered
-// text is never generated or emitted again on resume: it is fed back, advancing the grammar and the penalties' window.
+// stop strings (stopText.ts; the one that ended the output is reported with the result), log-probabilities,
+// snapshots for resume (snapshots.ts) and the finish reason. Delivered text is never generated or emitted again on
+// resume: it is fed back, advancing the grammar and the penalties' window.
 
 import { randomInt } from 'node:crypto';
 import type { LlamaContextSequence, SequenceEvaluateOptions, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
@@ -237,5 +238,8 @@ export async function runGeneration(
   if (plan && (!stopped || plan.splitter.done)) route(plan.splitter.finish());
   if (stopped) finishReason = 'stop';
   else for (const p of stops.flush()) deliver(p);
-  return { finishReason, inputTokens, outputTokens, ...cached };
+  // One of the request's stop strings, never the JSON grammar's own end (END_OF_JSON).
+  const matched = stops.matched;
+  const stopSequence = matched !== undefined && request.stop?.includes(matched) ? { stopSequence: matched } : {};
+  return { finishReason, inputTokens, outputTokens, ...cached, ...stopSequence };
 }

@@ -6,6 +6,8 @@
 // every token still held (the stop string's tokens were generated and count as output), with the log-probabilities of
 // the held pieces that reach into that text. After a resume, the end of the text delivered before is kept as context:
 // a stop string that began there and completes now still ends the output (what was delivered stays delivered).
+// `matched` names the stop string that ended the output (the earliest one in the text; of two that begin at the same
+// place, the first given), so that the end can be reported as that string's (Anthropic's stop_sequence).
 
 import type { TokenLogprob } from '../../runtime/backend';
 
@@ -20,6 +22,8 @@ export class StopText {
   private heldText = '';
   private readonly stops: string[];
   private stopped = false;
+  /** The stop string that ended the output, once one did. */
+  private matchedStop: string | undefined;
   /** The end of what was delivered before this generation (resume), where a stop string may have begun. */
   private carry: string;
   /** How much of the delivered text can hold the start of a stop string: the longest one less one character. */
@@ -29,6 +33,11 @@ export class StopText {
     this.stops = stops.filter((s) => s.length > 0);
     this.keep = Math.max(0, ...this.stops.map((s) => s.length - 1));
     this.carry = this.tail(deliveredBefore);
+  }
+
+  /** The stop string that ended the output; undefined while none has (or the output ended otherwise). */
+  get matched(): string | undefined {
+    return this.matchedStop;
   }
 
   /** True when nothing is held back. */
@@ -44,13 +53,18 @@ export class StopText {
     this.heldText += piece.text;
     const seen = this.carry + this.heldText;
     let at = -1;
+    let which: string | undefined;
     for (const s of this.stops) {
       // Only occurrences that end in the held text: the carried part was delivered without completing one.
       const i = seen.indexOf(s, Math.max(0, this.carry.length - s.length + 1));
-      if (i >= 0 && (at < 0 || i < at)) at = i;
+      if (i >= 0 && (at < 0 || i < at)) {
+        at = i;
+        which = s;
+      }
     }
     if (at >= 0) {
       this.stopped = true;
+      this.matchedStop = which;
       return { pieces: this.releaseUpTo(Math.max(0, at - this.carry.length), true), stopped: true };
     }
     const released = this.releaseUpTo(this.heldText.length - Math.min(this.heldText.length, this.pendingPrefix(seen)), false);

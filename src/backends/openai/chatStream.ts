@@ -21,11 +21,13 @@
 // the reasoning channel. A malformed one (no name, arguments that are not text, an index that skips or goes back)
 // fails the task like any other bad shape. Log-probabilities go with answer text only; those of reasoning and call
 // tokens are dropped.
+// The stop string an engine says ended the output (vLLM's `choices[0].stop_reason`, quirks.ts STOP_SEQUENCE_FIELDS)
+// is kept when it is text; the backend reports it only when it is one of the request's stop strings.
 // What engines send (error shapes, overflow messages, finish reasons) is data in quirks.ts.
 import { scrubKey } from './scrubKey';
 import { randomBytes } from 'node:crypto';
 import { BackendError, type FinishReason, type OutputChannel, type TokenLogprob } from '../../runtime/backend';
-import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, REASONING_DELTA_FIELDS, type EngineErrorInfo } from './quirks';
+import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, REASONING_DELTA_FIELDS, STOP_SEQUENCE_FIELDS, type EngineErrorInfo } from './quirks';
 import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
 
 export interface StreamTimeouts {
@@ -60,6 +62,8 @@ export interface ChatStreamResult {
   outputTokens?: number;
   /** Content chunks received (an estimate of output tokens when the engine reports no usage). */
   chunks: number;
+  /** The stop string the engine says ended the output (finish `stop`), when it says (quirks.ts STOP_SEQUENCE_FIELDS). */
+  stopSequence?: string;
   /** True once the engine answered at all (for health bookkeeping). */
   answered: true;
 }
@@ -257,7 +261,8 @@ async function readStream(
     if (done) finishReason = 'stop';
     else throw interrupted(label, parser.partial ? 'the stream ended mid-event' : 'the stream ended before the finish chunk', apiKey);
   }
-  return { finishReason, inputTokens: st.inputTokens, outputTokens: st.outputTokens, chunks: st.chunks, answered: true };
+  const stopSequence = finishReason === 'stop' && st.stopSequence !== undefined ? { stopSequence: st.stopSequence } : {};
+  return { finishReason, inputTokens: st.inputTokens, outputTokens: st.outputTokens, chunks: st.chunks, ...stopSequence, answered: true };
 }
 
 /** What a chat/completions stream has said so far. */
@@ -275,6 +280,8 @@ export interface ChatStreamState {
   calls?: Array<{ callId: string; name: string; channel: OutputChannel }>;
   /** The index of the call whose arguments are being streamed. */
   currentCall?: number;
+  /** The stop string named by the finishing choice (STOP_SEQUENCE_FIELDS), when it named one as text. */
+  stopSequence?: string;
 }
 
 const MAX_CALL_ID = 256;
@@ -360,6 +367,9 @@ export function applyChatEvent(data: string, st: ChatStreamState, onDelta: Delta
     if (meaning === 'interrupted') throw new ChatEventError(`gave up on the request (finish_reason "${fr.slice(0, 40)}")`, undefined, 'interrupted');
     if (meaning === 'error') throw new ChatEventError(`ended the response with finish_reason "${fr.slice(0, 40)}".`);
     st.finishReason = meaning;
+    // A number (a stop token's id) or null names no string.
+    const named = STOP_SEQUENCE_FIELDS.map((f) => choice[f]).find((v) => typeof v === 'string');
+    if (typeof named === 'string' && named) st.stopSequence = named;
   }
   return false;
 }

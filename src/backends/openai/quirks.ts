@@ -1,6 +1,6 @@
 // What OpenAI-compatible engines actually send and take, kept as data: engine kinds (what each one can do, which
 // request fields it honours and under which names), the shapes of their error bodies, how each says "the prompt is
-// longer than the context", and their finish reasons. The stream
+// longer than the context", their finish reasons and where one names the stop string it ended at. The stream
 // reader (chatStream.ts), the pool (engine.ts) and the backend (remoteBackend.ts) read these tables; nothing else
 // branches on an engine's name. Each row names the engine and version it comes from; each is covered by the
 // scripted engine's flavours (test/fixtures/fakeEngine.ts, test/unit/backends/engineKinds.test.ts).
@@ -207,6 +207,15 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
  * vLLM since 0.11, OpenRouter.
  */
 export const REASONING_DELTA_FIELDS = ['reasoning_content', 'reasoning'] as const;
+
+/**
+ * Where a finishing choice names the stop string that ended the output, read only when it is text: `stop_reason` —
+ * vLLM (ChatCompletionResponseStreamChoice: the stop string, or a stop token's id as a number, null for the end of
+ * generation). llama.cpp server's chat stream does not say (tools/server/server-task.cpp: `stopping_word` only in the
+ * native /completion answer, its Anthropic route and the `--verbose` debug member), nor do Ollama's /v1 and LM Studio:
+ * their stop-string ends carry no string, and none is guessed.
+ */
+export const STOP_SEQUENCE_FIELDS = ['stop_reason'] as const;
 
 export function isEngineKind(v: unknown): v is EngineKind {
   return typeof v === 'string' && (ENGINE_KINDS as readonly string[]).includes(v);

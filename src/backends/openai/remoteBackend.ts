@@ -169,10 +169,13 @@ export class RemoteBackend implements ModelBackend {
         else options.onText(text, n, (logprobs ?? []).map((l) => (l.top_logprobs.length > top ? { ...l, top_logprobs: l.top_logprobs.slice(0, top) } : l)));
       };
       const result = await r.engine.chat(r.model, body, options.signal, onDelta, top !== undefined, request.cacheKey);
+      // The engine's word for which stop string it was, kept only when it is one of the request's.
+      const stop = result.stopSequence;
       return {
         finishReason: result.finishReason,
         inputTokens: result.inputTokens ?? 0,
         outputTokens: before + (result.outputTokens ?? counted),
+        ...(stop !== undefined && request.stop?.includes(stop) ? { stopSequence: stop } : {}),
       };
     } catch (e) {
       if (options.signal.aborted) return { finishReason: 'aborted', inputTokens: 0, outputTokens: before + counted };

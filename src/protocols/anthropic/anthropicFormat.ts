@@ -6,8 +6,9 @@
 // Content order: the runtime stores the answer text as one message item and reasoning / calls as items after it, so
 // the non-streamed Message lists thinking, then text, then tool_use; the stream gives blocks in the order they were
 // generated, which is the same for the usual reasoning → answer → calls. A thinking block's signature seals its text
-// (shared/reasoningSeal.ts), so the next turn can give the reasoning back. `stop_sequence` is never reported: the
-// runtime does not record which stop string ended a generation, so such an end reads as `end_turn`.
+// (shared/reasoningSeal.ts), so the next turn can give the reasoning back. An output one of `stop_sequences` ended
+// reports `stop_reason: "stop_sequence"` with that string: the runtime keeps it on the response as the vendor member
+// `task_runtime.stop_sequence` (absent when the backend does not know which string it was: then `end_turn`).
 import { createHash } from 'node:crypto';
 import type { TaskRecord } from '../../runtime/task';
 import { anthropicErrorType } from '../http/problem';
@@ -41,11 +42,14 @@ export function messageId(taskId: string): string {
   return `msg_${taskId.replace(/^task_/, '')}`;
 }
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use';
+export type StopReason = 'end_turn' | 'max_tokens' | 'tool_use' | 'stop_sequence';
 
-export function stopReasonOf(response: Obj): StopReason {
-  if (list(response.output).some((i) => obj(i).type === 'function_call')) return 'tool_use';
-  return response.status === 'incomplete' ? 'max_tokens' : 'end_turn';
+/** `stop_reason` and `stop_sequence` of a finished response (the string only with `stop_sequence`). */
+export function stopOf(response: Obj): { stop_reason: StopReason; stop_sequence: string | null } {
+  if (list(response.output).some((i) => obj(i).type === 'function_call')) return { stop_reason: 'tool_use', stop_sequence: null };
+  if (response.status === 'incomplete') return { stop_reason: 'max_tokens', stop_sequence: null };
+  const matched = obj(response.task_runtime).stop_sequence;
+  return typeof matched === 'string' ? { stop_reason: 'stop_sequence', stop_sequence: matched } : { stop_reason: 'end_turn', stop_sequence: null };
 }
 
 /**
@@ -95,8 +99,7 @@ export function messageOf(task: TaskRecord, ctx: FormatContext): Obj {
     role: 'assistant',
     model: task.model,
     content: [...thinking, ...(text ? [{ type: 'text', text }] : []), ...calls],
-    stop_reason: stopReasonOf(response),
-    stop_sequence: null,
+    ...stopOf(response),
     usage: usageOf(response.usage),
   };
 }
@@ -231,7 +234,7 @@ export class MessageStreamTranslator {
   }
 
   private end(response: Obj): StreamEvent[] {
-    const delta = { stop_reason: stopReasonOf(response), stop_sequence: null };
+    const delta = stopOf(response);
     return [
       { event: 'message_delta', data: { type: 'message_delta', delta, usage: usageOf(response.usage) } },
       { event: 'message_stop', data: { type: 'message_stop' } },

@@ -100,6 +100,7 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
         const { run, onText } = collector();
         const r = await backend.generate(request({ format: format(name), seed, temperature: 1, maxOutputTokens: 800 }), { signal: never(), onText });
         assert.equal(r.finishReason, 'stop', `${name}/${seed} did not end by itself: ${run.text}`);
+        assert.equal(r.stopSequence, undefined, "the grammar's own end marker is no stop string of the request");
         assert.equal(run.tokens, r.outputTokens);
         assert.ok(!run.text.endsWith('\n'), 'the grammar end marker is not delivered');
         const doc = JSON.parse(run.text) as unknown;
@@ -268,7 +269,7 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
     }
   });
 
-  it('ends at a stop string without delivering it', async () => {
+  it('ends at a stop string without delivering it, and names that string', async () => {
     const { run: ref } = await (async () => {
       const c = collector();
       await backend.generate(request({ temperature: 0, maxOutputTokens: 60 }), { signal: never(), onText: c.onText });
@@ -280,10 +281,19 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
     const { run, onText } = collector();
     const r = await backend.generate(request({ temperature: 0, maxOutputTokens: 60, stop: ['\u0001never', stop] }), { signal: never(), onText });
     assert.equal(r.finishReason, 'stop');
+    assert.equal(r.stopSequence, stop);
     assert.equal(run.text, expected);
     assert.equal(run.tokens, r.outputTokens);
     assert.ok(r.outputTokens < 60);
     for (const p of run.pieces) assert.ok(!p.text.includes(stop));
+    // Stop strings the output never contains: the same text, and no string named.
+    const absent = ['\u0001never', `${stop}\u0002`];
+    for (const s of absent) assert.ok(!ref.text.includes(s));
+    const other = collector();
+    const unmatched = await backend.generate(request({ temperature: 0, maxOutputTokens: 60, stop: absent }), { signal: never(), onText: other.onText });
+    assert.equal(other.run.text, ref.text);
+    assert.equal(unmatched.stopSequence, undefined);
+    assert.ok(!('stopSequence' in unmatched), 'absent, not undefined');
   });
 
   it('reports log-probabilities: one entry per token, logprob ≤ 0, alternatives sorted, greedy picks the top one', async () => {

@@ -63,4 +63,21 @@ describe('StopText', () => {
     // A stop wholly inside the delivered text is not found again.
     assert.equal(feed(new StopText(['ab'], 'xab'), ['c']).text, 'c');
   });
+
+  it('names the stop string that ended the output (the earliest; at the same place, the first given); none otherwise', () => {
+    const named = (stops: string[], texts: string[], before = '') => {
+      const s = new StopText(stops, before);
+      feed(s, texts);
+      return s.matched;
+    };
+    assert.equal(named(['cd', 'b'], ['abcd']), 'b');
+    assert.equal(named(['cd', 'bcd'], ['abcde']), 'bcd', 'the one that begins first, though both complete in this piece');
+    assert.equal(named(['xy', 'xyz'], ['axyz']), 'xy');
+    assert.equal(named(['xyz', 'xy'], ['axyz']), 'xyz');
+    assert.equal(named(['END'], ['ab', 'E', 'N', 'D', 'more']), 'END', 'across pieces');
+    assert.equal(named(['STOP'], ['OP and more'], 'hello ST'), 'STOP', 'begun in the text delivered before a resume');
+    assert.equal(named(['END'], ['ab', 'EN']), undefined, 'a prefix held at the end is no match');
+    assert.equal(named(['ab'], ['c'], 'xab'), undefined, 'wholly inside the delivered text');
+    assert.equal(named([], ['abc']), undefined);
+  });
 });
