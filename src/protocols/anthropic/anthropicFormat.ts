@@ -10,14 +10,12 @@
 // reports `stop_reason: "stop_sequence"` with that string: the runtime keeps it on the response as the vendor member
 // `task_runtime.stop_sequence` (absent when the backend does not know which string it was: then `end_turn`).
 import { createHash } from 'node:crypto';
+import { answerText } from '../../runtime/responses';
 import type { TaskRecord } from '../../runtime/task';
 import { anthropicErrorType } from '../http/problem';
 import type { ReasoningSeal } from '../shared/reasoningSeal';
+import { list, obj, str, type Obj } from '../shared/wireValues';
 
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
-const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -86,12 +84,11 @@ export function messageOf(task: TaskRecord, ctx: FormatContext): Obj {
   const response = obj(task.response);
   const thinking: Obj[] = [];
   const calls: Obj[] = [];
-  let text = '';
+  const text = answerText(response);
   for (const raw of list(response.output)) {
     const item = obj(raw);
     if (item.type === 'reasoning') thinking.push(thinkingBlock(task.model, list(item.content).map((c) => str(obj(c).text)).join(''), ctx));
     else if (item.type === 'function_call') calls.push({ type: 'tool_use', id: toolUseId(str(item.call_id)), name: str(item.name), input: inputOf(str(item.arguments)) });
-    else if (item.type === 'message') text += list(item.content).map((c) => str(obj(c).text)).join('');
   }
   return {
     id: messageId(task.id),

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import type { ResponseReasoning, ResponseRequest } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
 import { DEFAULTS, VENDOR_MEMBER } from '../lmsp/lmspConstants';
-import { parseBody, validateResponseBody } from '../lmsp/schemas';
+import { MAX_TOOL_DESCRIPTION_CHARS, parseBody, validateResponseBody } from '../lmsp/schemas';
 import type { ReasoningSeal } from '../shared/reasoningSeal';
 
 const text = z.string().max(1_000_000);
@@ -98,8 +98,6 @@ type CommonBody = z.infer<typeof countTokensSchema>;
 export const BILLING_BLOCK_PREFIX = 'x-anthropic-billing-header';
 /** Between the system blocks kept (fixed, so the prompt head is stable). */
 const SYSTEM_SEPARATOR = '\n\n';
-/** The runtime's bound on a tool description; longer ones (some agent tools) are cut rather than refused. */
-const MAX_TOOL_DESCRIPTION = 10_000;
 
 export interface MessagesRequest {
   stream: boolean;
@@ -308,7 +306,7 @@ function toolsOf(m: CommonBody, surfaced: ReadonlySet<string>): { list: Array<Re
     list.push({
       type: 'function',
       name: t.name,
-      ...(t.description ? { description: t.description.slice(0, MAX_TOOL_DESCRIPTION) } : {}),
+      ...(t.description ? { description: t.description.slice(0, MAX_TOOL_DESCRIPTION_CHARS) } : {}),
       parameters: { type: 'object', ...parameters },
       ...(t.strict !== undefined ? { strict: t.strict } : {}),
     });

@@ -4,6 +4,7 @@
 // whose events are the runtime's Responses vocabulary: output_item.added / function_call_arguments.delta / .done).
 import { INCLUDE_OUTPUT_LOGPROBS, type TaskRecord } from '../../runtime/task';
 import { HttpProblem, problemBody } from '../http/problem';
+import { list, obj, str, type Obj } from '../shared/wireValues';
 import { CHAT_COMPLETION_ID_PREFIX, CODES, HEADERS, OBJECTS, type LmspCode } from './lmspConstants';
 
 const TASK_ID_PREFIX = 'task_';
@@ -17,10 +18,6 @@ export function taskIdOfChatCompletion(id: string): string | undefined {
   return id.startsWith(CHAT_COMPLETION_ID_PREFIX) ? TASK_ID_PREFIX + id.slice(CHAT_COMPLETION_ID_PREFIX.length) : undefined;
 }
 
-type Obj = Record<string, unknown>;
-const obj = (v: unknown): Obj => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : {});
-const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 

@@ -29,6 +29,9 @@ const messageItem = z.strictObject({
   content: z.union([text, z.array(z.union([inputTextPart, outputTextPart])).min(1).max(DEFAULTS.maxInputItems)]),
 });
 
+/** Longest description of a tool or namespace (the Messages door cuts longer ones to it rather than refuse). */
+export const MAX_TOOL_DESCRIPTION_CHARS = 10_000;
+
 /** A function's name, as OpenAI allows it. */
 const toolName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'a function name must be 1-64 letters, digits, "_" or "-"' });
 const itemStatus = z.enum(['in_progress', 'completed', 'incomplete']).optional();
@@ -88,7 +91,7 @@ const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem
 const functionTool = z.strictObject({
   type: z.literal('function'),
   name: toolName,
-  description: z.string().max(10_000).nullable().optional(),
+  description: z.string().max(MAX_TOOL_DESCRIPTION_CHARS).nullable().optional(),
   parameters: jsonSchemaArg.nullable().optional(),
   strict: z.boolean().nullable().optional(),
   defer_loading: z.boolean().optional(),
@@ -98,7 +101,7 @@ const functionTool = z.strictObject({
 const customTool = z.strictObject({
   type: z.literal('custom'),
   name: toolName,
-  description: z.string().max(10_000).optional(),
+  description: z.string().max(MAX_TOOL_DESCRIPTION_CHARS).optional(),
   format: z
     .discriminatedUnion('type', [
       z.strictObject({ type: z.literal('text') }),
@@ -112,7 +115,7 @@ const customTool = z.strictObject({
 const namespaceTool = z.strictObject({
   type: z.literal('namespace'),
   name: toolName,
-  description: z.string().max(10_000).optional(),
+  description: z.string().max(MAX_TOOL_DESCRIPTION_CHARS).optional(),
   tools: z.array(z.union([functionTool, customTool])).min(1).max(128),
 });
 
