@@ -54,13 +54,12 @@
 //
 // Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
 // tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
-// evaluated (never all of them: the last one is evaluated again to get logits to sample from). A request with a
-// cache key (an agent's conversation: Codex's prompt_cache_key, Claude Code's session) goes back to a sequence it last
-// ran on, when one shares anything: agents' conversations share a long system-and-tools head, and by prefix alone a
-// new conversation takes the sequence holding another's whole history and erases it.
+// evaluated (never all of them: the last one is evaluated again to get logits to sample from); which one, with a
+// conversation's cache key in the choice, is sequenceChoice.ts.
 
 import * as os from 'node:os';
 import type { ConcurrencyChoice } from './contextChoice';
+import { commonPrefix, pickSequence } from './sequenceChoice';
 import type {
   BatchItem,
   CustomBatchingPrioritizationStrategy,
@@ -92,52 +91,6 @@ export interface SequencePool {
   release(sequence: LlamaContextSequence, keep?: boolean): Promise<void>;
   /** Frees the context, busy sequences included. */
   dispose(): Promise<void>;
-}
-
-/** A free sequence as acquire weighs it: its id, its kept tokens, the cache key it last ran for. */
-export interface SequenceCandidate {
-  id: number;
-  tokens: readonly Token[];
-  owner?: string;
-}
-
-/**
- * Which free sequence a generation that evaluates `tokens` first should take (its index), or -1 for a fresh one
- * (only when `freshAvailable`). In order: a sequence this cache key last ran on that shares anything; else the
- * longest shared prefix, a sequence of no key winning ties with one of another key, then the lowest id (busy ids stay
- * contiguous); but a sequence of another key is passed over, for a fresh one or one that costs no one, when taking it
- * would erase more of that conversation than it saves this one (the header's reason). A fresh sequence also when no
- * kept one shares anything, so that kept prefixes stay for someone they fit.
- */
-export function pickSequence(candidates: readonly SequenceCandidate[], tokens: readonly Token[], cacheKey: string | undefined, freshAvailable: boolean): number {
-  let best = -1;
-  let bestScore: [number, number, number, number] | undefined;
-  for (let i = 0; i < candidates.length; i++) {
-    const c = candidates[i]!;
-    const shared = commonPrefix(c.tokens, tokens);
-    const own = shared > 0 && cacheKey !== undefined && c.owner === cacheKey;
-    const othersLoss = c.owner !== undefined && !own ? c.tokens.length - shared : 0;
-    const harmless = othersLoss <= shared ? 1 : 0;
-    // Compared lexicographically, larger wins; the id negated so that the lowest wins.
-    const score: [number, number, number, number] = [own ? 1 : 0, harmless, shared, c.owner === undefined ? 1 : 0];
-    if (!bestScore || greater(score, bestScore) || (equal(score, bestScore) && c.id < candidates[best]!.id)) {
-      best = i;
-      bestScore = score;
-    }
-  }
-  if (!bestScore) return -1;
-  const [own, harmless, shared] = bestScore;
-  if (freshAvailable && (shared <= 0 || (!own && !harmless))) return -1;
-  return best;
-}
-
-function greater(a: readonly number[], b: readonly number[]): boolean {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! > b[i]!;
-  return false;
-}
-
-function equal(a: readonly number[], b: readonly number[]): boolean {
-  return !greater(a, b) && !greater(b, a);
 }
 
 /** Most sequences `auto` gives one context, by compute: CPU measured (bench/batching.ts), GPU chosen (below). */
@@ -455,14 +408,6 @@ export function oneSequenceContext(model: LlamaModel, contextSize: number | 'aut
 function sequenceIdOf(sequence: LlamaContextSequence): number {
   const id = (sequence as unknown as { _sequenceId?: number })._sequenceId;
   return typeof id === 'number' ? id : -1;
-}
-
-/** Leading tokens `a` and `b` share. */
-export function commonPrefix(a: readonly Token[], b: readonly Token[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
 }
 
 /** The one context of a loaded model, its sequences handed to generations and kept warm between them. */
