@@ -17,9 +17,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { applyChatEvent, type ChatStreamState } from '../src/backends/openai/chatStream';
+import { applyChatEvent, type ChatStreamState } from '../src/backends/remote/chatStream';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
-import { RemoteBackend } from '../src/backends/openai/remoteBackend';
+import { RemoteBackend } from '../src/backends/remote/remoteBackend';
 import { SseParser } from '../src/protocols/http/sseParser';
 import { writeTestModel } from '../src/backends/llama/demoModel';
 import { startEndpoint } from '../src/protocols/endpoint';

@@ -13,9 +13,9 @@ import type { ConcurrencyChoice, ContextSizeChoice } from './llama/contextChoice
 import type { GpuChoice, GpuLayersChoice, ThreadsChoice } from './llama/hardware';
 import { LlamaBackend } from './llama/llamaBackend';
 import { isModelUri } from './modelSource';
-import type { EngineConfig } from './openai/config';
-import type { RemoteEngine } from './openai/engine';
-import { RemoteBackend } from './openai/remoteBackend';
+import type { EngineConfig } from './remote/config';
+import type { RemoteEngine } from './remote/engine';
+import { RemoteBackend } from './remote/remoteBackend';
 
 export interface ComposeOptions {
   /** Model sources: GGUF paths or model URIs. */

@@ -1,8 +1,8 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { RESTART_POLICIES, type RestartPolicy } from '../runtime/task';
-import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/openai/config';
-import { ENGINE_KINDS, type EngineKind } from '../backends/openai/quirks';
+import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/remote/config';
+import { ENGINE_KINDS, type EngineKind } from '../backends/remote/quirks';
 import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ConcurrencyChoice, type ContextSizeChoice } from '../backends/llama/contextChoice';
 import { parseKeepAlive } from '../backends/llama/keepAlive';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../runtime/shares';

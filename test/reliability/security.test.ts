@@ -13,7 +13,7 @@
 //         a body over the limit is 413.
 // Shown on purpose and not flagged: a 404 for a model named by a path echoes the caller's own string (checked to be
 // alike whether the file exists or not). An engine failure's detail names the engine (and its place in the pool),
-// never its host:port: that is for the operator's log only (src/backends/openai/engine.ts).
+// never its host:port: that is for the operator's log only (src/backends/remote/engine.ts).
 // Measured (quick mode, load 8 on 2 cores): 31 s, 174 requests, of which ~10 s is the head that never finishes.
 // The same bytes as the tests that pin each defence (test/support/hostile.ts). The events panel rendering task
 // text as text is checked in the UI suite (test/e2e/tasks.ui.test.ts); #23.4 (editor consent) is editor-only.

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import Ajv from 'ajv';
-import { RemoteBackend } from '../../src/backends/openai/remoteBackend';
+import { RemoteBackend } from '../../src/backends/remote/remoteBackend';
 import type { GenerateRequest, TokenLogprob } from '../../src/runtime/backend';
 import { startLlamaServer, type LlamaServer } from '../fixtures/llamaServer';
 import { lmspWaitTerminal, startServe, type Serve } from '../fixtures/serveProcess';

@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Ajv from 'ajv';
 import { REASONING_CHAT_TEMPLATE, TOOLS_CHAT_TEMPLATE, writeTestModel } from '../../src/backends/llama/demoModel';
-import { RemoteBackend } from '../../src/backends/openai/remoteBackend';
+import { RemoteBackend } from '../../src/backends/remote/remoteBackend';
 import type { GenerateRequest, OutputChannel } from '../../src/runtime/backend';
 import { startLlamaServer, type LlamaServer } from '../fixtures/llamaServer';
 import { lmspWaitTerminal, startServe, type Serve } from '../fixtures/serveProcess';

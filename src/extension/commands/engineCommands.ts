@@ -3,8 +3,8 @@
 // and is stored before the setting changes, so the runtime restart that the change causes already finds it.
 import * as vscode from 'vscode';
 import { z } from 'zod';
-import { checkEngineName, normalizeEngineUrl } from '../../backends/openai/config';
-import { ENGINE_KINDS, type EngineKind } from '../../backends/openai/quirks';
+import { checkEngineName, normalizeEngineUrl } from '../../backends/remote/config';
+import { ENGINE_KINDS, type EngineKind } from '../../backends/remote/quirks';
 import { CONFIG_SECTION, Commands, engineKeySecret } from '../constants';
 import { Disposable } from '../lifecycle';
 import { SETTING_KEYS, type ExtensionSettings } from '../model/settings';

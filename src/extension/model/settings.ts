@@ -4,7 +4,7 @@ import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, parseConcurrency, 
 import { DEFAULT_KEEP_ALIVE_MS, parseKeepAlive } from '../../backends/llama/keepAlive';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
-import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/openai/config';
+import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/remote/config';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../../runtime/shares';
 import type { Localize } from './format';

@@ -5,7 +5,7 @@
 // for what it reads (an engine's chunks, an owner window's task events, a test's whole responses; see docs/remote.md).
 //
 // It lives beside the SSE writer (sse.ts) because it is HTTP framing, and protocols/http imports nothing but Node and
-// itself: the remote engine client (backends/openai), the editor's remote task source (extension/model) and the
+// itself: the remote engine client (backends/remote), the editor's remote task source (extension/model) and the
 // tests' reader (test/fixtures/sse.ts) all read it without an arrow into a door, the runtime or a composition root.
 
 export class SseLimitError extends Error {

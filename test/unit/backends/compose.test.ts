@@ -9,7 +9,7 @@ import { composeBackend, type ComposeOptions } from '../../../src/backends/compo
 import { CompositeBackend } from '../../../src/backends/composite';
 import { DEMO_MODEL_FILE, writeTestModel } from '../../../src/backends/llama/demoModel';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
+import { RemoteBackend } from '../../../src/backends/remote/remoteBackend';
 import type { ModelBackend } from '../../../src/runtime/backend';
 import { ConformanceFixtureBackend, FIXTURE_MODEL } from '../../fixtures/conformance/backend';
 import { closedPort, startFakeEngine } from '../../fixtures/fakeEngine';

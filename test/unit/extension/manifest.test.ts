@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { GPU_CHOICES, MAX_GPU_LAYERS } from '../../../src/backends/llama/hardware';
-import { ENGINE_KINDS } from '../../../src/backends/openai/quirks';
+import { ENGINE_KINDS } from '../../../src/backends/remote/quirks';
 import {
   Commands,
   EVENTS_PANEL_VIEW_TYPE,

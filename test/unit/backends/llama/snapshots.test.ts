@@ -6,12 +6,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { oneSequenceContext } from '../../../src/backends/llama/contextPool';
-import { buildTestModel } from '../../../src/backends/llama/demoModel';
-import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
-import { modelFingerprint, restoreSnapshot, SnapshotWriter } from '../../../src/backends/llama/snapshots';
-import type { GenerationSnapshot } from '../../../src/runtime/backend';
-import { testModelPath } from '../../fixtures/testModel';
+import { oneSequenceContext } from '../../../../src/backends/llama/contextPool';
+import { buildTestModel } from '../../../../src/backends/llama/demoModel';
+import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
+import { modelFingerprint, restoreSnapshot, SnapshotWriter } from '../../../../src/backends/llama/snapshots';
+import type { GenerationSnapshot } from '../../../../src/runtime/backend';
+import { testModelPath } from '../../../fixtures/testModel';
 
 describe('modelFingerprint', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-fp-'));

@@ -6,9 +6,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import Ajv from 'ajv';
-import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { RequestRefusedError, type GenerateRequest, type GenerationSnapshot, type OutputFormat, type TokenLogprob } from '../../../src/runtime/backend';
-import { testModelPath } from '../../fixtures/testModel';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { RequestRefusedError, type GenerateRequest, type GenerationSnapshot, type OutputFormat, type TokenLogprob } from '../../../../src/runtime/backend';
+import { testModelPath } from '../../../fixtures/testModel';
 
 const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
   model: '',

@@ -5,10 +5,10 @@
 // never refused for its size and is capped to the room. Real tiny demo model (trained context 2048).
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import type { KeepAliveTimers } from '../../../src/backends/llama/keepAlive';
-import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { BackendError, RequestRefusedError, type GenerateRequest } from '../../../src/runtime/backend';
-import { testModelPath } from '../../fixtures/testModel';
+import type { KeepAliveTimers } from '../../../../src/backends/llama/keepAlive';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { BackendError, RequestRefusedError, type GenerateRequest } from '../../../../src/runtime/backend';
+import { testModelPath } from '../../../fixtures/testModel';
 
 const never = () => new AbortController().signal;
 const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({

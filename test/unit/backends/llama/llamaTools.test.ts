@@ -6,11 +6,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import Ajv from 'ajv';
-import { REASONING_CHAT_TEMPLATE, TOOLS_CHAT_TEMPLATE, writeTestModel } from '../../../src/backends/llama/demoModel';
-import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { OutputSplitter, PLAIN_CALL_SYNTAX, type ChannelPiece } from '../../../src/backends/llama/toolCalls';
-import { RequestRefusedError, type GenerateRequest, type OutputChannel, type OutputSegment, type ToolDefinition } from '../../../src/runtime/backend';
-import { testModelPath } from '../../fixtures/testModel';
+import { REASONING_CHAT_TEMPLATE, TOOLS_CHAT_TEMPLATE, writeTestModel } from '../../../../src/backends/llama/demoModel';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { OutputSplitter, PLAIN_CALL_SYNTAX, type ChannelPiece } from '../../../../src/backends/llama/toolCalls';
+import { RequestRefusedError, type GenerateRequest, type OutputChannel, type OutputSegment, type ToolDefinition } from '../../../../src/runtime/backend';
+import { testModelPath } from '../../../fixtures/testModel';
 
 const never = () => new AbortController().signal;
 const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });

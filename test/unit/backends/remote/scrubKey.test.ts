@@ -1,9 +1,9 @@
 // The engine key in every spelling an engine might echo it in is scrubbed from what clients and logs see.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { engineText } from '../../../src/backends/openai/chatStream';
-import { scrubKey } from '../../../src/backends/openai/scrubKey';
-import { keySpellings } from '../../support/hostile';
+import { engineText } from '../../../../src/backends/remote/chatStream';
+import { scrubKey } from '../../../../src/backends/remote/scrubKey';
+import { keySpellings } from '../../../support/hostile';
 
 const KEY = 'sk-live_4f9QZ2m+/x7Lp0Ra8vWc=Tq3';
 

@@ -5,17 +5,17 @@
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import { after, describe, it } from 'node:test';
-import { CompositeBackend } from '../../../src/backends/composite';
-import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { normalizeEngineUrl, parseKey } from '../../../src/backends/openai/config';
-import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
-import { BackendError, type TokenLogprob } from '../../../src/runtime/backend';
-import { isRuntimeError } from '../../../src/runtime/errors';
-import { TaskRuntime, type RuntimeOptions } from '../../../src/runtime/runtime';
-import type { TaskRecord } from '../../../src/runtime/task';
-import { closedPort, goodStream, sseChunk, sseHead, startFakeEngine, type FakeEngine } from '../../fixtures/fakeEngine';
-import { tempDir } from '../runtime/helpers';
-import { waitFor } from '../../support/wait';
+import { CompositeBackend } from '../../../../src/backends/composite';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { normalizeEngineUrl, parseKey } from '../../../../src/backends/remote/config';
+import { RemoteBackend } from '../../../../src/backends/remote/remoteBackend';
+import { BackendError, type TokenLogprob } from '../../../../src/runtime/backend';
+import { isRuntimeError } from '../../../../src/runtime/errors';
+import { TaskRuntime, type RuntimeOptions } from '../../../../src/runtime/runtime';
+import type { TaskRecord } from '../../../../src/runtime/task';
+import { closedPort, goodStream, sseChunk, sseHead, startFakeEngine, type FakeEngine } from '../../../fixtures/fakeEngine';
+import { tempDir } from '../../runtime/helpers';
+import { waitFor } from '../../../support/wait';
 
 const root = tempDir('tr-remote-');
 let dirs = 0;

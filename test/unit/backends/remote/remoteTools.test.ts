@@ -6,13 +6,13 @@
 // runtime to Responses function_call and reasoning items with their stream events.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { applyChatEvent, type ChatStreamState } from '../../../src/backends/openai/chatStream';
-import { ENGINE_KINDS, ENGINE_PROFILES } from '../../../src/backends/openai/quirks';
-import { chatMessages, checkForKind, requestFields, RemoteBackend } from '../../../src/backends/openai/remoteBackend';
-import { BackendError, RequestRefusedError, type GenerateRequest, type OutputChannel } from '../../../src/runtime/backend';
-import { TaskRuntime } from '../../../src/runtime/runtime';
-import { sseHead, startFakeEngine, usageChunk, type ChatHandler, type FakeEngine } from '../../fixtures/fakeEngine';
-import { tempDir } from '../runtime/helpers';
+import { applyChatEvent, type ChatStreamState } from '../../../../src/backends/remote/chatStream';
+import { ENGINE_KINDS, ENGINE_PROFILES } from '../../../../src/backends/remote/quirks';
+import { chatMessages, checkForKind, requestFields, RemoteBackend } from '../../../../src/backends/remote/remoteBackend';
+import { BackendError, RequestRefusedError, type GenerateRequest, type OutputChannel } from '../../../../src/runtime/backend';
+import { TaskRuntime } from '../../../../src/runtime/runtime';
+import { sseHead, startFakeEngine, usageChunk, type ChatHandler, type FakeEngine } from '../../../fixtures/fakeEngine';
+import { tempDir } from '../../runtime/helpers';
 import { LLAMA_SERVER_FORCED_CALL, LLAMA_SERVER_PARALLEL_CALLS, LLAMA_SERVER_REASONING } from './remoteRecordedStreams';
 
 const KEY = 'sk-test-19a0c3e5f7b9d1e3a5c7e9f1b3d5f7a9';

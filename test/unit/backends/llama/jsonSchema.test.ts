@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hardenGrammar, translateJsonSchema } from '../../../src/backends/llama/jsonSchema';
-import { RequestRefusedError } from '../../../src/runtime/backend';
+import { hardenGrammar, translateJsonSchema } from '../../../../src/backends/llama/jsonSchema';
+import { RequestRefusedError } from '../../../../src/runtime/backend';
 
 const refused = (schema: Record<string, unknown>, param: string, word?: RegExp) =>
   assert.throws(

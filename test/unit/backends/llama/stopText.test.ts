@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StopText, type Piece } from '../../../src/backends/llama/stopText';
+import { StopText, type Piece } from '../../../../src/backends/llama/stopText';
 
 const p = (text: string, tokens = 1): Piece => ({ text, tokens });
 function feed(stop: StopText, texts: string[]) {

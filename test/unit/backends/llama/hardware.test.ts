@@ -6,13 +6,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parseAutoOrInt, placeModel, selectLlama } from '../../../src/backends/llama/hardware';
-import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
-import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { writeTestModel } from '../../../src/backends/llama/demoModel';
-import { parseArgs, UsageError } from '../../../src/cli/args';
-import { readSettings } from '../../../src/extension/model/settings';
-import type { ModelHardware } from '../../../src/runtime/backend';
+import { parseAutoOrInt, placeModel, selectLlama } from '../../../../src/backends/llama/hardware';
+import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { writeTestModel } from '../../../../src/backends/llama/demoModel';
+import { parseArgs, UsageError } from '../../../../src/cli/args';
+import { readSettings } from '../../../../src/extension/model/settings';
+import type { ModelHardware } from '../../../../src/runtime/backend';
 
 const t = (s: string, ...a: unknown[]) => s.replace(/\{(\d+)\}/g, (_, i: string) => String(a[Number(i)]));
 

@@ -3,8 +3,8 @@
 // is llamaBackend.test.ts's.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultModelId, ModelEntries, type LoadedModelInfo } from '../../../src/backends/llama/modelEntries';
-import type { ModelHardware } from '../../../src/runtime/backend';
+import { defaultModelId, ModelEntries, type LoadedModelInfo } from '../../../../src/backends/llama/modelEntries';
+import type { ModelHardware } from '../../../../src/runtime/backend';
 
 const hardware: ModelHardware = { compute: 'cpu', devices: [], gpuLayers: 0, totalLayers: 2, threads: 1, threadsFrom: 'setting' };
 const loadedInfo = (trainContextSize: number): LoadedModelInfo => ({ hardware, trainContextSize, contextSize: trainContextSize, concurrency: 1 });

@@ -5,11 +5,11 @@
 // runtime is closed and opened again on the same data directory.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
-import { TaskRuntime } from '../../../src/runtime/runtime';
-import type { TaskRecord } from '../../../src/runtime/task';
-import { FLAVORS, flavorStream, startFakeEngine, type EngineFlavor, type FakeEngine } from '../../fixtures/fakeEngine';
-import { tempDir } from '../runtime/helpers';
+import { RemoteBackend } from '../../../../src/backends/remote/remoteBackend';
+import { TaskRuntime } from '../../../../src/runtime/runtime';
+import type { TaskRecord } from '../../../../src/runtime/task';
+import { FLAVORS, flavorStream, startFakeEngine, type EngineFlavor, type FakeEngine } from '../../../fixtures/fakeEngine';
+import { tempDir } from '../../runtime/helpers';
 
 const root = tempDir('tr-remote-stop-');
 let dirs = 0;

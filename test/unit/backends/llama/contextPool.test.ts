@@ -8,11 +8,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { BatchItem, Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { type AcquiredSequence, BatchedContextPool, chooseSequences, fitContextSize, oneSequenceContext, sequenceOrderStrategy } from '../../../src/backends/llama/contextPool';
-import { commonPrefix, pickSequence } from '../../../src/backends/llama/sequenceChoice';
-import { writeTestModel } from '../../../src/backends/llama/demoModel';
-import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
-import { testModelPath } from '../../fixtures/testModel';
+import { type AcquiredSequence, BatchedContextPool, chooseSequences, fitContextSize, oneSequenceContext, sequenceOrderStrategy } from '../../../../src/backends/llama/contextPool';
+import { commonPrefix, pickSequence } from '../../../../src/backends/llama/sequenceChoice';
+import { writeTestModel } from '../../../../src/backends/llama/demoModel';
+import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
+import { testModelPath } from '../../../fixtures/testModel';
 
 /** Each sequence generates `steps` tokens from its prompt, all at once, started in `order` (indices into seqs). */
 async function generateAll(seqs: AcquiredSequence[], prompts: Token[][], steps: number, order: number[]): Promise<void> {

@@ -5,13 +5,13 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import { buildTestModel, ensureDemoModel, writeTestModel, DEMO_MODEL_FILE } from '../../../src/backends/llama/demoModel';
-import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
-import { TokenTextStream } from '../../../src/backends/llama/tokenTextStream';
-import type { GenerateRequest, GenerationSnapshot, ResumeFrom } from '../../../src/runtime/backend';
-import { errorText } from '../../../src/runtime/problems';
-import { testModelPath } from '../../fixtures/testModel';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { buildTestModel, ensureDemoModel, writeTestModel, DEMO_MODEL_FILE } from '../../../../src/backends/llama/demoModel';
+import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
+import { TokenTextStream } from '../../../../src/backends/llama/tokenTextStream';
+import type { GenerateRequest, GenerationSnapshot, ResumeFrom } from '../../../../src/runtime/backend';
+import { errorText } from '../../../../src/runtime/problems';
+import { testModelPath } from '../../../fixtures/testModel';
 
 const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
   model: '',
@@ -291,7 +291,7 @@ describe('LlamaBackend on the tiny model', () => {
       [],
     );
 
-    const script = path.join(__dirname, '../../fixtures/resumeGeneration.js');
+    const script = path.join(__dirname, '../../../fixtures/resumeGeneration.js');
     const resumeFrom: ResumeFrom = { snapshot: snap, text: snap.text, outputTokens: snap.outputTokens };
     const child = spawnSync(process.execPath, [script, JSON.stringify({ modelPath, request: greedy, resumeFrom })], {
       encoding: 'utf8',

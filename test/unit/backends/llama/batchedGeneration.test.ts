@@ -7,11 +7,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { KeepAliveTimers } from '../../../src/backends/llama/keepAlive';
-import { parseKeepAlive } from '../../../src/backends/llama/keepAlive';
-import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
-import type { GenerateRequest, GenerateResult, GenerationSnapshot } from '../../../src/runtime/backend';
-import { testModelPath } from '../../fixtures/testModel';
+import type { KeepAliveTimers } from '../../../../src/backends/llama/keepAlive';
+import { parseKeepAlive } from '../../../../src/backends/llama/keepAlive';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import type { GenerateRequest, GenerateResult, GenerationSnapshot } from '../../../../src/runtime/backend';
+import { testModelPath } from '../../../fixtures/testModel';
 
 const never = () => new AbortController().signal;
 

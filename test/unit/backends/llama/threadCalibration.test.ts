@@ -6,9 +6,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Llama, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { writeTestModel } from '../../../src/backends/llama/demoModel';
-import { importNodeLlamaCpp } from '../../../src/backends/llama/nodeLlamaCpp';
-import { modelFingerprint } from '../../../src/backends/llama/snapshots';
+import { writeTestModel } from '../../../../src/backends/llama/demoModel';
+import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
+import { modelFingerprint } from '../../../../src/backends/llama/snapshots';
 import {
   chooseThreads,
   measureDecode,
@@ -19,7 +19,7 @@ import {
   threadCandidates,
   timingPrompt,
   type CalibrationRun,
-} from '../../../src/backends/llama/threadCalibration';
+} from '../../../../src/backends/llama/threadCalibration';
 
 describe('thread candidates and choice', () => {
   it('times powers of two, cores − 1 and cores', () => {

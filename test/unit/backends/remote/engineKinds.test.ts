@@ -6,16 +6,16 @@
 // fields of each kind (sampling under its names, response_format, logprobs) sent or refused at create.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { streamChat } from '../../../src/backends/openai/chatStream';
-import { DEFAULT_TIMEOUTS } from '../../../src/backends/openai/engine';
-import { engineErrorOf, isContextOverflow, kindFromModelList, resumeOffered, type EngineKind, type SamplingField } from '../../../src/backends/openai/quirks';
-import { RemoteBackend } from '../../../src/backends/openai/remoteBackend';
-import { BackendError, RequestRefusedError, type GenerateRequest, type TokenLogprob } from '../../../src/runtime/backend';
-import { isRuntimeError } from '../../../src/runtime/errors';
-import { TaskRuntime } from '../../../src/runtime/runtime';
-import type { TaskRecord } from '../../../src/runtime/task';
-import { answer, FLAVORS, flavorStream, sseHead, startFakeEngine, type ChatHandler, type EngineFlavor, type FakeEngine } from '../../fixtures/fakeEngine';
-import { tempDir } from '../runtime/helpers';
+import { streamChat } from '../../../../src/backends/remote/chatStream';
+import { DEFAULT_TIMEOUTS } from '../../../../src/backends/remote/engine';
+import { engineErrorOf, isContextOverflow, kindFromModelList, resumeOffered, type EngineKind, type SamplingField } from '../../../../src/backends/remote/quirks';
+import { RemoteBackend } from '../../../../src/backends/remote/remoteBackend';
+import { BackendError, RequestRefusedError, type GenerateRequest, type TokenLogprob } from '../../../../src/runtime/backend';
+import { isRuntimeError } from '../../../../src/runtime/errors';
+import { TaskRuntime } from '../../../../src/runtime/runtime';
+import type { TaskRecord } from '../../../../src/runtime/task';
+import { answer, FLAVORS, flavorStream, sseHead, startFakeEngine, type ChatHandler, type EngineFlavor, type FakeEngine } from '../../../fixtures/fakeEngine';
+import { tempDir } from '../../runtime/helpers';
 
 const root = tempDir('tr-kinds-');
 let dirs = 0;
