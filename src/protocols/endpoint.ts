@@ -1,16 +1,20 @@
-// Mounts the doors on the one loopback listener: LMSP at /lmsp/v1, MCP at /mcp, Anthropic Messages at /v1 (whose
-// other /v1 paths are LMSP's, for OpenAI clients with base URL /v1); Prometheus metrics at /metrics.
+// Mounts the doors (door.ts) on the one loopback listener: LMSP at /lmsp/v1, the OpenAI-compatible routes at
+// /lmsp/v1/responses and /lmsp/v1/chat/completions, MCP at /mcp, Anthropic Messages at /v1 (whose other /v1 paths
+// are forwarded to /lmsp/v1, for OpenAI clients with base URL /v1); Prometheus metrics at /metrics.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { TaskRuntimeApi } from '../runtime/api';
-import { ANTHROPIC_PREFIX, createAnthropicDoor, MESSAGES_PREFIX } from './anthropic/anthropicDoor';
-import { startListener, type ListenerLimits } from './http/listener';
+import { createAnthropicDoor } from './anthropic/anthropicDoor';
+import type { Door } from './door';
+import { findMount, longestPrefixFirst, startListener, type ListenerLimits } from './http/listener';
+import { HttpProblem } from './http/problem';
+import type { DoorHandler } from './http/types';
+import { closeDoorDeps, createDoorDeps, type LmspDoorOptions } from './lmsp/deps';
 import { LMSP_PREFIX } from './lmsp/lmspConstants';
-import { createLmspDoor, type LmspDoorOptions } from './lmsp/lmspDoor';
-import { createMcpDoor, type McpDoorOptions } from './mcp/mcpDoor';
-import { METRICS_PATH, metricsHandler } from './metrics/prometheus';
+import { createLmspDoor } from './lmsp/lmspDoor';
+import { createMcpDoor, MCP_PREFIX, type McpDoorOptions } from './mcp/mcpDoor';
+import { createMetricsDoor } from './metrics/prometheus';
+import { createOpenAiDoor } from './openai/openaiDoor';
 import { ReasoningSeal } from './shared/reasoningSeal';
-
-export const MCP_PREFIX = '/mcp';
 
 export interface EndpointOptions {
   /** 0 picks a free port. */
@@ -41,10 +45,20 @@ export interface Endpoint {
 }
 
 export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptions): Promise<Endpoint> {
-  const seal = new ReasoningSeal(opts.reasoningKey);
-  const lmsp = createLmspDoor(runtime, { ...opts.lmsp, log: opts.log, seal });
-  const mcp = createMcpDoor(runtime, { ...opts.mcp, log: opts.log });
-  const anthropic = createAnthropicDoor(lmsp);
+  const deps = createDoorDeps(runtime, { ...opts.lmsp, log: opts.log, seal: new ReasoningSeal(opts.reasoningKey) });
+  const doors: Door[] = [createLmspDoor(deps), createOpenAiDoor(deps), createMcpDoor(runtime, { ...opts.mcp, log: opts.log }), createMetricsDoor(runtime)];
+  let mounts = longestPrefixFirst(doors.flatMap((d) => d.mounts));
+  const forward: DoorHandler = async (req, res, ctx) => {
+    const mount = findMount(mounts, ctx.url.pathname);
+    if (!mount) throw new HttpProblem(404, 'not_found', 'No such endpoint.');
+    return mount.handler(req, res, ctx);
+  };
+  doors.push(createAnthropicDoor(deps, forward));
+  mounts = longestPrefixFirst(doors.flatMap((d) => d.mounts));
+  const closeDoors = async () => {
+    closeDoorDeps(deps);
+    await Promise.all(doors.map((d) => d.close()));
+  };
   // A turn of the event loop before the server starts: the doors' set-up and the listener's were one block of the
   // editor's start-up (issue #21 item 4: none over 20 ms).
   await nextTurn();
@@ -54,15 +68,9 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
     allowedOrigins: opts.allowedOrigins,
     log: opts.log,
     limits: opts.listenerLimits,
-    doors: [
-      { prefix: LMSP_PREFIX, handler: lmsp.handle, problemStyle: 'problem+json' },
-      { prefix: MCP_PREFIX, handler: mcp.handle, problemStyle: 'jsonrpc' },
-      { prefix: MESSAGES_PREFIX, handler: anthropic.handle, problemStyle: 'anthropic' },
-      { prefix: ANTHROPIC_PREFIX, handler: anthropic.handle, problemStyle: 'problem+json' },
-      { prefix: METRICS_PATH, handler: metricsHandler(runtime), problemStyle: 'problem+json' },
-    ],
+    doors: mounts,
   }).catch(async (e) => {
-    await Promise.all([lmsp.close(), mcp.close()]);
+    await closeDoors();
     throw e;
   });
   let closing: Promise<void> | undefined;
@@ -75,7 +83,7 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
     setTokens: (tokens) => listener.setTokens(tokens),
     close() {
       closing ??= (async () => {
-        await Promise.all([lmsp.close(), mcp.close()]);
+        await closeDoors();
         await listener.close();
       })();
       return closing;

@@ -14,12 +14,12 @@ import type { ModelInfo } from '../../runtime/backend';
 import type { ResponseRequest } from '../../runtime/task';
 import { readJsonBody } from '../http/body';
 import { HttpProblem, requestIdOf, writeProblem } from '../http/problem';
+import type { Door } from '../door';
 import type { DoorHandler, RequestContext } from '../http/types';
-import { endProblem } from '../lmsp/chatCompletionsFormat';
+import { endProblem } from '../openai/chatCompletionsFormat';
 import type { LmspDeps } from '../lmsp/deps';
 import { LMSP_PREFIX } from '../lmsp/lmspConstants';
-import type { LmspDoor } from '../lmsp/lmspDoor';
-import { awaitTerminal, startResponseTask } from '../lmsp/responsesRoutes';
+import { awaitTerminal, startResponseTask } from '../openai/responsesRoutes';
 import { streamTaskEvents } from '../lmsp/streams';
 import { sendJson } from '../lmsp/wire';
 import { messageOf, MessageStreamTranslator, type FormatContext } from './anthropicFormat';
@@ -39,12 +39,11 @@ export const ROUTE = 'anthropic_messages';
 /** Heartbeats of a Messages stream are Anthropic `ping` events (Claude Code aborts a stream silent for 300 s). */
 const PING = { event: 'ping', data: JSON.stringify({ type: 'ping' }) };
 
-export interface AnthropicDoor {
-  handle: DoorHandler;
-}
-
-export function createAnthropicDoor(lmsp: LmspDoor): AnthropicDoor {
-  const deps = lmsp.deps;
+/**
+ * `forward` answers the other /v1 paths once they are rewritten to /lmsp/v1 (the endpoint's dispatch over every
+ * door's mounts, so /v1/responses reaches the OpenAI-compatible door and /v1/tasks the LMSP door).
+ */
+export function createAnthropicDoor(deps: LmspDeps, forward: DoorHandler): Door {
   const handle: DoorHandler = async (req, res, ctx) => {
     requestIdOf(res);
     const path = ctx.url.pathname;
@@ -59,9 +58,15 @@ export function createAnthropicDoor(lmsp: LmspDoor): AnthropicDoor {
         return writeProblem(res, e, 'anthropic');
       }
     }
-    return lmsp.handle(req, res, lmspContext(ctx));
+    return forward(req, res, lmspContext(ctx));
   };
-  return { handle };
+  return {
+    mounts: [
+      { prefix: MESSAGES_PREFIX, handler: handle, problemStyle: 'anthropic' },
+      { prefix: ANTHROPIC_PREFIX, handler: handle, problemStyle: 'problem+json' },
+    ],
+    close: async () => {},
+  };
 }
 
 async function post(req: IncomingMessage, run: () => Promise<void>): Promise<void> {

@@ -23,6 +23,16 @@ export interface MountedDoor {
   problemStyle: ProblemStyle;
 }
 
+/** Mounts ordered for findMount: the longest prefix first, so `/v1/messages` wins over `/v1`. */
+export function longestPrefixFirst(mounts: readonly MountedDoor[]): MountedDoor[] {
+  return [...mounts].sort((a, b) => b.prefix.length - a.prefix.length);
+}
+
+/** The mount a path belongs to, from mounts ordered by longestPrefixFirst. */
+export function findMount(mounts: readonly MountedDoor[], pathname: string): MountedDoor | undefined {
+  return mounts.find((d) => pathname === d.prefix || pathname.startsWith(d.prefix + '/'));
+}
+
 export interface ListenerLimits {
   /** Time allowed to receive the request headers (slow-loris). */
   headersTimeoutMs: number;
@@ -76,7 +86,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     return n;
   });
   const log = options.log ?? (() => {});
-  const doors = [...options.doors].sort((a, b) => b.prefix.length - a.prefix.length);
+  const doors = longestPrefixFirst(options.doors);
   // Aborted at shutdown: long requests (SSE, synchronous generations) end instead of holding the port.
   const inFlight = new Set<AbortController>();
   let closing = false;
@@ -119,7 +129,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       writeProblem(res, new HttpProblem(400, 'invalid_request', 'The request target is not a valid path.'), 'problem+json');
       return;
     }
-    const door = doors.find((d) => url.pathname === d.prefix || url.pathname.startsWith(d.prefix + '/'));
+    const door = findMount(doors, url.pathname);
     const style: ProblemStyle = door?.problemStyle ?? 'problem+json';
     const instance = url.pathname;
     if (closing) {

@@ -3,14 +3,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpProblem } from '../http/problem';
 import type { RequestContext } from '../http/types';
 import { readJsonBody } from '../http/body';
-import { checkBackgroundRules, withPreviousResponse } from './background';
+import { checkBackgroundRules, withPreviousResponse } from '../openai/background';
 import type { LmspDeps } from './deps';
 import { runtimeStatuses, toTaskObject } from './format';
 import { idempotencyOf } from './idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, LMSP_PREFIX, OBJECTS, PATHS, QUERY, VENDOR_MEMBER } from './lmspConstants';
 import { lmspProblem, translate, translateAsync } from './problems';
 import { checkRequestRules, parseBody, parseLastEventId, parseListQuery, rejectUnsupported, taskCreateSchema, toRuntimeRequest } from './schemas';
-import { openSealedReasoning } from './responsesView';
+import { openSealedReasoning } from '../openai/responsesView';
 import { streamTaskEvents } from './streams';
 import { sendJson } from './wire';
 

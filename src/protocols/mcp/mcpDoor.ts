@@ -5,6 +5,7 @@
 // principal in both eras, so one runtime task is the same task to either.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TaskRuntimeApi } from '../../runtime/api';
+import type { Door } from '../door';
 import type { DoorHandler, RequestContext } from '../http/types';
 import type { McpContext } from './context';
 import { MAX_BODY_BYTES, readJsonBody } from '../http/body';
@@ -39,9 +40,10 @@ export interface McpDoorOptions {
   extraTools?: readonly ModernTool[];
 }
 
-export interface McpDoor {
+export const MCP_PREFIX = '/mcp';
+
+export interface McpDoor extends Door {
   handle: DoorHandler;
-  close(): Promise<void>;
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 1000;
@@ -128,6 +130,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
 
   return {
     handle,
+    mounts: [{ prefix: MCP_PREFIX, handler: handle, problemStyle: 'jsonrpc' }],
     async close() {
       if (closed) return;
       closed = true;

@@ -8,13 +8,18 @@ import type { TaskRuntimeApi } from '../../runtime/api';
 import type { HistogramSnapshot, MetricsSnapshot } from '../../runtime/metrics';
 import { TASK_STATUSES } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
+import type { Door } from '../door';
 import type { DoorHandler } from '../http/types';
 
 export const METRICS_PATH = '/metrics';
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 const PREFIX = 'task_runtime_';
 
-export function metricsHandler(runtime: TaskRuntimeApi): DoorHandler {
+export function createMetricsDoor(runtime: TaskRuntimeApi): Door {
+  return { mounts: [{ prefix: METRICS_PATH, handler: metricsHandler(runtime), problemStyle: 'problem+json' }], close: async () => {} };
+}
+
+function metricsHandler(runtime: TaskRuntimeApi): DoorHandler {
   return async (req: IncomingMessage, res: ServerResponse, ctx) => {
     if (ctx.url.pathname !== METRICS_PATH) throw new HttpProblem(404, 'not_found', 'No such endpoint.');
     if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startListener, type Listener } from '../../../src/protocols/http/listener';
 import { LMSP_PREFIX } from '../../../src/protocols/lmsp/lmspConstants';
+import { closeDoorDeps, createDoorDeps, type LmspDeps } from '../../../src/protocols/lmsp/deps';
 import { createLmspDoor, type LmspDoor } from '../../../src/protocols/lmsp/lmspDoor';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import { ScriptedBackend, says } from '../../fixtures/scriptedBackend';
@@ -21,6 +22,7 @@ const TOKENS = new Map([
 ]);
 
 let runtime: TaskRuntime;
+let deps: LmspDeps;
 let door: LmspDoor;
 let listener: Listener;
 let dataDir: string;
@@ -29,11 +31,13 @@ const clock = new ManualClock(1_700_000_000_000);
 before(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-changes-'));
   runtime = await TaskRuntime.open({ dataDir, backend: new ScriptedBackend(says('hi')), deltaFlushMs: 0 });
-  door = createLmspDoor(runtime, { heartbeatMs: 10, changeStreamIdleMs: IDLE_MS, now: clock.now, maxSseStreamsPerPrincipal: 1 });
+  deps = createDoorDeps(runtime, { heartbeatMs: 10, changeStreamIdleMs: IDLE_MS, now: clock.now, maxSseStreamsPerPrincipal: 1 });
+  door = createLmspDoor(deps);
   listener = await startListener({ port: 0, tokens: TOKENS, doors: [{ prefix: LMSP_PREFIX, handler: door.handle, problemStyle: 'problem+json' }] });
 });
 
 after(async () => {
+  closeDoorDeps(deps);
   await door.close();
   await listener.close();
   await runtime.close();

@@ -13,6 +13,7 @@ import { McpError, type ClientCapabilities } from '@modelcontextprotocol/sdk/typ
 import { CompositeBackend } from '../../../src/backends/composite';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { startListener, type Listener } from '../../../src/protocols/http/listener';
+import { createDoorDeps } from '../../../src/protocols/lmsp/deps';
 import { createLmspDoor } from '../../../src/protocols/lmsp/lmspDoor';
 import { LMSP_PREFIX } from '../../../src/protocols/lmsp/lmspConstants';
 import { createMcpDoor, type McpDoorOptions } from '../../../src/protocols/mcp/mcpDoor';
@@ -75,7 +76,7 @@ export async function startInProcess(
   await backend.prepare?.();
   const runtime = await TaskRuntime.open({ dataDir, backend, limits: opts.limits });
   const mcp = createMcpDoor(runtime, { ...opts.door, ...(opts.fixtures && { extraTools: conformanceTools() }) });
-  const lmsp = createLmspDoor(runtime, {});
+  const lmsp = createLmspDoor(createDoorDeps(runtime));
   const listener: Listener = await startListener({
     port: 0,
     tokens: new Map([

@@ -5,7 +5,7 @@
 import { INCLUDE_OUTPUT_LOGPROBS, type TaskRecord } from '../../runtime/task';
 import { HttpProblem, problemBody } from '../http/problem';
 import { list, obj, str, type Obj } from '../shared/wireValues';
-import { CHAT_COMPLETION_ID_PREFIX, CODES, HEADERS, OBJECTS, type LmspCode } from './lmspConstants';
+import { CHAT_COMPLETION_ID_PREFIX, CODES, HEADERS, OBJECTS, type LmspCode } from '../lmsp/lmspConstants';
 
 const TASK_ID_PREFIX = 'task_';
 

@@ -11,8 +11,8 @@ import type { TaskRuntimeApi } from '../../runtime/api';
 import { isTerminal, type ResponseRequest, type RestartPolicy, type TaskRecord } from '../../runtime/task';
 import { z } from 'zod';
 import { HttpProblem } from '../http/problem';
-import { DEFAULTS, QUERY } from './lmspConstants';
-import { lmspProblem } from './problems';
+import { DEFAULTS, QUERY } from '../lmsp/lmspConstants';
+import { lmspProblem } from '../lmsp/problems';
 
 type Item = Record<string, unknown>;
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { until } from '../../support/wait';
-import { call, openAiServer } from './harness';
+import { call, openAiServer } from '../lmsp/harness';
 
 /** The task a chat completion id names (chatcmpl-abc… ↔ task_abc…). */
 const taskIdOf = (id: string) => `task_${id.slice('chatcmpl-'.length)}`;

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { call, toolsServer } from './harness';
+import { call, toolsServer } from '../lmsp/harness';
 
 const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });
 // Small schemas and no descriptions: the demo model's context is 2 048 tokens and its tokenizer spends many on JSON.

@@ -7,12 +7,12 @@ import { readJsonBody } from '../http/body';
 import type { RequestContext } from '../http/types';
 import { ChatChunkTranslator, chatCompletionOf, endProblem, wantsLogprobs } from './chatCompletionsFormat';
 import { inChatTerms, validateChatBody } from './chatCompletionsRequest';
-import type { LmspDeps } from './deps';
-import { idempotencyOf } from './idempotency';
-import { IDEMPOTENCY_SCOPES } from './lmspConstants';
+import type { LmspDeps } from '../lmsp/deps';
+import { idempotencyOf } from '../lmsp/idempotency';
+import { IDEMPOTENCY_SCOPES } from '../lmsp/lmspConstants';
 import { awaitTerminal, startResponseTask } from './responsesRoutes';
-import { streamTaskEvents } from './streams';
-import { sendJson } from './wire';
+import { streamTaskEvents } from '../lmsp/streams';
+import { sendJson } from '../lmsp/wire';
 
 export async function createChatCompletion(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const body = await readJsonBody(req, deps.maxBodyBytes);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chatHistory } from '../../../../src/backends/llama/prompt';
-import { openSealedReasoning, ResponsesView } from '../../../../src/protocols/lmsp/responsesView';
+import { openSealedReasoning, ResponsesView } from '../../../../src/protocols/openai/responsesView';
 import { validateResponseBody } from '../../../../src/protocols/lmsp/schemas';
 import { ReasoningSeal } from '../../../../src/protocols/shared/reasoningSeal';
 import { partialCustomInput } from '../../../../src/runtime/responseTools';

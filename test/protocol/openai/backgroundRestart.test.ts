@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { call, LONG_INPUT, removeDir, startServer, type Server } from './harness';
+import { call, LONG_INPUT, removeDir, startServer, type Server } from '../lmsp/harness';
 
 type StreamEvent = OpenAI.Responses.ResponseStreamEvent;
 

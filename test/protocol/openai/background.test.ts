@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { call, LONG_INPUT, openAiServer } from './harness';
+import { call, LONG_INPUT, openAiServer } from '../lmsp/harness';
 
 type StreamEvent = OpenAI.Responses.ResponseStreamEvent;
 

@@ -12,8 +12,8 @@ import {
   endProblem,
   finishReasonOf,
   taskIdOfChatCompletion,
-} from '../../../../src/protocols/lmsp/chatCompletionsFormat';
-import { chatParam, inChatTerms, toResponsesBody, validateChatBody, chatCompletionSchema } from '../../../../src/protocols/lmsp/chatCompletionsRequest';
+} from '../../../../src/protocols/openai/chatCompletionsFormat';
+import { chatParam, inChatTerms, toResponsesBody, validateChatBody, chatCompletionSchema } from '../../../../src/protocols/openai/chatCompletionsRequest';
 import { newTaskRecord } from '../../../../src/runtime/newTask';
 import { responseObject } from '../../../../src/runtime/responses';
 import type { ResponseRequest, TaskRecord } from '../../../../src/runtime/task';

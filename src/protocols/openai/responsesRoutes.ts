@@ -11,15 +11,15 @@ import { isTerminal, type ResponseRequest, type RestartPolicy, type TaskRecord }
 import { readJsonBody } from '../http/body';
 import type { RequestContext } from '../http/types';
 import { backgroundPolicy, checkBackgroundRules, listInputItems, refusedResume, withPreviousResponse } from './background';
-import type { LmspDeps } from './deps';
-import { toResponseObject, wireResponse } from './format';
-import { idempotencyOf } from './idempotency';
-import { HEADERS, IDEMPOTENCY_SCOPES, OBJECTS, QUERY, VENDOR_PREFIX } from './lmspConstants';
-import { lmspProblem, translate, translateAsync } from './problems';
-import { validateResponseBody } from './schemas';
-import { streamTaskEvents } from './streams';
+import type { LmspDeps } from '../lmsp/deps';
+import { toResponseObject, wireResponse } from '../lmsp/format';
+import { idempotencyOf } from '../lmsp/idempotency';
+import { HEADERS, IDEMPOTENCY_SCOPES, OBJECTS, QUERY, VENDOR_PREFIX } from '../lmsp/lmspConstants';
+import { lmspProblem, translate, translateAsync } from '../lmsp/problems';
+import { validateResponseBody } from '../lmsp/schemas';
+import { streamTaskEvents } from '../lmsp/streams';
 import { openSealedReasoning, ResponsesView } from './responsesView';
-import { sendEvent, sendJson } from './wire';
+import { sendEvent, sendJson } from '../lmsp/wire';
 import type { TaskEvent } from '../../runtime/task';
 import type { SseWriter } from '../http/sse';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { openAiServer } from './harness';
+import { openAiServer } from '../lmsp/harness';
 
 describe('openai npm client against LMSP', () => {
   const ctx = openAiServer();

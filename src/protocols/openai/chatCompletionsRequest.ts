@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
-import { DEFAULTS, VENDOR_MEMBER } from './lmspConstants';
-import { parseBody, validateResponseBody } from './schemas';
+import { DEFAULTS, VENDOR_MEMBER } from '../lmsp/lmspConstants';
+import { parseBody, validateResponseBody } from '../lmsp/schemas';
 
 const text = z.string().max(1_000_000);
 /** Content parts: text is served; the others are named so that they are refused as unsupported, not as malformed. */

@@ -1,0 +1,33 @@
+// The OpenAI-compatible door: POST /responses (with background mode, conversation state and Codex CLI's dialect)
+// and POST /chat/completions, mounted below the LMSP base URL so that an OpenAI client's baseURL is /lmsp/v1 (or
+// /v1, which the Anthropic door forwards here). Every request is a durable task made through the runtime's API.
+import type { Door } from '../door';
+import { dispatch, exact, type Route } from '../http/router';
+import type { DoorHandler } from '../http/types';
+import type { LmspDeps } from '../lmsp/deps';
+import { LMSP_PREFIX, PATHS, RESPONSE_PATHS } from '../lmsp/lmspConstants';
+import { checkResponseId } from '../lmsp/wire';
+import { createChatCompletion } from './chatCompletionsRoutes';
+import { cancelResponse, createResponse, deleteResponse, getInputItems, getResponse } from './responsesRoutes';
+
+export function createOpenAiDoor(deps: LmspDeps): Door {
+  const seg = '([^/]+)';
+  const routes: Route[] = [
+    { pattern: exact(PATHS.responses), methods: { POST: (q, r, c) => createResponse(deps, q, r, c) } },
+    { pattern: exact(PATHS.chatCompletions), methods: { POST: (q, r, c) => createChatCompletion(deps, q, r, c) } },
+    {
+      pattern: exact(`${PATHS.responses}/${seg}`),
+      methods: {
+        GET: (_q, r, c, id) => getResponse(deps, r, c, checkResponseId(id)),
+        DELETE: (_q, r, c, id) => deleteResponse(deps, r, c, checkResponseId(id)),
+      },
+    },
+    { pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.cancel}`), methods: { POST: (_q, r, c, id) => cancelResponse(deps, r, c, checkResponseId(id)) } },
+    { pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.inputItems}`), methods: { GET: (_q, r, c, id) => getInputItems(deps, r, c, checkResponseId(id)) } },
+  ];
+  const handler: DoorHandler = (req, res, ctx) => dispatch(routes, ctx.url.pathname.slice(LMSP_PREFIX.length), req, res, ctx);
+  return {
+    mounts: [PATHS.responses, PATHS.chatCompletions].map((p) => ({ prefix: LMSP_PREFIX + p, handler, problemStyle: 'problem+json' as const })),
+    close: async () => {},
+  };
+}
