@@ -48,6 +48,10 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': forbid('doors import the runtime, never a backend or the editor (docs/architecture.md)', `^vscode$|${folders('backends', 'extension', 'cli', 'test', 'bench')}`) },
   },
   {
+    files: ['webview-ui/src/**/*.ts'],
+    rules: { 'no-restricted-imports': forbid('the webview bundle imports only its contract with the host and the runtime status table (docs/architecture.md)', `(^|/)src/(?!extension/webview/(protocol|eventLog)$|extension/views/overviewProtocol$|runtime/task$)`) },
+  },
+  {
     files: ['src/extension/**/*.ts'],
     rules: { 'no-restricted-imports': forbid('the editor imports no CLI and no test code (docs/architecture.md)', folders('cli', 'test', 'bench')) },
   },

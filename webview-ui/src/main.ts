@@ -8,7 +8,7 @@ import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import '@vscode-elements/elements/dist/vscode-divider/index.js';
 import { CANCELLABLE_STATUSES, TERMINAL_STATUSES } from '../../src/runtime/task';
 import { barChart } from './chart';
-import { applyEvents, applySnapshot, initialState, mergeTask } from './eventLog';
+import { applyEvents, applySnapshot, initialState, mergeTask } from '../../src/extension/webview/eventLog';
 import { attemptMetrics, formatMs, formatRate, speedSeries, type AttemptMetrics } from './metrics';
 import {
   PROTOCOL_VERSION,
@@ -21,7 +21,7 @@ import {
   type TaskViewStatus,
   type WebviewMessage,
   type WebviewStringKey,
-} from './protocol';
+} from '../../src/extension/webview/protocol';
 
 interface VsCodeApi {
   postMessage(message: WebviewMessage): void;

@@ -5,7 +5,7 @@
 // token). Otherwise the speed over time is the text's character rate scaled by the attempt's known token count
 // (usage.output_tokens once finished, the task's live output_tokens while it runs): exact in total, estimated in
 // shape (the chart's bars), and said so in the panel.
-import type { AttemptTiming } from './protocol';
+import type { AttemptTiming } from '../../src/extension/webview/protocol';
 
 /** The moving window of the live tokens/s figure. */
 export const LIVE_WINDOW_MS = 3000;

@@ -15,8 +15,8 @@ import {
   type OverviewState,
   type OverviewStringKey,
   type OverviewWebviewMessage,
-} from './overviewProtocol';
-import type { ModelView } from './protocol';
+} from '../../src/extension/views/overviewProtocol';
+import type { ModelView } from '../../src/extension/webview/protocol';
 
 interface VsCodeApi {
   postMessage(message: OverviewWebviewMessage): void;

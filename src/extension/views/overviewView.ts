@@ -10,7 +10,7 @@ import {
   parseOverviewMessage,
   type OverviewHostMessage,
   type OverviewState,
-} from '../../../webview-ui/src/overviewProtocol';
+} from './overviewProtocol';
 import { Commands, OVERVIEW_VIEW_ID } from '../constants';
 import type { TaskService } from '../host/taskService';
 import { Disposable } from '../lifecycle';
@@ -18,7 +18,7 @@ import { taskTitle } from '../model/format';
 import { BUCKET_MS, Throughput } from '../model/throughput';
 import { emptyCounts, type TaskInfo, type TaskSource } from '../model/taskSource';
 import { overviewHtml, webviewRoots } from '../webview/html';
-import { toModelView } from '../webview/taskView';
+import { toModelView } from '../webview/panelViews';
 
 const REFRESH_MS = 2_000;
 

@@ -1,7 +1,7 @@
 // One editor panel per task: posts a snapshot after the webview's `ready`, then the task's events in batches
 // with their sequence numbers; resyncs on request; restores from the webview's saved state after a reload.
 import * as vscode from 'vscode';
-import { applyEvents, initialState } from '../../../webview-ui/src/eventLog';
+import { applyEvents, initialState } from './eventLog';
 import {
   PROTOCOL_VERSION,
   WEBVIEW_STRINGS,
@@ -9,7 +9,7 @@ import {
   type HostMessage,
   type PanelState,
   type WireEvent,
-} from '../../../webview-ui/src/protocol';
+} from './protocol';
 import { Commands, EVENTS_PANEL_VIEW_TYPE } from '../constants';
 import { Disposable, type IDisposable } from '../lifecycle';
 import { taskTitle } from '../model/format';
@@ -17,7 +17,7 @@ import { answerText } from '../../runtime/responses';
 import { type TaskInfo, type TaskSource } from '../model/taskSource';
 import { isRuntimeError } from '../../runtime/errors';
 import { eventsPanelHtml, webviewRoots } from './html';
-import { toModelView, toTaskView } from './taskView';
+import { toModelView, toTaskView } from './panelViews';
 
 const BATCH_MS = 60;
 const TASK_UPDATE_MS = 250;

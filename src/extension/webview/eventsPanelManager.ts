@@ -1,6 +1,6 @@
 // Keeps one events panel per task and brings panels back after a window reload (serializer).
 import * as vscode from 'vscode';
-import { isPanelState } from '../../../webview-ui/src/protocol';
+import { isPanelState } from './protocol';
 import { EVENTS_PANEL_VIEW_TYPE } from '../constants';
 import { Disposable } from '../lifecycle';
 import { taskTitle } from '../model/format';

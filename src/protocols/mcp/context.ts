@@ -2,7 +2,7 @@
 import type { TaskRuntimeApi } from '../../runtime/api';
 import type { CreationGuard } from './limits';
 import type { TaskNotifier } from './notifier';
-import type { TaskViewOptions } from './taskView';
+import type { TaskViewOptions } from './mcpTaskView';
 
 export interface McpContext {
   runtime: TaskRuntimeApi;

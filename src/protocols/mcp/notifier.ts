@@ -3,7 +3,7 @@
 import type { ProgressToken, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import type { Subscription, TaskRuntimeApi } from '../../runtime/api';
 import type { TaskRecord } from '../../runtime/task';
-import { isMcpTerminal, toMcpTask, type TaskViewOptions } from './taskView';
+import { isMcpTerminal, toMcpTask, type TaskViewOptions } from './mcpTaskView';
 
 export type SendNotification = (notification: ServerNotification) => Promise<void>;
 

@@ -5,7 +5,7 @@ import { describeHardware } from '../../runtime/backend';
 import { EVENT } from '../../runtime/responseEvents';
 import type { TaskRecord } from '../../runtime/task';
 import { answerText } from '../../runtime/responses';
-import { mcpStatus, statusMessage } from './taskView';
+import { mcpStatus, statusMessage } from './mcpTaskView';
 
 /** Text generated so far: the final response when terminal, else the output_text deltas in the event log. */
 export function textSoFar(runtime: TaskRuntimeApi, task: TaskRecord): string {

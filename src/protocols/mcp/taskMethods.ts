@@ -6,7 +6,7 @@ import { isTerminal, type TaskRecord } from '../../runtime/task';
 import type { CallerContext, McpContext } from './context';
 import { invalidParams, taskNotFound, toMcpError } from './errors';
 import { describeIssues } from './tools';
-import { isMcpTerminal, mcpStatus, toMcpTask, toolOutcome } from './taskView';
+import { isMcpTerminal, mcpStatus, toMcpTask, toolOutcome } from './mcpTaskView';
 
 const TASK_ID_PARAMS = z.object({ taskId: z.string().min(1).max(200) }).passthrough();
 const LIST_PARAMS = z.object({ cursor: z.string().max(1000).optional() }).passthrough().optional();

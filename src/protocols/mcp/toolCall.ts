@@ -11,7 +11,7 @@ import { invalidParams, methodNotFound, toMcpError } from './errors';
 import type { SendNotification } from './notifier';
 import { getTaskText, listModels } from './readTools';
 import { waitTerminal, taskView } from './taskMethods';
-import { toolOutcome } from './taskView';
+import { toolOutcome } from './mcpTaskView';
 import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from './tools';
 
 /** Claude Code's `_meta` key on tools/call: the id of the model's tool_use block the call answers. */

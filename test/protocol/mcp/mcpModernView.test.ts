@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { McpContext } from '../../../src/protocols/mcp/context';
 import { modernTask } from '../../../src/protocols/mcp/modern/modernTasks';
-import { mcpStatus } from '../../../src/protocols/mcp/taskView';
+import { mcpStatus } from '../../../src/protocols/mcp/mcpTaskView';
 import { TASK_STATUSES, type TaskRecord } from '../../../src/runtime/task';
 
 function record(over: Partial<TaskRecord>): TaskRecord {

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TASK_STATUSES, type TaskRecord } from '../../../src/runtime/task';
-import { mcpStatus, statusMessage, toMcpTask, toolOutcome } from '../../../src/protocols/mcp/taskView';
+import { mcpStatus, statusMessage, toMcpTask, toolOutcome } from '../../../src/protocols/mcp/mcpTaskView';
 
 function record(over: Partial<TaskRecord>): TaskRecord {
   return {

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { after, describe, it, test } from 'node:test';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { TaskRuntime } from '../../../src/runtime/runtime';
-import { applyEvents, initialState } from '../../../webview-ui/src/eventLog';
+import { applyEvents, initialState } from '../../../src/extension/webview/eventLog';
 import { attemptMetrics, speedSeries, tokensAt } from '../../../webview-ui/src/metrics';
-import type { WireEvent } from '../../../webview-ui/src/protocol';
+import type { WireEvent } from '../../../src/extension/webview/protocol';
 import { testModelPath } from '../../fixtures/testModel';
 import { prompt, tempDir } from '../runtime/helpers';
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { TaskRuntime } from '../../../src/runtime/runtime';
-import { applyEvents, initialState } from '../../../webview-ui/src/eventLog';
+import { applyEvents, initialState } from '../../../src/extension/webview/eventLog';
 import { testModelPath } from '../../fixtures/testModel';
 import { prompt, tempDir } from '../runtime/helpers';
 

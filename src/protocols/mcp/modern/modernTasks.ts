@@ -12,7 +12,7 @@ import { getTaskText, listModels } from '../readTools';
 import type { SendNotification } from '../notifier';
 import { answerWhenDone, createToolTask, effectiveTtl, toolTaskMeta } from '../toolCall';
 import { visibleTask } from '../taskMethods';
-import { statusMessage, toolOutcome } from '../taskView';
+import { statusMessage, toolOutcome } from '../mcpTaskView';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
 import { answerable, invalidAnswer } from './mrtr';
 import type { Envelope } from './wire';

@@ -3,7 +3,7 @@
 // the usual shape without a schema. Independent of any model, so it holds whatever the backend generates.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RUN_META_KEY, toolOutcome } from '../../../../src/protocols/mcp/taskView';
+import { RUN_META_KEY, toolOutcome } from '../../../../src/protocols/mcp/mcpTaskView';
 import { argumentOf, OUTPUT_SCHEMA_NAME, toResponseRequest } from '../../../../src/protocols/mcp/tools';
 import { newTaskRecord } from '../../../../src/runtime/newTask';
 import { responseObject, type ResponseStatus } from '../../../../src/runtime/responses';

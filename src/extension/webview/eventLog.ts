@@ -1,4 +1,4 @@
-// The webview's pure state machine: applies a snapshot and incremental events, dropping duplicates and
+// The events panel's pure state machine, run by the webview and by the host (for the state it restores): applies a snapshot and incremental events, dropping duplicates and
 // reporting a gap (the webview then asks the host to resync). No DOM, so it is unit-tested on Node.
 import type { AttemptTiming, OutputItemView, PanelState, ProblemView, SnapshotMessage, TaskView, TimelineEntry, UsageView, WireEvent } from './protocol';
 

@@ -1,6 +1,6 @@
 // TaskInfo → the panel protocol's TaskView (no output body), the request as the panel shows it (InputView) and the
 // model the task runs on (ModelView). Pure: no vscode, unit-tested on Node.
-import type { InputItemView, InputView, ModelView, TaskView } from '../../../webview-ui/src/protocol';
+import type { InputItemView, InputView, ModelView, TaskView } from './protocol';
 import { choiceName, modelToolsOf } from '../../runtime/responseTools';
 import type { ResponseRequest } from '../../runtime/task';
 import type { ModelSummary, TaskInfo } from '../model/taskSource';

@@ -1,6 +1,7 @@
-// The typed messages between the events panel host (src/extension) and its webview. Shared by both sides; the
-// only import is type-only (erased from both bundles), so each bundle takes only these types and the guards below.
-import type { TaskStatus } from '../../src/runtime/task';
+// The typed messages between the events panel host and its webview. The host owns the contract; the webview bundle
+// (webview-ui/) imports it. The only import is type-only (erased from both bundles), so each bundle takes only these
+// types and the guards below.
+import type { TaskStatus } from '../../runtime/task';
 
 export const PROTOCOL_VERSION = 1;
 

@@ -1,8 +1,8 @@
 // The webview's state machine: snapshot, batched events, dedupe, gap detection, retry reset, text only.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyEvents, applySnapshot, initialState, mergeTask } from '../../../webview-ui/src/eventLog';
-import { isPanelState, parseWebviewMessage, type TaskView, type WireEvent } from '../../../webview-ui/src/protocol';
+import { applyEvents, applySnapshot, initialState, mergeTask } from '../../../../src/extension/webview/eventLog';
+import { isPanelState, parseWebviewMessage, type TaskView, type WireEvent } from '../../../../src/extension/webview/protocol';
 
 const task: TaskView = {
   id: 'task_1',

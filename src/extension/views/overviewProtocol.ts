@@ -1,8 +1,8 @@
 // The typed messages between the runtime overview view (src/extension/views/overviewView.ts) and its webview.
 // Same pattern as the events panel: nothing is posted before the webview's `ready`; then a full state on every
 // change (it is small: a few models, eight counts, 60 numbers).
-import type { ModelView } from './protocol';
-import type { TaskViewStatus } from './protocol';
+import type { ModelView } from '../webview/protocol';
+import type { TaskViewStatus } from '../webview/protocol';
 
 export const OVERVIEW_PROTOCOL_VERSION = 1;
 

@@ -2,7 +2,7 @@
 // sampling and format options, the tools; and where the model runs.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { inputView, toModelView } from '../../../../src/extension/webview/taskView';
+import { inputView, toModelView } from '../../../../src/extension/webview/panelViews';
 
 describe('panel input view', () => {
   it('lists each input item on its own and formats JSON', () => {
