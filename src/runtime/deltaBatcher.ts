@@ -1,5 +1,5 @@
 // Batches streamed text into durable delta events, so that a fast model does not turn into one durable write per
-// token (1,000–2,000 tokens/s on the tiny model against 0.1–0.4 ms per synced write here, ARCHITECTURE.md).
+// token (the measured rates are in docs/store.md).
 //
 // The first piece is written at once (time to first text). After a write, pieces wait until `window` has passed
 // since it; the window starts at `minWindowMs` (the runtime's `deltaFlushMs`, 16 ms) and follows the cost of a

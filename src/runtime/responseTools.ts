@@ -1,4 +1,4 @@
-// The tools of a Responses request as the model sees them, and the way back (Codex CLI's dialect, ANTHROPIC-WIRE §5.3).
+// The tools of a Responses request as the model sees them, and the way back (Codex CLI's dialect, docs/codex.md).
 // A stored request keeps its tools as the client sent them; this is computed from them wherever it is needed (the
 // GenerateRequest, the history's calls, the door's output items), so a restart or a resume sees the same names.
 //   function   offered as it is.

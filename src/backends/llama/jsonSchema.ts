@@ -6,7 +6,7 @@
 // guaranteed is refused with RequestRefusedError('invalid_json_schema') naming the keyword and where (param
 // `text.format.schema.<path>`), never dropped: node-llama-cpp silently ignores `pattern`/bounds, turns `anyOf`, type
 // arrays with objects and `{}` into "only null", and unknown formats into "only \"\"" (docs/hardware.md, "Structured
-// output on local models"; OPENAI-WIRE.md §8.2). Where the grammar is *narrower* than the schema the output stays
+// output on local models"; docs/lmsp.md). Where the grammar is *narrower* than the schema the output stays
 // valid, so these are accepted: `required` (every listed property is always generated), absent or true
 // `additionalProperties` next to `properties` (no extra keys are generated), `oneOf` (alternatives; the rare document
 // matching two is accepted).

@@ -1,4 +1,4 @@
-// The Anthropic Messages door at /v1 (ANTHROPIC-WIRE): POST /v1/messages (any query, `?beta=true` included),
+// The Anthropic Messages door at /v1 (docs/anthropic.md): POST /v1/messages (any query, `?beta=true` included),
 // POST /v1/messages/count_tokens, and GET /v1/models[/{id}] in Anthropic's list shape for a client that speaks
 // Anthropic (an `anthropic-version` or `x-api-key` header). Every other /v1 path is the LMSP door's own route under
 // /lmsp/v1 (so `http://127.0.0.1:PORT/v1` is also an OpenAI base URL, Codex CLI's default layout). An Anthropic

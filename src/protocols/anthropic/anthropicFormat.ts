@@ -1,4 +1,4 @@
-// A task's Responses object and events told as Anthropic Messages (ANTHROPIC-WIRE §1.4–§1.5): the whole `Message`,
+// A task's Responses object and events told as Anthropic Messages (docs/anthropic.md): the whole `Message`,
 // or the stream's events translated one runtime event at a time, in the order the SDK's accumulator insists on
 // (message_start once and first; blocks started 0, 1, 2 with empty seeds; each closed before the next opens;
 // signature_delta just before a thinking block's stop; message_delta, then message_stop).

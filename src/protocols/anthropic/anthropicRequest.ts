@@ -1,4 +1,4 @@
-// POST /v1/messages bodies (Anthropic Messages, ANTHROPIC-WIRE §1.2–§1.3, §2): checked in Anthropic's own shape for
+// POST /v1/messages bodies (Anthropic Messages, docs/anthropic.md): checked in Anthropic's own shape for
 // what only Messages has (content blocks, roles, tool and thinking forms), then translated into a /responses body and
 // put through the LMSP door's very validation (schemas.ts validateResponseBody), as chat completions does, so every
 // range and rule is checked in one place. A refusal of that second step is renamed into the Anthropic field it came
@@ -94,7 +94,7 @@ export const countTokensSchema = z.looseObject(common);
 type MessagesBody = z.infer<typeof messagesSchema>;
 type CommonBody = z.infer<typeof countTokensSchema>;
 
-/** Claude Code's attribution line (ANTHROPIC-WIRE §2.3); set CLAUDE_CODE_ATTRIBUTION_HEADER=0 to have none. */
+/** Claude Code's attribution line (docs/anthropic.md); set CLAUDE_CODE_ATTRIBUTION_HEADER=0 to have none. */
 export const BILLING_BLOCK_PREFIX = 'x-anthropic-billing-header';
 /** Between the system blocks kept (fixed, so the prompt head is stable). */
 const SYSTEM_SEPARATOR = '\n\n';

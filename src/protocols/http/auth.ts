@@ -1,5 +1,5 @@
 // Token authentication with a constant-time comparison against every known token. The token comes as
-// `Authorization: Bearer T` (every client) or `x-api-key: T` (the Anthropic SDK's `apiKey`; ANTHROPIC-WIRE §1.1).
+// `Authorization: Bearer T` (every client) or `x-api-key: T` (the Anthropic SDK's `apiKey`; docs/anthropic.md).
 import * as crypto from 'node:crypto';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';

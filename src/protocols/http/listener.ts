@@ -260,7 +260,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
 
 /**
  * Reachability probes answered 200 with no body and no token: `HEAD /`, and `HEAD`/`GET /api/hello`, which Claude Code
- * sends to its base URL before its first request (ANTHROPIC-WIRE §2.1). Nothing is told but that the server is up.
+ * sends to its base URL before its first request (docs/anthropic.md). Nothing is told but that the server is up.
  */
 function isProbe(method: string | undefined, path: string): boolean {
   if (path === '/api/hello') return method === 'HEAD' || method === 'GET';

@@ -1,5 +1,5 @@
 // Error answers of the shared listener and the doors: RFC 9457 problem+json with a stable `code`, a JSON-RPC
-// error body for the MCP door, or Anthropic's error envelope for the Messages door (ANTHROPIC-WIRE §1.6). Details are written for the client; they never carry stacks, paths or secrets.
+// error body for the MCP door, or Anthropic's error envelope for the Messages door (docs/anthropic.md). Details are written for the client; they never carry stacks, paths or secrets.
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -27,7 +27,7 @@ export class HttpProblem extends Error {
   }
 }
 
-/** OpenAI's error `type` for an HTTP status (OPENAI-WIRE §0.1). */
+/** OpenAI's error `type` for an HTTP status (docs/lmsp.md). */
 function openAiErrorType(status: number): string {
   if (status === 401) return 'authentication_error';
   if (status === 403) return 'permission_error';

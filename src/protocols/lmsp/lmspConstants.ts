@@ -1,5 +1,5 @@
 // Every LMSP name this door uses that is not settled by chapter 7 lives here, so it is cheap to rename when the
-// rest of the spec is found (LMSP-PROFILE.md §0). Names marked ch.7 are from the published chapter.
+// rest of the spec is found (docs/lmsp.md). Names marked ch.7 are from the published chapter.
 
 import { MAX_BODY_BYTES } from '../http/body';
 
@@ -69,7 +69,7 @@ export const HEADERS = {
   idempotencyKey: 'idempotency-key', // ch.7
   idempotentReplayed: 'Idempotent-Replayed', // Stripe-style marker
   lastEventId: 'last-event-id',
-  /** The OpenAI SDK retries a 409 unless the answer carries `x-should-retry: false` (OPENAI-WIRE §0.1). */
+  /** The OpenAI SDK retries a 409 unless the answer carries `x-should-retry: false` (docs/lmsp.md). */
   shouldRetry: 'x-should-retry',
 } as const;
 

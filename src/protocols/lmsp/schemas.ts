@@ -87,7 +87,7 @@ const reasoningItem = z.strictObject({
 
 const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem, customToolCallItem, customToolCallOutputItem, reasoningItem]);
 
-/** A function tool (OPENAI-WIRE §1): the Responses API's flat shape. `defer_loading` is accepted; every tool is offered. */
+/** A function tool (docs/lmsp.md): the Responses API's flat shape. `defer_loading` is accepted; every tool is offered. */
 const functionTool = z.strictObject({
   type: z.literal('function'),
   name: toolName,
@@ -144,7 +144,7 @@ const metadata = z
   .record(z.string().min(1).max(64), z.string().max(512))
   .refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 metadata keys' });
 
-/** `text.format` (OPENAI-WIRE §2.1): free text, any JSON object, or a document valid against a named schema. */
+/** `text.format` (docs/lmsp.md): free text, any JSON object, or a document valid against a named schema. */
 const textFormat = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('text') }),
   z.strictObject({ type: z.literal('json_object') }),
@@ -239,7 +239,7 @@ export function rejectUnsupported(request: unknown, at = ''): void {
 
 /**
  * The door's rules on a shape-valid request that OpenAI also applies before generating (`at`: "" or "input."):
- * only the include values this runtime can honour; json_object needs the word "json" in the prompt (OPENAI-WIRE §2.2),
+ * only the include values this runtime can honour; json_object needs the word "json" in the prompt (docs/lmsp.md),
  * else a model may emit whitespace until the token limit.
  */
 export function checkRequestRules(body: ResponseCreateBody, at = ''): void {

@@ -1,4 +1,4 @@
-// Per-principal guards on task creation (MCP-TASKS.md §1.10): a token bucket and a cap on unfinished tasks.
+// Per-principal guards on task creation (docs/mcp.md): a token bucket and a cap on unfinished tasks.
 import type { TaskRuntimeApi } from '../../runtime/api';
 import { tooManyTasks } from './errors';
 

@@ -1,4 +1,4 @@
-// How a runtime task looks to an MCP client: status mapping (ARCHITECTURE.md "One task, many views"),
+// How a runtime task looks to an MCP client: status mapping (docs/architecture.md),
 // status messages, and the tools/call outcome derived from the stored record.
 import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';

@@ -1,6 +1,6 @@
 // tools/call: task-support negotiation (the -32601 rule the SDK's McpServer gets wrong), argument validation,
 // task creation on the runtime, and the synchronous path — of an `optional` tool, and of a task-only tool called by
-// a client without tasks (Claude Code declares none and never sends params.task: ANTHROPIC-WIRE.md §3).
+// a client without tasks (Claude Code declares none and never sends params.task: docs/anthropic.md).
 import type { CallToolResult, CreateTaskResult, ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallerContext, McpContext } from './context';

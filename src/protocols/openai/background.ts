@@ -1,4 +1,4 @@
-// OpenAI background mode and conversation state on /responses (OPENAI-WIRE §4–5, LMSP-PROFILE §4.1): the rule that
+// OpenAI background mode and conversation state on /responses (docs/lmsp.md): the rule that
 // ties background to store, the restart policy a background response runs under, the input a previous_response_id
 // stands for, and a stored response's input items as OpenAI lists them.
 //
@@ -87,7 +87,7 @@ function outputItemsOf(task: TaskRecord): Item[] {
 }
 
 /**
- * The request with `previous_response_id` resolved (OPENAI-WIRE §5): its input becomes the previous response's
+ * The request with `previous_response_id` resolved (docs/lmsp.md): its input becomes the previous response's
  * input items, then its output items, then this request's own input. The previous response must be the caller's
  * own and finished; otherwise 404 `previous_response_not_found` (an unknown id and another principal's read the
  * same) or 400 while it is still running. `at`: the param prefix ("" or "input.").

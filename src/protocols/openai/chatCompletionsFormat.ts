@@ -1,4 +1,4 @@
-// A task's Responses object and events told as OpenAI chat completions (OPENAI-WIRE §6.2, §6.3): the whole
+// A task's Responses object and events told as OpenAI chat completions (docs/lmsp.md): the whole
 // `chat.completion`, or `chat.completion.chunk`s translated one event at a time as the task's stream delivers them.
 // Pure functions of what the runtime stored, so the mapping is tested over recorded objects (tool calls included,
 // whose events are the runtime's Responses vocabulary: output_item.added / function_call_arguments.delta / .done).

@@ -67,7 +67,7 @@ const responseFormat = z.discriminatedUnion('type', [
 /** A field whose value the Responses validation checks (ranges, types); here only carried over. */
 const carried = z.unknown().optional();
 
-/** Body of POST /chat/completions (OPENAI-WIRE §6.1, the part this runtime serves or refuses by name). */
+/** Body of POST /chat/completions (docs/lmsp.md, the part this runtime serves or refuses by name). */
 export const chatCompletionSchema = z.strictObject({
   model: z.string().min(1).max(256),
   messages: z.array(message).min(1).max(DEFAULTS.maxInputItems),

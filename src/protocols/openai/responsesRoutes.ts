@@ -1,6 +1,6 @@
 // /lmsp/v1/responses: the Responses surface, every response run as a task so it is stored and readable afterwards.
 // A synchronous response belongs to its connection (a client that leaves cancels it); a background one (OpenAI
-// background mode, OPENAI-WIRE §4) is answered `queued` once durable and lives on without any connection: polled,
+// background mode, docs/lmsp.md) is answered `queued` once durable and lives on without any connection: polled,
 // cancelled, streamed again from a sequence number, deleted, and run again after a restart by its restart policy.
 // A `store: false` response (Codex CLI) still runs as a task, seen in the task list while it runs, but it is never
 // readable here afterwards (404, as OpenAI) and its task is deleted soon after it ends (DEFAULTS.unstoredRetentionMs).

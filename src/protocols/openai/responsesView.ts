@@ -112,7 +112,7 @@ export class ResponsesView {
 /**
  * The request's reasoning items as the model may see them: the text of an `encrypted_content` this server sealed for
  * the same model becomes the item's `reasoning_text` (what toChatMessages gives back); anything else (a foreign or
- * altered blob, text the client wrote) is dropped without a word, as ANTHROPIC-WIRE §2.6 and §5.4 say. The blob itself
+ * altered blob, text the client wrote) is dropped without a word, as docs/anthropic.md and docs/codex.md say. The blob itself
  * is not kept: it has done its work.
  */
 export function openSealedReasoning(request: ResponseRequest, seal: ReasoningSeal): ResponseRequest {

@@ -1,7 +1,7 @@
 // Reasoning a client carries between turns without the server keeping it: Anthropic's thinking `signature` and the
 // Responses API's `encrypted_content` (store: false, Codex CLI) are opaque blobs the client sends back unchanged.
 // Peers emit an empty string or a random id there, so the model loses its earlier reasoning on the next turn; here the
-// blob is the reasoning itself, sealed with AES-256-GCM under a key of this data directory (ANTHROPIC-WIRE §2.6, §5.4),
+// blob is the reasoning itself, sealed with AES-256-GCM under a key of this data directory (docs/anthropic.md, docs/codex.md),
 // so a blob we made gives the text back and anything else (altered, foreign, another data directory's) reads as
 // nothing: the caller drops it, never refuses the request.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';

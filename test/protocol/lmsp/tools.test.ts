@@ -1,5 +1,5 @@
 // Function tools end to end (issue #19 items 2, 6, 7): the unmodified `openai` SDK against the real `serve` process
-// on the demo model with the tool chat template (demoModel.ts TOOLS_CHAT_TEMPLATE), so the template's own prompt path
+// on the demo model with the tool chat template (test/fixtures/chatTemplates.ts TOOLS_CHAT_TEMPLATE), so the template's own prompt path
 // runs. The weights are noise: what is checkable is what the call grammar guarantees — a forced call whose arguments
 // validate (ajv) against the tool's parameters — and the shapes, event order and round trips around it. Bad tool
 // definitions are 400s in OpenAI's shape (code and param, which the SDK reads).

@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import Ajv from 'ajv';
-import { TOOLS_CHAT_TEMPLATE, writeTestModel } from '../../../src/backends/llama/demoModel';
+import { writeTestModel } from '../../../src/backends/llama/demoModel';
+import { TOOLS_CHAT_TEMPLATE } from '../../fixtures/chatTemplates';
 import { assertContiguous, call, followEvents, removeDir, startServer, TERMINAL_TYPES, waitForStatus } from './harness';
 
 const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });

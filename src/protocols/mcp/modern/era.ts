@@ -1,4 +1,4 @@
-// Which era a POST to /mcp belongs to (MCP-2026.md §2.2; the TS SDK v2 classifier's rules, body first):
+// Which era a POST to /mcp belongs to (docs/mcp.md; the TS SDK v2 classifier's rules, body first):
 // a single JSON-RPC message whose params._meta names a protocol version is 2026-07-28 ("modern"), whatever its
 // headers say (a version the envelope names that we do not serve is answered -32022 there, not sent to the legacy
 // path) — except `initialize`, which is modern (→ 404/-32601, it does not exist there) only when its envelope names

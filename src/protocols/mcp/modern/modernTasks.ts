@@ -1,7 +1,7 @@
 // tools/call and tasks/get|update|cancel of MCP 2026-07-28 with the tasks extension (SEP-2663), over the same
 // runtime tasks as the 2025-11-25 door: same ids, same principal binding, same stored outcome (toolOutcome), only
 // the wire shape differs (flat CreateTaskResult, ttlMs/pollIntervalMs, result/error inlined in tasks/get,
-// isError results are `completed`, `failed` only for JSON-RPC errors). MCP-2026.md §1.
+// isError results are `completed`, `failed` only for JSON-RPC errors). docs/mcp.md
 import type { ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isRuntimeError } from '../../../runtime/errors';

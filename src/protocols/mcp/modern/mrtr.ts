@@ -1,14 +1,13 @@
 // Client input on the 2026-07-28 wire (SEP-2322 MRTR, and the tasks extension's inputRequests): which input
 // requests a client may be sent (only those its capabilities declare), what a well-formed answer to each looks like,
-// the InputRequiredResult shape, and `requestState` sealing. requestState comes back from the client, so it is
+// and `requestState` sealing. requestState comes back from the client, so it is
 // attacker-controlled: it is HMAC-sealed with a key that never leaves this process, bound to the principal, the tool
-// and its arguments, and it expires (MCP-2026.md §1.9). A restart forgets the key: an old state is then refused
+// and its arguments, and it expires (docs/mcp.md). A restart forgets the key: an old state is then refused
 // (-32602) and the client starts the exchange again.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { InputRequest } from '../../../runtime/task';
 import { invalidParams } from '../errors';
-import { MISSING_CLIENT_CAPABILITY, type Envelope } from './wire';
+import type { Envelope } from './wire';
 
 /** The client capability each input request method needs. */
 export const CAPABILITY_OF_METHOD: Readonly<Record<string, string>> = {
@@ -27,14 +26,6 @@ export function canAnswer(envelope: Envelope, request: InputRequest): boolean {
 /** Only the requests this client may be sent (MRTR: never a request type it did not declare). */
 export function answerable(envelope: Envelope, requests: Record<string, InputRequest>): Record<string, InputRequest> {
   return Object.fromEntries(Object.entries(requests).filter(([, r]) => canAnswer(envelope, r)));
-}
-
-/** -32021 naming the capabilities the given requests need. */
-export function missingInputCapability(requests: InputRequest[]): McpError {
-  const needed = Object.fromEntries(requests.map((r) => [CAPABILITY_OF_METHOD[r.method] ?? r.method, {}]));
-  return new McpError(MISSING_CLIENT_CAPABILITY, `Missing required client capability: this call needs ${Object.keys(needed).join(', ')}`, {
-    requiredCapabilities: needed,
-  });
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
@@ -67,11 +58,6 @@ export function invalidAnswer(method: string, value: unknown): string | undefine
     default:
       return undefined;
   }
-}
-
-/** An MRTR InputRequiredResult (tools/call, before anything runs). */
-export function inputRequiredResult(inputRequests: Record<string, InputRequest>, requestState?: string): Record<string, unknown> {
-  return { resultType: 'input_required', inputRequests, ...(requestState !== undefined ? { requestState } : {}) };
 }
 
 /** What a sealed state is bound to: it is valid only for the same principal, tool and arguments. */

@@ -2,7 +2,7 @@
 // routing headers, the renumbered error codes and their HTTP statuses, and the `resultType` / `serverInfo` result
 // decoration. Validation order follows the conformance suite's own reference server (0.2.0-alpha.12):
 // MCP-Protocol-Version header present → required `_meta` keys → header = body version → version supported →
-// Mcp-Method = method → Mcp-Name = name/taskId. Shapes: MCP-2026.md §1–§2.
+// Mcp-Method = method → Mcp-Name = name/taskId. Shapes: docs/mcp.md
 import type { IncomingMessage } from 'node:http';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
