@@ -32,7 +32,7 @@ export function benchTask(id: string, status: 'queued' | 'succeeded', at = Date.
     principal: 'p',
     title: `bench ${id}`,
     model: 'tiny',
-    input: { model: 'tiny', input: `bench prompt ${id}` },
+    request: { model: 'tiny', input: `bench prompt ${id}` },
     status,
     statusMessage: status,
     createdAt: at,

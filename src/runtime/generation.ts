@@ -237,7 +237,7 @@ export class GenerationRun {
     try {
       if (snapshotsWanted) fs.mkdirSync(snapDir, { recursive: true });
       const result = await this.backend.generate(
-        generateRequestOf(running.input, running.model),
+        generateRequestOf(running.request, running.model),
         {
           signal: this.abort.signal,
           resumeFrom: resumed

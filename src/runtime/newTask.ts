@@ -25,7 +25,7 @@ export function newTaskRecord(f: NewTaskFields): TaskRecord {
     principal: f.principal,
     title: f.title.slice(0, 200),
     model: f.input.model,
-    input: f.input,
+    request: f.input,
     status: 'queued',
     statusMessage: 'queued',
     createdAt: f.now,

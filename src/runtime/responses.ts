@@ -26,7 +26,7 @@ export interface ResponseParts {
 }
 
 export function responseObject(task: TaskRecord, parts: ResponseParts): Record<string, unknown> {
-  const input = task.input;
+  const input = task.request;
   const itemStatus = parts.itemStatus ?? 'completed';
   const output: Array<Record<string, unknown>> =
     parts.messageId !== undefined

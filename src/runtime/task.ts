@@ -206,7 +206,7 @@ export interface TaskRecord {
   principal: string;
   title: string;
   model: string;
-  input: ResponseRequest;
+  request: ResponseRequest;
   status: TaskStatus;
   statusMessage: string | null;
   /** Unix milliseconds. */

@@ -22,7 +22,7 @@ import type { GenerateOptions, GenerateRequest, GenerateResult, LoadOptions, Mod
 import { isModelUri } from '../modelSource';
 import type { ConcurrencyChoice } from './contextChoice';
 import { budgetMisfit, contextMisfit, explicitBudget, refuse } from './contextFit';
-import { runGeneration } from './generation';
+import { runGeneration } from './sequenceGeneration';
 import { grammarSchemaFor } from './grammar';
 import { selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAlive, REAL_TIMERS, type KeepAliveTimers } from './keepAlive';

@@ -31,8 +31,8 @@ export function taskInfoFromRecord(t: TaskRecord): TaskInfo {
     usage: t.usage,
     error: t.error,
     response: t.response,
-    prompt: promptText(t.input.input),
-    input: t.input,
+    prompt: promptText(t.request.input),
+    input: t.request,
     oldestSeq: t.oldestSeq,
     nextSeq: t.nextSeq,
   };

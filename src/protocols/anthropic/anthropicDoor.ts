@@ -99,7 +99,7 @@ async function createMessage(deps: LmspDeps, req: IncomingMessage, res: ServerRe
   const { task } = await startMessageTask(deps, res, ctx, m, metaOf(req));
   const format: FormatContext = { seal: deps.seal, omitThinking: m.omitThinking };
   if (m.stream) {
-    const events = new MessageStreamTranslator(task, promptTokens(deps.runtime, task.input).tokens, format);
+    const events = new MessageStreamTranslator(task, promptTokens(deps.runtime, task.request).tokens, format);
     await streamTaskEvents(deps, res, {
       taskId: task.id,
       principal: ctx.principal,

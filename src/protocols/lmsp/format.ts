@@ -80,8 +80,8 @@ function lmspProblem(problem: Problem | null): Problem | null {
 
 /** The request's text as one prompt (what a retry from another window sends again). */
 function promptText(task: TaskRecord): string {
-  if (typeof task.input.input === 'string') return task.input.input;
-  return toChatMessages(task.input)
+  if (typeof task.request.input === 'string') return task.request.input;
+  return toChatMessages(task.request)
     .filter((m) => m.role === 'user')
     .map((m) => m.content)
     .join('\n\n');

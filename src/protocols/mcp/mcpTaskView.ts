@@ -111,7 +111,7 @@ export function toolOutcome(task: TaskRecord): ToolOutcome | undefined {
   };
   switch (task.status) {
     case 'succeeded':
-      if (task.input.text?.format && task.input.text.format.type !== 'text') return structuredOutcome(task, text, base);
+      if (task.request.text?.format && task.request.text.format.type !== 'text') return structuredOutcome(task, text, base);
       return {
         result: {
           content: [{ type: 'text', text }],

@@ -158,7 +158,7 @@ export async function answerWhenDone(ctx: McpContext, caller: CallerContext, tas
     ? ctx.notifier.watch(task.id, progress.send, {
         statusUpdates: false,
         progressToken: progress.token,
-        total: task.input.max_output_tokens,
+        total: task.request.max_output_tokens,
         announce: task,
       })
     : () => {};

@@ -67,8 +67,8 @@ function isMessage(it: Item): boolean {
  * the response id and its position (stable across reads, and kept when the item is carried into a chained response);
  * a repeated id is replaced by a derived one, so `after=<id>` always names one place.
  */
-export function inputItemsOf(task: Pick<TaskRecord, 'responseId' | 'input'>): Item[] {
-  const raw: unknown[] = typeof task.input.input === 'string' ? [{ type: 'message', role: 'user', content: task.input.input }] : task.input.input;
+export function inputItemsOf(task: Pick<TaskRecord, 'responseId' | 'request'>): Item[] {
+  const raw: unknown[] = typeof task.request.input === 'string' ? [{ type: 'message', role: 'user', content: task.request.input }] : task.request.input;
   const suffix = task.responseId.replace(/^resp_/, '');
   const seen = new Set<string>();
   return raw.map((item, i) => {
@@ -98,7 +98,7 @@ export function withPreviousResponse(runtime: TaskRuntimeApi, principal: string,
   const param = `${at}previous_response_id`;
   const previous = runtime.getTaskByResponseId(previousId, principal);
   // A `store: false` response was never kept to be continued (OpenAI: not found).
-  if (!previous || previous.input.store === false) throw lmspProblem('previous_response_not_found', `Previous response with id '${previousId.slice(0, 256)}' not found.`, { param });
+  if (!previous || previous.request.store === false) throw lmspProblem('previous_response_not_found', `Previous response with id '${previousId.slice(0, 256)}' not found.`, { param });
   if (!isTerminal(previous.status)) {
     throw lmspProblem('invalid_request', `Previous response with id '${previousId}' has not finished yet; continue from it once it has.`, { param });
   }

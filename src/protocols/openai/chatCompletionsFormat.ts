@@ -108,8 +108,8 @@ export function chatCompletionOf(task: TaskRecord): Obj {
   };
 }
 
-export function wantsLogprobs(task: Pick<TaskRecord, 'input'>): boolean {
-  return task.input.include?.includes(INCLUDE_OUTPUT_LOGPROBS) ?? false;
+export function wantsLogprobs(task: Pick<TaskRecord, 'request'>): boolean {
+  return task.request.include?.includes(INCLUDE_OUTPUT_LOGPROBS) ?? false;
 }
 
 /** The problem a task that did not end with an answer is told as (failed: its error; cancelled: task_cancelled). */

@@ -163,7 +163,7 @@ export async function awaitTerminal(deps: LmspDeps, req: IncomingMessage, ctx: R
 /** A stored response of the caller's; a `store: false` one is not found, as OpenAI answers it. */
 function mustGetResponse(deps: LmspDeps, ctx: RequestContext, id: string): TaskRecord {
   const task = deps.runtime.getTaskByResponseId(id, ctx.principal);
-  if (!task || task.input.store === false) throw lmspProblem('response_not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
+  if (!task || task.request.store === false) throw lmspProblem('response_not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
   return task;
 }
 
@@ -190,7 +190,7 @@ export async function getResponse(deps: LmspDeps, res: ServerResponse, ctx: Requ
  */
 export async function cancelResponse(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): Promise<void> {
   const task = mustGetResponse(deps, ctx, id);
-  if (task.input.background !== true) {
+  if (task.request.background !== true) {
     throw lmspProblem('invalid_request', 'Cannot cancel a synchronous response; only a background response can be cancelled.', { param: 'response_id' });
   }
   if (isTerminal(task.status)) {

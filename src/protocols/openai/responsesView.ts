@@ -20,8 +20,8 @@ const isRecord = (v: unknown): v is Item => typeof v === 'object' && v !== null 
 export const CUSTOM_INPUT_EVENT = { delta: 'response.custom_tool_call_input.delta', done: 'response.custom_tool_call_input.done' } as const;
 
 /** The model a sealed reasoning blob names: the one the client asked for (what it sends again next turn). */
-function sealedModel(task: Pick<TaskRecord, 'input' | 'model'>): string {
-  return task.input.model ?? task.model;
+function sealedModel(task: Pick<TaskRecord, 'request' | 'model'>): string {
+  return task.request.model ?? task.model;
 }
 
 /** How one task's output is shown on the Responses door. */
@@ -35,11 +35,11 @@ export class ResponsesView {
   private readonly functions = new Set<string>();
 
   constructor(
-    private readonly task: Pick<TaskRecord, 'input' | 'model'>,
+    private readonly task: Pick<TaskRecord, 'request' | 'model'>,
     private readonly seal: ReasoningSeal,
   ) {
-    this.targets = toolTargetsOf(task.input.tools);
-    this.sealReasoning = task.input.include?.includes(INCLUDE_REASONING_ENCRYPTED) ?? false;
+    this.targets = toolTargetsOf(task.request.tools);
+    this.sealReasoning = task.request.include?.includes(INCLUDE_REASONING_ENCRYPTED) ?? false;
     this.hasCustom = [...this.targets.values()].some((t) => t.kind === 'custom');
   }
 
@@ -71,7 +71,7 @@ export class ResponsesView {
   /** An event as the client sees it; undefined when it has nothing to show (a custom call's input not grown yet). */
   event(event: TaskEvent): TaskEvent | undefined {
     const d = event.data;
-    if (event.type === EVENT.cancelled && this.task.input.background !== true && isRecord(d.response)) {
+    if (event.type === EVENT.cancelled && this.task.request.background !== true && isRecord(d.response)) {
       // A synchronous stream ends with one of OpenAI's terminal events (clients such as Codex CLI take any other end
       // for a dropped stream and send the request again): a cancel from elsewhere (the editor, /tasks) is a failure.
       const response = this.response(d.response);

@@ -221,7 +221,7 @@ describe('MCP 2026-07-28 on /mcp', () => {
       signal: gone.signal,
       body: JSON.stringify({ jsonrpc: '2.0', id: 's1', method: 'tools/call', params: { ...params, _meta: bare.envelope() } }),
     }).catch(() => undefined);
-    const task = await until(() => server.runtime.listTasks({ principal: 'alice', origin: 'mcp', limit: 50 }).tasks.find((t) => t.status === 'running' && t.outputTokens > 0 && t.meta['era'] === V && t.input.max_output_tokens === 1800 && !t.meta['asTask']), 'the synchronous task to generate');
+    const task = await until(() => server.runtime.listTasks({ principal: 'alice', origin: 'mcp', limit: 50 }).tasks.find((t) => t.status === 'running' && t.outputTokens > 0 && t.meta['era'] === V && t.request.max_output_tokens === 1800 && !t.meta['asTask']), 'the synchronous task to generate');
     gone.abort();
     await pending;
     const final = await server.runtime.waitForTerminal(task.id);

@@ -10,7 +10,7 @@ import { TASK_STATUSES, type TaskRecord } from '../../../src/runtime/task';
 
 function record(over: Partial<TaskRecord>): TaskRecord {
   return {
-    id: 'task_x', responseId: 'resp_x', origin: 'mcp', principal: 'p', title: 't', model: 'm', input: { input: 'hi' },
+    id: 'task_x', responseId: 'resp_x', origin: 'mcp', principal: 'p', title: 't', model: 'm', request: { input: 'hi' },
     status: 'running', statusMessage: null, createdAt: 1_000, updatedAt: 2_000, onRestart: 'fail', attempt: 1,
     ttlMs: 60_000.4, expiresAt: 61_000, deadlineAt: null, response: null, error: null, usage: null, outputTokens: 7,
     meta: { tool: 'generate' }, nextSeq: 1, oldestSeq: 0, inputRequests: null, ...over,

@@ -80,7 +80,7 @@ describe('MCP output_schema', () => {
     const taskId = (r._meta?.['task-runtime/run'] as { taskId?: string } | undefined)?.taskId ?? (r.structuredContent as { taskId?: string })?.taskId;
     assert.ok(taskId, JSON.stringify(r));
     const task = server.runtime.getTask(taskId, 'alice')!;
-    assert.deepEqual(task.input.text, { format: { type: 'json_schema', name: 'output_schema', schema, strict: true } });
+    assert.deepEqual(task.request.text, { format: { type: 'json_schema', name: 'output_schema', schema, strict: true } });
   });
 
   test('generate (synchronous) answers structuredContent valid against output_schema (grammar)', async () => {

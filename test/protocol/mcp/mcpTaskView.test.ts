@@ -7,7 +7,7 @@ import { mcpStatus, statusMessage, toMcpTask, toolOutcome } from '../../../src/p
 
 function record(over: Partial<TaskRecord>): TaskRecord {
   return {
-    id: 'task_x', responseId: 'resp_x', origin: 'mcp', principal: 'p', title: 't', model: 'm', input: { input: 'hi' },
+    id: 'task_x', responseId: 'resp_x', origin: 'mcp', principal: 'p', title: 't', model: 'm', request: { input: 'hi' },
     status: 'running', statusMessage: null, createdAt: 1_000, updatedAt: 2_000, onRestart: 'fail', attempt: 1,
     ttlMs: 60_000, expiresAt: 61_000, deadlineAt: null, response: null, error: null, usage: null, outputTokens: 7,
     meta: { tool: 'generate' }, nextSeq: 1, oldestSeq: 0, inputRequests: null, ...over,

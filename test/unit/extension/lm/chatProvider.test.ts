@@ -63,7 +63,7 @@ describe('chat provider over the runtime', () => {
       assert.equal(task.origin, 'editor');
       assert.equal(task.title, 'Chat: Hi model');
       assert.equal(answerText(task.response), 'Hello there');
-      const stored = runtime.getTask(task.id)!.input;
+      const stored = runtime.getTask(task.id)!.request;
       assert.deepEqual(stored.input, [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi model' }] }]);
       assert.deepEqual(stored.tools?.map((t) => t.name), ['read_file']);
       assert.equal(stored.tool_choice, 'auto');

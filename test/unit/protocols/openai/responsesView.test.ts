@@ -72,7 +72,7 @@ describe('Codex dialect: tools as the model sees them', () => {
 
 describe('Codex dialect: output shown on the Responses door', () => {
   const seal = new ReasoningSeal();
-  const task = { input: request(), model: 'm' };
+  const task = { request: request(), model: 'm' };
 
   it('calls under the name the client offered: function_call{name, namespace}, custom_tool_call{input}', () => {
     const view = new ResponsesView(task, seal);
@@ -108,7 +108,7 @@ describe('Codex dialect: output shown on the Responses door', () => {
     const sync = new ResponsesView(task, seal).event(event('response.cancelled', { response }));
     assert.equal(sync?.type, 'response.failed');
     assert.equal((sync?.data.response as { error: { code: string } }).error.code, 'cancelled');
-    const background = new ResponsesView({ input: { ...task.input, store: true, background: true }, model: 'm' }, seal).event(event('response.cancelled', { response }));
+    const background = new ResponsesView({ request: { ...task.request, store: true, background: true }, model: 'm' }, seal).event(event('response.cancelled', { response }));
     assert.equal(background?.type, 'response.cancelled');
   });
 });
@@ -118,11 +118,11 @@ describe('Codex dialect: encrypted reasoning round trip (store: false)', () => {
   const reasoning = { id: 'rs_1', type: 'reasoning', status: 'completed', summary: [], content: [{ type: 'reasoning_text', text: 'I should say hi.' }] };
 
   it('sealed when asked for (finished items only), given back to the model as the turn reasoning, shown to the template as a thought', () => {
-    const view = new ResponsesView({ input: request(), model: 'm' }, seal);
+    const view = new ResponsesView({ request: request(), model: 'm' }, seal);
     assert.equal(view.item(reasoning, false).encrypted_content, undefined, 'an item still open carries no blob');
     const out = view.item(reasoning, true);
     assert.equal(typeof out.encrypted_content, 'string');
-    assert.equal(new ResponsesView({ input: request({ include: [] }), model: 'm' }, seal).item(reasoning, true).encrypted_content, undefined, 'not asked for');
+    assert.equal(new ResponsesView({ request: request({ include: [] }), model: 'm' }, seal).item(reasoning, true).encrypted_content, undefined, 'not asked for');
 
     // Codex's next turn: the item back (its content dropped, as Codex may), then the answer of that turn.
     const { content: _gone, ...carried } = out;

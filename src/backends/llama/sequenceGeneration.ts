@@ -17,7 +17,7 @@ import { StopText, type Piece } from './stopText';
 import { TokenTextStream } from './tokenTextStream';
 import { utf8Guard } from './utf8Guard';
 
-export interface GenerationSettings {
+export interface LlamaRunOptions {
   /** LlamaBackendOptions.suppressEndOfGeneration: an end-of-generation token does not end the generation. */
   suppressEndOfGeneration: boolean;
   log: (msg: string) => void;
@@ -37,7 +37,7 @@ export async function runGeneration(
   reused: number,
   request: GenerateRequest,
   options: GenerateOptions,
-  settings: GenerationSettings,
+  settings: LlamaRunOptions,
 ): Promise<GenerateResult> {
   const { model } = loaded;
   const { signal, onText, snapshots, resumeFrom } = options;
