@@ -1,6 +1,7 @@
 // The runtime's view of a model backend. Backends live in src/backends and are handed to the runtime by a
 // composition root; the runtime never imports one.
 import type { InputRequest, InputResponse, RestartPolicy } from './task';
+import type { FailureCode } from './problems';
 
 export type ModelState = 'unloaded' | 'loading' | 'loaded' | 'error';
 
@@ -298,7 +299,7 @@ export interface LoadOptions {
 export class BackendError extends Error {
   constructor(
     readonly kind: 'unavailable' | 'interrupted' | 'failed',
-    readonly code: string,
+    readonly code: FailureCode,
     message: string,
     /** For `unavailable`: the earliest useful retry (e.g. from Retry-After), ms. */
     readonly retryAfterMs?: number,

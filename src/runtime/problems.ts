@@ -1,7 +1,11 @@
 // Problem objects (RFC 9457 + `code`) for task.error. Titles are stable per code; detail says what happened.
 import type { Problem } from './task';
 
-const TITLES: Record<string, [title: string, status: number]> = {
+/**
+ * Why a task failed: every code a task's `error.code` can carry, with its title and HTTP status. A backend's
+ * `BackendError` names one of these, so a misspelt code is a compile error, not a silent "Task failed".
+ */
+export const FAILURES = {
   server_restarted: ['Server restarted', 503],
   model_load_failed: ['Model load failed', 500],
   model_error: ['Model error', 500],
@@ -15,12 +19,16 @@ const TITLES: Record<string, [title: string, status: number]> = {
   invalid_request: ['Invalid request', 400],
   request_error: ['Request failed', 502],
   context_length_exceeded: ['Context length exceeded', 400],
-};
+  invalid_json_schema: ['Invalid JSON schema', 400],
+  unsupported_capability: ['Unsupported capability', 400],
+} as const satisfies Record<string, readonly [title: string, status: number]>;
+export type FailureCode = keyof typeof FAILURES;
 
+/** The one base of every problem `type` URI, the runtime's and the doors'. */
 export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';
 
-export function problem(code: string, detail: string): Problem {
-  const [title, status] = TITLES[code] ?? ['Task failed', 500];
+export function problem(code: FailureCode, detail: string): Problem {
+  const [title, status] = FAILURES[code];
   return { type: `${PROBLEM_TYPE_BASE}${code}`, title, status, detail, code };
 }
 

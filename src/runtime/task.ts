@@ -12,10 +12,34 @@ export const TASK_STATUSES = [
 ] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
-export const TERMINAL_STATUSES: readonly TaskStatus[] = ['succeeded', 'failed', 'cancelled'];
+/**
+ * What each status is, in one table: `terminal` (it never changes again) and `cancellable` (a cancel request acts on
+ * it: every unfinished status but `cancelling`, which is already stopping). Every status set below is read from it.
+ */
+const STATUS_TRAITS: Record<TaskStatus, { terminal: boolean; cancellable: boolean }> = {
+  queued: { terminal: false, cancellable: true },
+  loading: { terminal: false, cancellable: true },
+  running: { terminal: false, cancellable: true },
+  input_required: { terminal: false, cancellable: true },
+  cancelling: { terminal: false, cancellable: false },
+  succeeded: { terminal: true, cancellable: false },
+  failed: { terminal: true, cancellable: false },
+  cancelled: { terminal: true, cancellable: false },
+};
+
 export function isTerminal(status: TaskStatus): boolean {
-  return status === 'succeeded' || status === 'failed' || status === 'cancelled';
+  return STATUS_TRAITS[status].terminal;
 }
+
+export function isCancellable(status: TaskStatus): boolean {
+  return STATUS_TRAITS[status].cancellable;
+}
+
+export const TERMINAL_STATUSES: readonly TaskStatus[] = TASK_STATUSES.filter(isTerminal);
+/** Statuses of unfinished tasks (the scheduler's and recovery's working set). */
+export const ACTIVE_STATUSES: readonly TaskStatus[] = TASK_STATUSES.filter((s) => !isTerminal(s));
+/** Statuses a cancel request acts on. */
+export const CANCELLABLE_STATUSES: readonly TaskStatus[] = TASK_STATUSES.filter(isCancellable);
 
 export const TASK_ORIGINS = ['lmsp', 'mcp', 'editor'] as const;
 export type TaskOrigin = (typeof TASK_ORIGINS)[number];
@@ -270,6 +294,3 @@ export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
 export function allowedTransitions(from: TaskStatus): readonly TaskStatus[] {
   return TRANSITIONS[from];
 }
-
-/** Statuses a cancel request acts on: every unfinished one except `cancelling`, which is already stopping. */
-export const CANCELLABLE_STATUSES: readonly TaskStatus[] = TASK_STATUSES.filter((s) => !isTerminal(s) && s !== 'cancelling');

@@ -1,6 +1,6 @@
 // Tasks, events and idempotency keys on the durable database: row mapping and the write batches that change them.
 import type { DurableDatabase, Row, SqlParam, WriteOp } from './store/database';
-import { TASK_STATUSES, isTerminal, type InputRound, type Problem, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskOrigin, type TaskRecord, type TaskStatus, type Usage } from './task';
+import { ACTIVE_STATUSES, TERMINAL_STATUSES, isTerminal, TASK_STATUSES, type InputRound, type Problem, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskOrigin, type TaskRecord, type TaskStatus, type Usage } from './task';
 import type { GenerationSnapshot } from './backend';
 import { pendingRequests } from './input';
 
@@ -43,7 +43,8 @@ function toTask(r: Row): TaskRecord {
 }
 
 const EVENT_INSERT = 'INSERT INTO events (task_id, seq, type, data_json, created_at) VALUES (?, ?, ?, ?, ?)';
-const ACTIVE_STATUSES = TASK_STATUSES.filter((s) => !isTerminal(s));
+/** The status sets as SQL lists (constants of task.ts, never user input). */
+const sqlList = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join(', ');
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v));
 
@@ -152,7 +153,7 @@ export class TaskStore {
       .all(
         // Named statuses, not NOT IN: the (status, queue_order) index then finds the few active rows instead of
         // scanning every task (measured at 100 k tasks: 278 ms → under 1 ms at open).
-        `SELECT ${TASK_COLUMNS} FROM tasks WHERE status IN (${ACTIVE_STATUSES.map((s) => `'${s}'`).join(', ')}) ORDER BY queue_order`,
+        `SELECT ${TASK_COLUMNS} FROM tasks WHERE status IN (${sqlList(ACTIVE_STATUSES)}) ORDER BY queue_order`,
       )
       .map(toTask);
   }
@@ -371,7 +372,7 @@ export class TaskStore {
     return this.db
       .all(
         // `+status`: keep the planner on the updated_at index (a status index scan read all 100 k finished tasks: 90 ms).
-        `SELECT id FROM tasks WHERE updated_at < ? AND +status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
+        `SELECT id FROM tasks WHERE updated_at < ? AND +status IN (${sqlList(TERMINAL_STATUSES)}) LIMIT ?`,
         [cutoff, limit],
       )
       .map((r) => String(r.id));
@@ -381,7 +382,7 @@ export class TaskStore {
     return this.db
       .all(
         `SELECT id, next_seq FROM tasks WHERE updated_at < ? AND oldest_seq < next_seq
-           AND +status IN ('succeeded', 'failed', 'cancelled') LIMIT ?`,
+           AND +status IN (${sqlList(TERMINAL_STATUSES)}) LIMIT ?`,
         [cutoff, limit],
       )
       .map((r) => ({ id: String(r.id), nextSeq: Number(r.next_seq) }));

@@ -27,6 +27,7 @@
 import { scrubKey } from './scrubKey';
 import { randomBytes } from 'node:crypto';
 import { BackendError, type FinishReason, type OutputChannel, type TokenLogprob } from '../../runtime/backend';
+import type { FailureCode } from '../../runtime/problems';
 import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, REASONING_DELTA_FIELDS, STOP_SEQUENCE_FIELDS, type EngineErrorInfo } from './quirks';
 import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
 
@@ -112,7 +113,7 @@ function abortError(): Error {
 
 export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResult> {
   const { label, apiKey } = req;
-  const fail = (code: string, msg: string) => new BackendError('failed', code, `${label}: ${msg}`);
+  const fail = (code: FailureCode, msg: string) => new BackendError('failed', code, `${label}: ${msg}`);
   if (req.signal.aborted) throw abortError();
 
   // Our own timer aborts the request; the caller's signal aborts it too (cancel closes the HTTP stream).
@@ -212,7 +213,7 @@ async function readStream(
   req: ChatStreamRequest,
   body: ReadableStream<Uint8Array>,
   arm: (ms: number, what: string) => void,
-  fail: (code: string, msg: string) => BackendError,
+  fail: (code: FailureCode, msg: string) => BackendError,
 ): Promise<ChatStreamResult> {
   const { label, apiKey } = req;
   const parser = new SseParser(req.maxEventBytes);

@@ -12,6 +12,7 @@ import { authenticate, TokenTable, WWW_AUTHENTICATE } from './auth';
 import { isAllowedHost, isAllowedOrigin, normalizeOrigin } from './hostOrigin';
 import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
 import type { DoorHandler, RequestContext } from './types';
+import { REFUSALS, retryAfterHeader } from '../shared/refusals';
 
 /** Why a request's signal aborts: its response closed (finished, or the client went away). */
 const RESPONSE_CLOSED = Object.assign(new Error('The response was closed.'), { name: 'AbortError' });
@@ -134,7 +135,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const instance = url.pathname;
     if (closing) {
       res.setHeader('Connection', 'close');
-      writeProblem(res, new HttpProblem(503, 'unavailable', 'The server is shutting down.', { headers: { 'Retry-After': '1' } }), style, instance);
+      writeProblem(res, new HttpProblem(503, 'unavailable', REFUSALS.shuttingDown.text, { headers: retryAfterHeader(REFUSALS.shuttingDown) }), style, instance);
       return;
     }
     if (!isAllowedHost(req.headers.host, port)) {

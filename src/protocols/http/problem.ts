@@ -3,10 +3,9 @@
 import type { ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { PROBLEM_TYPE_BASE } from '../../runtime/problems';
 
 export type ProblemStyle = 'problem+json' | 'jsonrpc' | 'anthropic';
-
-export const PROBLEM_TYPE_BASE = 'https://madeforagent.com/lmsp/1.0/errors#';
 
 /** An error a handler throws to be answered as a problem; everything else becomes a 500 without detail. */
 export class HttpProblem extends Error {

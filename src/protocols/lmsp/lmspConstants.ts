@@ -138,14 +138,11 @@ export const DEFAULTS = {
   heartbeatMs: 15_000,
   listLimit: 20,
   maxListLimit: 100,
-  queueFullRetryAfterSeconds: 5,
   /** on_restart of a `background: true` response unless configured (serve --background-restart, setting taskRuntime.backgroundRestartPolicy). */
   backgroundOnRestart: 'retry',
   /** GET /responses/{id}/input_items: OpenAI's default and largest page. */
   inputItemsLimit: 20,
   maxInputItemsLimit: 100,
-  /** Retry-After of a per-principal cap on unfinished tasks or open streams (stored bytes wait for a delete: none). */
-  limitRetryAfterSeconds: 5,
   /**
    * How long a `store: false` response's task stays (in the task list and the editor's tree) after it ends, before it
    * is deleted; it is never retrievable through /responses (docs/lmsp.md, "store: false").

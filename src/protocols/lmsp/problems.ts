@@ -1,7 +1,8 @@
 // The one place where runtime errors become LMSP problems.
 import { CLIENT_FACING_CODES, RuntimeError, type RuntimeErrorCode } from '../../runtime/errors';
 import { HttpProblem } from '../http/problem';
-import { CODES, DEFAULTS, type LmspCode } from './lmspConstants';
+import { REFUSALS, retryAfterHeader } from '../shared/refusals';
+import { CODES, type LmspCode } from './lmspConstants';
 
 const RUNTIME_TO_LMSP: Record<RuntimeErrorCode, LmspCode> = {
   task_not_found: 'task_not_found',
@@ -33,14 +34,13 @@ export function fromRuntimeError(e: RuntimeError): HttpProblem {
   const detail = CLIENT_FACING_CODES.has(e.code)
     ? e.message
     : e.code === 'store_unwritable'
-      ? 'The server cannot write its task store (disk full or not writable); nothing was changed. Retry later.'
+      ? REFUSALS.storeUnwritable.text
       : code === 'unavailable'
-        ? 'The service is unavailable; retry shortly.'
+        ? REFUSALS.unavailable.text
         : 'The server could not complete the request.';
-  const headers: Record<string, string> = {};
-  if (code === 'queue_full') headers['Retry-After'] = String(DEFAULTS.queueFullRetryAfterSeconds);
-  if (code === 'unavailable') headers['Retry-After'] = '1';
-  if (code === 'limit_exceeded' && e.limit?.unit !== 'bytes') headers['Retry-After'] = String(DEFAULTS.limitRetryAfterSeconds);
+  const refusal =
+    code === 'queue_full' ? REFUSALS.queueFull : code === 'unavailable' ? REFUSALS.unavailable : code === 'limit_exceeded' && e.limit?.unit !== 'bytes' ? REFUSALS.principalLimit : {};
+  const headers = retryAfterHeader(refusal);
   return lmspProblem(code, detail, { param: e.param ?? null, headers, ...(e.limit && { members: { limit: e.limit } }) });
 }
 

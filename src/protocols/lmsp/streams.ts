@@ -9,6 +9,7 @@ import { TERMINAL_EVENT_TYPES } from './lmspConstants';
 import { fromRuntimeError, lmspProblem, translate } from './problems';
 import { tooManyStreams } from '../../runtime/shares';
 import { sendEvent } from './wire';
+import { REFUSALS, retryAfterHeader } from '../shared/refusals';
 
 export interface TaskStreamOptions {
   taskId: string;
@@ -35,7 +36,7 @@ export function acquireStreamSlot(deps: LmspDeps, principal: string, shared = tr
   const r = deps.sseGate.tryAcquire(principal, shared);
   if (typeof r === 'function') return r;
   if (r.refused === 'principal') throw fromRuntimeError(tooManyStreams(r.current, r.max));
-  throw lmspProblem('unavailable', 'Too many open event streams; retry shortly.', { headers: { 'Retry-After': '1' } });
+  throw lmspProblem('unavailable', REFUSALS.streamsFull.text, { headers: retryAfterHeader(REFUSALS.streamsFull) });
 }
 
 export function openWriter(deps: LmspDeps, res: ServerResponse, signal: AbortSignal, release: () => void, heartbeatFrame?: SseFrame): SseWriter {

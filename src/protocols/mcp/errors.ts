@@ -1,18 +1,16 @@
 // JSON-RPC error forms of the MCP door, and the translation of runtime errors into them.
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { isRuntimeError } from '../../runtime/errors';
+import { REFUSALS, retryAfterMs } from '../shared/refusals';
 
 /** Implementation-defined server error (JSON-RPC reserves -32000..-32099): rate or concurrency limit hit. */
 export const TOO_MANY_TASKS = -32029;
 
 /**
  * Implementation-defined server error: the task store cannot be written (disk full or not writable) and the request
- * changed nothing. The LMSP door answers the same condition with 503 `unavailable` and Retry-After: 1.
+ * changed nothing. Worded and timed as every door says it (shared/refusals.ts).
  */
 export const STORE_UNWRITABLE = -32010;
-export const STORE_RETRY_AFTER_MS = 1000;
-/** Suggested wait when a per-principal cap on unfinished tasks or streams refuses (LMSP: Retry-After 5). */
-export const LIMIT_RETRY_AFTER_MS = 5000;
 
 export function invalidParams(message: string, data?: unknown): McpError {
   return new McpError(ErrorCode.InvalidParams, message, data);
@@ -55,7 +53,7 @@ export function toMcpError(e: unknown): McpError {
         return new McpError(TOO_MANY_TASKS, e.message, {
           code: e.code,
           limit: e.limit,
-          ...(e.limit?.unit !== 'bytes' && { retryAfterMs: LIMIT_RETRY_AFTER_MS }),
+          ...(e.limit?.unit !== 'bytes' && { retryAfterMs: retryAfterMs(REFUSALS.principalLimit) }),
         });
       case 'payload_too_large':
         return invalidParams(e.message, { code: e.code, ...(e.param && { param: e.param }), limit: e.limit });
@@ -63,8 +61,8 @@ export function toMcpError(e: unknown): McpError {
         // The runtime's message may carry an errno code; never a path. Said the way the LMSP door says it.
         return new McpError(
           STORE_UNWRITABLE,
-          'The server cannot write its task store (disk full or not writable); nothing was changed. Retry later.',
-          { code: 'store_unwritable', retryAfterMs: STORE_RETRY_AFTER_MS },
+          REFUSALS.storeUnwritable.text,
+          { code: 'store_unwritable', retryAfterMs: retryAfterMs(REFUSALS.storeUnwritable) },
         );
       default:
         return new McpError(ErrorCode.InternalError, `${e.code}: ${e.message}`);

@@ -14,6 +14,7 @@ import { sendJson, sendJsonRpcError } from './httpBody';
 import { SseGate } from '../http/sse';
 import { DEFAULT_MAX_STREAMS_PER_PRINCIPAL, tooManyStreams } from '../../runtime/shares';
 import { toMcpError } from './errors';
+import { REFUSALS, retryAfterHeader } from '../shared/refusals';
 import { CreationGuard, DEFAULT_CREATION_LIMITS, type CreationLimits } from './limits';
 import { TaskNotifier } from './notifier';
 import { McpSessions, type SessionLimits } from './sessions';
@@ -113,7 +114,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
           const slot = streams.tryAcquire(rc.principal);
           if (typeof slot !== 'function') {
             const e = toMcpError(tooManyStreams(streams.countOf(rc.principal), streams.maxPerPrincipal));
-            return sendJson(res, 429, { jsonrpc: '2.0', id: null, error: { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, ''), data: e.data } }, { 'retry-after': '5' });
+            return sendJson(res, 429, { jsonrpc: '2.0', id: null, error: { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, ''), data: e.data } }, retryAfterHeader(REFUSALS.principalLimit));
           }
           res.once('close', slot);
         }

@@ -3,30 +3,32 @@
 import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { answerText } from '../../runtime/responses';
-import type { TaskRecord } from '../../runtime/task';
+import { TERMINAL_STATUSES, type TaskRecord, type TaskStatus } from '../../runtime/task';
 
 export type McpTaskStatus = McpTask['status'];
 
-export function mcpStatus(status: TaskRecord['status']): McpTaskStatus {
-  switch (status) {
-    case 'queued':
-    case 'loading':
-    case 'running':
-      return 'working';
-    case 'input_required':
-      return 'input_required';
-    case 'cancelling':
-    case 'cancelled':
-      return 'cancelled';
-    case 'succeeded':
-      return 'completed';
-    case 'failed':
-      return 'failed';
-  }
+/**
+ * The runtime's statuses as MCP task statuses, for both eras: 2025-11-25 shows exactly this; 2026-07-28 too, except
+ * that an ended task's `completed` or `failed` follows its tool outcome (modern/modernTasks.ts).
+ */
+const MCP_STATUS: Record<TaskStatus, McpTaskStatus> = {
+  queued: 'working',
+  loading: 'working',
+  running: 'working',
+  input_required: 'input_required',
+  cancelling: 'cancelled',
+  cancelled: 'cancelled',
+  succeeded: 'completed',
+  failed: 'failed',
+};
+const MCP_TERMINAL: ReadonlySet<McpTaskStatus> = new Set(TERMINAL_STATUSES.map((s) => MCP_STATUS[s]));
+
+export function mcpStatus(status: TaskStatus): McpTaskStatus {
+  return MCP_STATUS[status];
 }
 
 export function isMcpTerminal(status: McpTaskStatus): boolean {
-  return status === 'completed' || status === 'failed' || status === 'cancelled';
+  return MCP_TERMINAL.has(status);
 }
 
 /** The runtime's cancel reason without its own status prefix. */

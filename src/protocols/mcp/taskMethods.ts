@@ -55,7 +55,7 @@ export function getTaskJson(ctx: McpContext, caller: Pick<CallerContext, 'princi
 
 /** Blocks until the runtime task is terminal, woken by the runtime (not polling); gives up when the caller leaves. */
 export async function waitTerminal(ctx: McpContext, caller: CallerContext, task: TaskRecord): Promise<TaskRecord> {
-  if (task.status === 'succeeded' || task.status === 'failed' || task.status === 'cancelled') return task;
+  if (isTerminal(task.status)) return task;
   try {
     return await ctx.runtime.waitForTerminal(task.id, caller.signal);
   } catch (e) {

@@ -2,7 +2,7 @@
 // and by the llama backend (which once kept file names while the runtime did not).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { errorText } from '../../../src/runtime/problems';
+import { errorText, FAILURES, problem, PROBLEM_TYPE_BASE, type FailureCode } from '../../../src/runtime/problems';
 
 test('absolute paths of every shape become <path>; the rest of the text stays', () => {
   const cases: Array<[string, string]> = [
@@ -36,4 +36,19 @@ test('non-errors are stringified, long text is cut, and scrubbing twice changes 
   assert.equal(errorText(new Error('x'.repeat(1000)), 10), 'x'.repeat(10));
   const once = errorText(new Error('cannot load model "m": open /a/b/c.gguf'));
   assert.equal(errorText(once), once);
+});
+
+test('a backend failure with a request code keeps its status and title (they once fell back to "Task failed" 500)', () => {
+  for (const code of ['invalid_json_schema', 'unsupported_capability', 'context_length_exceeded', 'invalid_request'] as const) {
+    const p = problem(code, 'why');
+    assert.equal(p.status, 400, code);
+    assert.notEqual(p.title, 'Task failed', code);
+    assert.equal(p.type, PROBLEM_TYPE_BASE + code);
+  }
+  // Every code the table names reads back as itself, with an HTTP error status.
+  for (const code of Object.keys(FAILURES) as FailureCode[]) {
+    const p = problem(code, 'x');
+    assert.equal(p.code, code);
+    assert.ok(p.status >= 400 && p.status < 600, code);
+  }
 });

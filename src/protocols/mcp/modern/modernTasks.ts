@@ -5,14 +5,14 @@
 import type { ProgressToken } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isRuntimeError } from '../../../runtime/errors';
-import type { TaskRecord } from '../../../runtime/task';
+import { isCancellable, type TaskRecord } from '../../../runtime/task';
 import type { CallerContext, McpContext } from '../context';
 import { invalidParams, toMcpError } from '../errors';
 import { getTaskText, listModels } from '../readTools';
 import type { SendNotification } from '../notifier';
 import { answerWhenDone, createToolTask, effectiveTtl, toolTaskMeta } from '../toolCall';
 import { visibleTask } from '../taskMethods';
-import { statusMessage, toolOutcome } from '../mcpTaskView';
+import { mcpStatus, statusMessage, toolOutcome, type McpTaskStatus } from '../mcpTaskView';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
 import { answerable, invalidAnswer } from './mrtr';
 import type { Envelope } from './wire';
@@ -28,7 +28,8 @@ import type { Envelope } from './wire';
  */
 export const LONG_GENERATION_TOKENS = 256;
 
-export type ModernTaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+/** The same statuses as 2025-11-25's (mcpTaskView.ts MCP_STATUS). */
+export type ModernTaskStatus = McpTaskStatus;
 
 export interface ModernTask {
   taskId: string;
@@ -76,32 +77,23 @@ export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean,
     ttlMs: int(task.ttlMs),
   };
   const working = { ...base, pollIntervalMs: Math.max(1, Math.round(ctx.view.pollIntervalMs)) };
-  switch (task.status) {
-    case 'queued':
-    case 'loading':
-    case 'running':
-      return { ...working, status: 'working' };
-    case 'input_required': {
-      // Every outstanding request, by its key (unique for the task's life); required in this status.
-      const all = task.inputRequests ?? {};
-      return { ...working, status: 'input_required', ...(detailed && { inputRequests: envelope ? answerable(envelope, all) : { ...all } }) };
-    }
-    case 'cancelling':
-    case 'cancelled':
-      return { ...base, status: 'cancelled' };
-    case 'succeeded':
-    case 'failed': {
-      const outcome = toolOutcome(task);
-      if (!outcome) return { ...base, status: 'failed', ...(detailed && { error: { code: -32603, message: `Task ended in unexpected state ${task.status}` } }) };
-      if ('error' in outcome) {
-        const { code, message, data } = outcome.error;
-        return { ...base, status: 'failed', ...(detailed && { error: { code, message, ...(data !== undefined && { data }) } }) };
-      }
-      // A tool result, isError or not, is `completed` in this era (a JSON-RPC error is `failed`). Inlined exactly as
-      // the tools/call would have answered it, so with its own resultType (ext-tasks validates that).
-      return { ...base, status: 'completed', ...(detailed && { result: { ...outcome.result, resultType: 'complete' } }) };
-    }
+  const status = mcpStatus(task.status);
+  if (status === 'working') return { ...working, status };
+  if (status === 'input_required') {
+    // Every outstanding request, by its key (unique for the task's life); required in this status.
+    const all = task.inputRequests ?? {};
+    return { ...working, status, ...(detailed && { inputRequests: envelope ? answerable(envelope, all) : { ...all } }) };
   }
+  if (status === 'cancelled') return { ...base, status };
+  const outcome = toolOutcome(task);
+  if (!outcome) return { ...base, status: 'failed', ...(detailed && { error: { code: -32603, message: `Task ended in unexpected state ${task.status}` } }) };
+  if ('error' in outcome) {
+    const { code, message, data } = outcome.error;
+    return { ...base, status: 'failed', ...(detailed && { error: { code, message, ...(data !== undefined && { data }) } }) };
+  }
+  // A tool result, isError or not, is `completed` in this era (a JSON-RPC error is `failed`). Inlined exactly as
+  // the tools/call would have answered it, so with its own resultType (ext-tasks validates that).
+  return { ...base, status: 'completed', ...(detailed && { result: { ...outcome.result, resultType: 'complete' } }) };
 }
 
 export interface ModernCallOptions {
@@ -198,7 +190,7 @@ export function updateTaskModern(ctx: McpContext, caller: CallerContext, params:
 export function cancelTaskModern(ctx: McpContext, caller: CallerContext, params: unknown): Record<string, unknown> {
   const { taskId } = parse(GET_PARAMS, params);
   const task = visibleTask(ctx, caller, taskId);
-  if (task.status === 'queued' || task.status === 'loading' || task.status === 'running' || task.status === 'input_required') {
+  if (isCancellable(task.status)) {
     try {
       ctx.runtime.cancelTask(taskId, caller.principal, 'cancelled by the MCP client');
     } catch (e) {
