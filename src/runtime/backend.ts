@@ -52,6 +52,11 @@ export interface ModelHardware {
   /** Sequences of the model's one batched context (tasks decoding at once) and how that number was chosen. */
   sequences?: number;
   sequencesFrom?: 'setting' | 'auto';
+  /**
+   * Internals of the local engine this build relies on that are missing (a node-llama-cpp other than the pinned
+   * one): the features they serve (batching, thread split, sampling guard, resume in a grammar) are off.
+   */
+  nativeSeamsMissing?: string[];
 }
 
 /** One line for logs: "vulkan (NVIDIA H200), 16/16 layers, VRAM 1.2/150.0 GB, 15 threads (calibration)". */
@@ -66,6 +71,7 @@ export function describeHardware(h: ModelHardware): string {
   if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);
   let s = parts.join(', ');
   if (h.fallbackReason) s += `; ${h.fallbackReason}`;
+  if (h.nativeSeamsMissing?.length) s += `; engine internals missing: ${h.nativeSeamsMissing.join(', ')}`;
   return s;
 }
 

@@ -8,6 +8,7 @@
 import type { Llama, LlamaGrammar, LlamaGrammarEvaluationState, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import type { OutputFormat } from '../../runtime/backend';
 import { hardenGrammar, JSON_OBJECT_SCHEMA, translateJsonSchema } from './jsonSchema';
+import { grammarInternalsOf } from './nativeSeams';
 
 /** node-llama-cpp's JSON-schema grammars require this after the document ("\n" × 4), then allow only newlines. */
 export const END_OF_JSON = '\n\n\n\n';
@@ -48,31 +49,18 @@ export class GrammarCache {
 }
 
 /**
- * The node-llama-cpp 3.21.1 internals used to advance a grammar state by tokens that were not sampled through it
- * (LlamaSampler._acceptTokenOnGrammarEvaluationState / _canBeNextTokenForGrammarEvaluationState call exactly these;
- * LlamaChat uses them the same way for text it re-feeds). Not exported by the package, hence reached here; the
- * version is pinned and test/unit/backends/llamaStructured.test.ts resumes mid-JSON through them.
- */
-interface GrammarInternals {
-  _llama: { _bindings: { AddonSampler: {
-    acceptGrammarEvaluationStateToken(state: unknown, token: Token): void;
-    canBeNextTokenForGrammarEvaluationState(state: unknown, token: Token): boolean;
-  } } };
-  _state: unknown;
-}
-
-/**
  * Advances `state` over `tokens` (text delivered before a restart), so sampling continues inside the grammar. Throws
  * when the text leaves the grammar (then the delivered text was not produced under this format).
  */
 export function acceptDeliveredTokens(state: LlamaGrammarEvaluationState, tokens: readonly Token[]): void {
-  const internals = state as unknown as GrammarInternals;
-  const sampler = internals._llama._bindings.AddonSampler;
+  const internals = grammarInternalsOf(state);
+  if (!internals) throw new Error('this node-llama-cpp cannot resume inside a grammar (nativeSeams.ts: grammarState seams missing)');
+  const { sampler, handle } = internals;
   for (const token of tokens) {
     // llama.cpp throws (a native exception) on a token the grammar rejects: check first.
-    if (!sampler.canBeNextTokenForGrammarEvaluationState(internals._state, token)) {
+    if (!sampler.canBeNextTokenForGrammarEvaluationState(handle, token)) {
       throw new Error('the delivered text does not fit the output format; cannot resume inside it');
     }
-    sampler.acceptGrammarEvaluationStateToken(internals._state, token);
+    sampler.acceptGrammarEvaluationStateToken(handle, token);
   }
 }

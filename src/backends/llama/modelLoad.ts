@@ -10,6 +10,7 @@ import type { LoadOptions, ModelHardware } from '../../runtime/backend';
 import { describeHardware } from '../../runtime/backend';
 import { errorText } from '../../runtime/problems';
 import { isModelUri } from '../modelSource';
+import { describeMissingSeams } from './nativeSeams';
 import { BatchedContextPool, chooseSequences, fitContextSize } from './contextPool';
 import { GrammarCache } from './grammar';
 import { placeModel, type LlamaSelection } from './hardware';
@@ -124,7 +125,9 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       sequences,
       sequencesFrom: concurrencySetting === 'auto' ? 'auto' : 'setting',
       ...(fallbackReason ? { fallbackReason } : {}),
+      ...(pool.missingSeams.length ? { nativeSeamsMissing: [...pool.missingSeams] } : {}),
     };
+    if (pool.missingSeams.length) deps.log(`model ${entry.id}: ${describeMissingSeams(pool.missingSeams)}`);
     report(base + weightsShare + (1 - base - weightsShare) * 0.8);
     const loaded: LoadedModel = {
       llama: selection.llama,

@@ -14,8 +14,8 @@ import { CompositeBackend } from '../../../src/backends/composite';
 import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { startListener, type Listener } from '../../../src/protocols/http/listener';
 import { createDoorDeps } from '../../../src/protocols/lmsp/deps';
+import { createOpenAiDoor } from '../../../src/protocols/openai/openaiDoor';
 import { createLmspDoor } from '../../../src/protocols/lmsp/lmspDoor';
-import { LMSP_PREFIX } from '../../../src/protocols/lmsp/lmspConstants';
 import { createMcpDoor, type McpDoorOptions } from '../../../src/protocols/mcp/mcpDoor';
 import type { RuntimeLimits } from '../../../src/runtime/api';
 import { TaskRuntime } from '../../../src/runtime/runtime';
@@ -76,7 +76,9 @@ export async function startInProcess(
   await backend.prepare?.();
   const runtime = await TaskRuntime.open({ dataDir, backend, limits: opts.limits });
   const mcp = createMcpDoor(runtime, { ...opts.door, ...(opts.fixtures && { extraTools: conformanceTools() }) });
-  const lmsp = createLmspDoor(createDoorDeps(runtime));
+  const deps = createDoorDeps(runtime);
+  const lmsp = createLmspDoor(deps);
+  const openai = createOpenAiDoor(deps);
   const listener: Listener = await startListener({
     port: 0,
     tokens: new Map([
@@ -86,7 +88,8 @@ export async function startInProcess(
     allowedOrigins: opts.allowedOrigins,
     doors: [
       { prefix: '/mcp', handler: mcp.handle, problemStyle: 'jsonrpc' },
-      { prefix: LMSP_PREFIX, handler: lmsp.handle, problemStyle: 'problem+json' },
+      ...lmsp.mounts,
+      ...openai.mounts,
     ],
   });
   return {
