@@ -1,5 +1,6 @@
 // Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
 import type { ChatMessage, GenerateRequest, TokenLogprob, ToolCall } from './backend';
+import { isObject, list } from './jsonValues';
 import { itemObject, type OutputItem } from './outputItems';
 import { choiceName, customCallArguments, flatToolName, ignoredToolsOf, modelToolsOf } from './responseTools';
 import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest, type ResponseSamplingExtras, type TaskRecord, type Usage } from './task';
@@ -122,6 +123,26 @@ function contentText(content: unknown): string {
       .join('');
   }
   return '';
+}
+
+/**
+ * The text of a request's input, the one reader of it (what a task shows as its prompt, what a retry sends again,
+ * where the word "json" is looked for): the messages' text, only `roles` when given; with `calls`, tool calls'
+ * arguments and tool results too. Reasoning is never part of it. Joined by `separator` (default a newline).
+ */
+export function inputText(request: Pick<ResponseRequest, 'input'>, opts: { roles?: readonly ChatMessage['role'][]; calls?: boolean; separator?: string } = {}): string {
+  const texts: string[] = [];
+  for (const m of toChatMessages(request as ResponseRequest)) {
+    if (m.role === 'tool') {
+      if (opts.calls) texts.push(m.content);
+      continue;
+    }
+    if (!opts.roles || opts.roles.includes(m.role)) {
+      if (m.content) texts.push(m.content);
+    }
+    if (opts.calls) for (const c of m.toolCalls ?? []) texts.push(c.arguments);
+  }
+  return texts.join(opts.separator ?? '\n');
 }
 
 /**
@@ -258,4 +279,24 @@ export function titleOf(input: ResponseRequest): string {
   const text = (last?.content ?? '').replace(/\s+/g, ' ').trim();
   if (!text) return '(empty prompt)';
   return text.length > 80 ? `${text.slice(0, 77)}…` : text;
+}
+
+/**
+ * Log-probabilities as the runtime stored them (a delta event's `logprobs`, an output part's), read leniently: an
+ * entry without a token or a numeric logprob is skipped, and `bytes` absent (the store keeps none: they follow from
+ * the token) are the token's UTF-8. The one reader for the runtime and every door; what an engine sends is checked
+ * strictly where it arrives (backends/remote/chatStream.ts).
+ */
+export function readLogprobs(raw: unknown): TokenLogprob[] {
+  const bytesOf = (e: Record<string, unknown>, token: string) =>
+    Array.isArray(e.bytes) && e.bytes.every((b) => Number.isInteger(b)) ? (e.bytes as number[]) : [...Buffer.from(token, 'utf8')];
+  const entry = (e: unknown) => (isObject(e) && typeof e.token === 'string' && typeof e.logprob === 'number' ? { token: e.token, logprob: e.logprob, bytes: bytesOf(e, e.token) } : undefined);
+  const out: TokenLogprob[] = [];
+  for (const e of list(raw)) {
+    const head = entry(e);
+    if (!head) continue;
+    const top = list(isObject(e) ? e.top_logprobs : undefined).map(entry).filter((t) => t !== undefined);
+    out.push({ ...head, top_logprobs: top });
+  }
+  return out;
 }

@@ -21,7 +21,7 @@ import {
   queuedEvents,
   statusEvent,
 } from './responseEvents';
-import { responseObject } from './responses';
+import { readLogprobs, responseObject } from './responses';
 import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
 import { canTransition, isTerminal, type InputRound, type Problem, type TaskEvent, type TaskRecord, type TaskStatus, type Usage } from './task';
 import type { WriteOp } from './store/database';
@@ -323,7 +323,7 @@ export class TaskTransitions {
         }
       } else if (ev.type === EVENT.outputTextDelta) {
         pieces.push({ text: String(ev.data.delta ?? '') });
-        const lp = storedLogprobs(ev.data.logprobs);
+        const lp = readLogprobs(ev.data.logprobs);
         if (lp.length) (logprobs ??= []).push(...lp);
       } else if (ev.type === EVENT.functionCallArgumentsDelta || ev.type === EVENT.reasoningTextDelta) {
         const channel = channels.get(String(ev.data.item_id ?? ''));
@@ -464,26 +464,6 @@ export class TaskTransitions {
     }
     return planned[planned.length - 1].next;
   }
-}
-
-/** Log-probabilities as a delta event stores them (no bytes: those follow from the token text). */
-function storedLogprobs(raw: unknown): TokenLogprob[] {
-  if (!Array.isArray(raw)) return [];
-  const bytes = (token: string) => [...Buffer.from(token, 'utf8')];
-  const out: TokenLogprob[] = [];
-  for (const e of raw as Array<{ token?: unknown; logprob?: unknown; top_logprobs?: unknown }>) {
-    if (typeof e?.token !== 'string' || typeof e.logprob !== 'number') continue;
-    const top = Array.isArray(e.top_logprobs) ? (e.top_logprobs as Array<{ token?: unknown; logprob?: unknown }>) : [];
-    out.push({
-      token: e.token,
-      logprob: e.logprob,
-      bytes: bytes(e.token),
-      top_logprobs: top
-        .filter((t): t is { token: string; logprob: number } => typeof t?.token === 'string' && typeof t.logprob === 'number')
-        .map((t) => ({ token: t.token, logprob: t.logprob, bytes: bytes(t.token) })),
-    });
-  }
-  return out;
 }
 
 interface Planned {

@@ -30,6 +30,7 @@ import { BackendError, type FinishReason, type OutputChannel, type TokenLogprob 
 import type { FailureCode } from '../../runtime/problems';
 import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, REASONING_DELTA_FIELDS, STOP_SEQUENCE_FIELDS, type EngineErrorInfo } from './quirks';
 import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
+import { isObject } from '../../runtime/jsonValues';
 
 export interface StreamTimeouts {
   /** Until the response headers arrive (prompt processing happens before them on some engines). */
@@ -99,10 +100,6 @@ function retryAfterMs(header: string | null): number | undefined {
   if (/^\d{1,6}$/.test(header.trim())) return Number(header.trim()) * 1000;
   const at = Date.parse(header);
   return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const tokenCount = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined);

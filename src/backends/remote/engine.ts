@@ -10,6 +10,7 @@ import { BackendError, isBackendError, type ModelInfo } from '../../runtime/back
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
 import { ENGINE_PROFILES, engineErrorOf, kindFromModelList, type EngineKind } from './quirks';
+import { isObject } from '../../runtime/jsonValues';
 
 export const DEFAULT_ENDPOINT_CONCURRENCY = 4;
 export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 5_000 };
@@ -58,10 +59,6 @@ export class Endpoint {
   get concurrency(): number {
     return this.configuredConcurrency ?? this.slots ?? DEFAULT_ENDPOINT_CONCURRENCY;
   }
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const positiveInt = (v: unknown, max: number): number | undefined =>

@@ -6,6 +6,7 @@
 // scripted engine's flavours (test/fixtures/fakeEngine.ts, test/unit/backends/engineKinds.test.ts).
 import type { GenerateRequest } from '../../runtime/backend';
 import { SAMPLING_EXTRAS, type SamplingField } from '../../runtime/responses';
+import { isObject } from '../../runtime/jsonValues';
 
 /** Kinds of engine a configuration may name; `openai` is any other OpenAI-compatible server (the default). */
 export const ENGINE_KINDS = ['llama.cpp', 'vllm', 'ollama', 'lmstudio', 'openai'] as const;
@@ -316,9 +317,6 @@ export const FINISH_REASONS: Readonly<Record<string, 'stop' | 'max_output_tokens
   error: 'error',
 };
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function textOf(v: unknown): string | undefined {
   return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;

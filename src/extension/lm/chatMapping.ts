@@ -11,6 +11,7 @@
 // message; the newest user turn and the answers to the calls it follows stay.
 import type { ModelSummary } from '../model/taskSource';
 import type { ResponseFunctionTool, ResponseToolChoice } from '../../runtime/task';
+import { isObject } from '../../runtime/jsonValues';
 
 /** Context assumed for a model whose context is not known yet (a local model before its first load). */
 export const UNKNOWN_CONTEXT_TOKENS = 4096;
@@ -76,17 +77,14 @@ export interface ChatMessageLike {
   content: readonly unknown[];
 }
 
-function isObj(v: unknown): v is Record<string, unknown> {
-  return !!v && typeof v === 'object';
-}
 function isTextPart(p: unknown): p is { value: string } {
-  return isObj(p) && typeof p['value'] === 'string' && !('callId' in p);
+  return isObject(p) && typeof p['value'] === 'string' && !('callId' in p);
 }
 function isToolCallPart(p: unknown): p is { callId: string; name: string; input: unknown } {
-  return isObj(p) && typeof p['callId'] === 'string' && typeof p['name'] === 'string' && 'input' in p;
+  return isObject(p) && typeof p['callId'] === 'string' && typeof p['name'] === 'string' && 'input' in p;
 }
 function isToolResultPart(p: unknown): p is { callId: string; content: readonly unknown[] } {
-  return isObj(p) && typeof p['callId'] === 'string' && Array.isArray(p['content']);
+  return isObject(p) && typeof p['callId'] === 'string' && Array.isArray(p['content']);
 }
 
 /** The text of a tool result's content: text parts as they are, text-like data parts decoded, anything else as JSON. */
@@ -94,7 +92,7 @@ export function toolResultText(content: readonly unknown[]): string {
   const out: string[] = [];
   for (const c of content) {
     if (isTextPart(c)) out.push(c.value);
-    else if (isObj(c) && typeof c['mimeType'] === 'string' && c['data'] instanceof Uint8Array) {
+    else if (isObject(c) && typeof c['mimeType'] === 'string' && c['data'] instanceof Uint8Array) {
       const mime = c['mimeType'];
       out.push(/^text\/|json/.test(mime) ? new TextDecoder().decode(c['data']) : `[${mime} data]`);
     } else if (c !== undefined) out.push(JSON.stringify(c));
@@ -297,7 +295,7 @@ export function callInput(args: unknown): object {
   if (typeof args !== 'string' || !args.trim()) return {};
   try {
     const v = JSON.parse(args) as unknown;
-    return isObj(v) && !Array.isArray(v) ? v : { value: v };
+    return isObject(v) && !Array.isArray(v) ? v : { value: v };
   } catch {
     return { arguments: args };
   }
@@ -305,7 +303,7 @@ export function callInput(args: unknown): object {
 
 /** A `function_call` output item as a call, or undefined for any other item. */
 export function functionCallOf(item: unknown): FunctionCallOut | undefined {
-  if (!isObj(item) || item['type'] !== 'function_call') return undefined;
+  if (!isObject(item) || item['type'] !== 'function_call') return undefined;
   const callId = typeof item['call_id'] === 'string' ? item['call_id'] : typeof item['id'] === 'string' ? item['id'] : undefined;
   if (!callId || typeof item['name'] !== 'string') return undefined;
   return { callId, name: item['name'], input: callInput(item['arguments']) };

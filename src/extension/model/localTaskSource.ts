@@ -1,10 +1,10 @@
 // TaskSource over the runtime this window owns. The editor sees every principal's tasks.
 import { describeHardware } from '../../runtime/backend';
 import type { TaskRuntimeApi } from '../../runtime/api';
+import { inputText } from '../../runtime/responses';
 import type { TaskRecord } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 import {
-  promptText,
   type CreateTaskRequest,
   type EventStreamHandlers,
   type ModelSummary,
@@ -31,7 +31,7 @@ export function taskInfoFromRecord(t: TaskRecord): TaskInfo {
     usage: t.usage,
     error: t.error,
     response: t.response,
-    prompt: promptText(t.request.input),
+    prompt: inputText(t.request),
     input: t.request,
     oldestSeq: t.oldestSeq,
     nextSeq: t.nextSeq,

@@ -30,6 +30,7 @@ import {
   type TaskPage,
   type TaskSource,
 } from './taskSource';
+import { isObject } from '../../runtime/jsonValues';
 
 const RECONNECT_MS = 1000;
 /** The LMSP list route's largest page. */
@@ -51,10 +52,6 @@ export interface RemoteTaskSourceOptions {
    */
   editorOrigin?: boolean;
   log?: (message: string) => void;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return !!v && typeof v === 'object' && !Array.isArray(v);
 }
 
 function pick<T extends string>(values: readonly T[], v: unknown, fallback: T): T {

@@ -138,21 +138,3 @@ export interface TaskSource extends IDisposable {
 export function emptyCounts(): Record<TaskStatus, number> {
   return Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
 }
-
-/** The prompt text of a create request's input (string or message list). */
-export function promptText(input: unknown): string {
-  if (typeof input === 'string') return input;
-  if (!Array.isArray(input)) return '';
-  const texts: string[] = [];
-  for (const msg of input) {
-    if (!msg || typeof msg !== 'object') continue;
-    const content = (msg as { content?: unknown }).content;
-    if (typeof content === 'string') texts.push(content);
-    else if (Array.isArray(content)) {
-      for (const part of content) {
-        if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') texts.push((part as { text: string }).text);
-      }
-    }
-  }
-  return texts.join('\n');
-}

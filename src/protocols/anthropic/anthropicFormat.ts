@@ -14,7 +14,7 @@ import { answerText } from '../../runtime/responses';
 import type { TaskRecord } from '../../runtime/task';
 import { anthropicErrorType } from '../http/problem';
 import type { ReasoningSeal } from '../shared/reasoningSeal';
-import { list, obj, str, type Obj } from '../shared/wireValues';
+import { list, obj, str, type Obj } from '../../runtime/jsonValues';
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 

@@ -1,7 +1,7 @@
 // Formats runtime records in LMSP's wire vocabulary (ch.7 task object, Responses objects, models, discovery).
 import type { RuntimeLimits } from '../../runtime/api';
 import { describeHardware, type ModelHardware, type ModelInfo } from '../../runtime/backend';
-import { responseObject, toChatMessages } from '../../runtime/responses';
+import { inputText, responseObject } from '../../runtime/responses';
 import type { Problem, TaskRecord, TaskStatus } from '../../runtime/task';
 import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
 
@@ -63,7 +63,7 @@ export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean }
       ...(typeof task.meta.lmsp_route === 'string' ? { route: task.meta.lmsp_route } : {}),
       created_at_ms: task.createdAt,
       updated_at_ms: task.updatedAt,
-      ...(options.withPrompt ? { prompt: promptText(task) } : {}),
+      ...(options.withPrompt ? { prompt: inputText(task.request, { roles: ['user'], separator: '\n\n' }) } : {}),
     },
   };
 }
@@ -76,15 +76,6 @@ function lmspProblem(problem: Problem | null): Problem | null {
   if (!problem?.requestError) return problem;
   const { requestError: _mcpOnly, ...rest } = problem;
   return rest;
-}
-
-/** The request's text as one prompt (what a retry from another window sends again). */
-function promptText(task: TaskRecord): string {
-  if (typeof task.request.input === 'string') return task.request.input;
-  return toChatMessages(task.request)
-    .filter((m) => m.role === 'user')
-    .map((m) => m.content)
-    .join('\n\n');
 }
 
 /**

@@ -5,10 +5,12 @@
 // The sampling ranges of the `task_runtime` member follow llama.cpp's server (docs/lmsp.md, "Sampling").
 import { z } from 'zod';
 import { flatToolName, isModelTool, MODEL_TOOL_TYPES } from '../../runtime/responseTools';
+import { inputText } from '../../runtime/responses';
 import { INCLUDE_OUTPUT_LOGPROBS, INCLUDE_REASONING_ENCRYPTED, RESTART_POLICIES, type ResponseNamespaceTool, type ResponseRequest, type ResponseTool } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
 import { jsonSchemaArg } from '../jsonSchemaArg';
 import { DEFAULTS, EDITOR_ORIGIN, LMSP_TASK_STATUSES, TASK_TYPE_RESPONSE, VENDOR_MEMBER, type LmspTaskStatus } from './lmspConstants';
+import { isObject } from '../../runtime/jsonValues';
 
 const text = z.string().max(1_000_000);
 
@@ -227,10 +229,10 @@ export type TaskCreateBody = z.infer<typeof taskCreateSchema>;
  * sees and named in the response's `task_runtime.ignored_tools` (clients such as Codex CLI always send some).
  */
 export function rejectUnsupported(request: unknown, at = ''): void {
-  if (!isRecord(request)) return;
+  if (!isObject(request)) return;
   const choice = request.tool_choice;
   // A choice that names a hosted tool asks for a call the model cannot make.
-  if (isRecord(choice) && typeof choice.type === 'string' && !['function', 'custom', 'allowed_tools'].includes(choice.type)) {
+  if (isObject(choice) && typeof choice.type === 'string' && !['function', 'custom', 'allowed_tools'].includes(choice.type)) {
     throw new HttpProblem(400, 'unsupported_capability', `tool_choice names the hosted tool type "${choice.type.slice(0, 64)}", which this server cannot run; only function, custom and namespace tools are offered to the model.`, {
       param: `${at}tool_choice.type`,
     });
@@ -251,7 +253,7 @@ export function checkRequestRules(body: ResponseCreateBody, at = ''): void {
     }
   }
   checkTools(body, at);
-  if (body.text?.format?.type === 'json_object' && !/json/i.test(promptText(body))) {
+  if (body.text?.format?.type === 'json_object' && !/json/i.test(`${body.instructions ?? ''}\n${inputText(body as Pick<ResponseRequest, 'input'>, { calls: true })}`)) {
     throw new HttpProblem(400, 'invalid_request', "The input or instructions must contain the word 'json' in some form to use 'text.format' of type 'json_object'.", {
       param: `${at}text.format`,
     });
@@ -294,7 +296,7 @@ function checkTools(body: ResponseCreateBody, at: string): void {
       });
     }
   }
-  if (typeof body.input === 'string' || isRecord(body) && typeof (body as Record<string, unknown>).previous_response_id === 'string') return;
+  if (typeof body.input === 'string' || isObject(body) && typeof (body as Record<string, unknown>).previous_response_id === 'string') return;
   const calls = new Set<string>();
   for (const [i, item] of body.input.entries()) {
     if (item.type === 'function_call' || item.type === 'custom_tool_call') calls.add(`${item.type}:${item.call_id}`);
@@ -307,21 +309,6 @@ function checkTools(body: ResponseCreateBody, at: string): void {
       });
     }
   }
-}
-
-function promptText(body: ResponseCreateBody): string {
-  const parts = [body.instructions ?? ''];
-  if (typeof body.input === 'string') parts.push(body.input);
-  else {
-    for (const item of body.input) {
-      if (item.type === 'function_call') parts.push(item.arguments);
-      else if (item.type === 'custom_tool_call') parts.push(item.input);
-      else if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') parts.push(typeof item.output === 'string' ? item.output : item.output.map((c) => c.text).join('\n'));
-      else if (item.type === 'reasoning') continue;
-      else parts.push(typeof item.content === 'string' ? item.content : item.content.map((c) => c.text).join('\n'));
-    }
-  }
-  return parts.join('\n');
 }
 
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -347,10 +334,6 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 /** An object's members that are not null (OpenAI's nullable members mean "not given"). */
 function withoutNulls<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined)) as T;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Idempotency-Key: an sf-string or a bare token of 1–255 visible ASCII characters (profile §9.2). */

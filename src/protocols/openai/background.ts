@@ -13,10 +13,10 @@ import { z } from 'zod';
 import { HttpProblem } from '../http/problem';
 import { DEFAULTS, QUERY } from '../lmsp/lmspConstants';
 import { lmspProblem } from '../lmsp/problems';
+import { isObject } from '../../runtime/jsonValues';
 
 type Item = Record<string, unknown>;
 
-const isRecord = (v: unknown): v is Item => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** OpenAI keeps a background response only when it is stored: `background: true` with `store: false` is a 400. */
 export function checkBackgroundRules(body: { background?: boolean | null; store?: boolean }, at = ''): void {
@@ -49,7 +49,7 @@ function listedMessage(it: Item, id: string): Item {
       ? [role === 'assistant' ? { type: 'output_text', text: it.content, annotations: [] } : { type: 'input_text', text: it.content }]
       : Array.isArray(it.content)
         ? it.content.map((part) => {
-            if (!isRecord(part)) return part;
+            if (!isObject(part)) return part;
             // Log-probabilities belong to the response that produced the text, not to the input it becomes.
             const { logprobs: _dropped, ...rest } = part;
             return rest;
@@ -72,7 +72,7 @@ export function inputItemsOf(task: Pick<TaskRecord, 'responseId' | 'request'>): 
   const suffix = task.responseId.replace(/^resp_/, '');
   const seen = new Set<string>();
   return raw.map((item, i) => {
-    const it = isRecord(item) ? item : {};
+    const it = isObject(item) ? item : {};
     const given = typeof it.id === 'string' && it.id.length > 0 && !seen.has(it.id) ? it.id : undefined;
     const id = given ?? `${isMessage(it) ? 'msg' : 'item'}_${suffix}_${i}`;
     seen.add(id);
@@ -83,7 +83,7 @@ export function inputItemsOf(task: Pick<TaskRecord, 'responseId' | 'request'>): 
 /** A finished response's output items as the next response's input (messages without log-probabilities). */
 function outputItemsOf(task: TaskRecord): Item[] {
   const output = Array.isArray(task.response?.output) ? (task.response.output as unknown[]) : [];
-  return output.filter(isRecord).map((it) => (isMessage(it) && typeof it.id === 'string' ? listedMessage(it, it.id) : it));
+  return output.filter(isObject).map((it) => (isMessage(it) && typeof it.id === 'string' ? listedMessage(it, it.id) : it));
 }
 
 /**

@@ -2,9 +2,11 @@
 // `chat.completion`, or `chat.completion.chunk`s translated one event at a time as the task's stream delivers them.
 // Pure functions of what the runtime stored, so the mapping is tested over recorded objects (tool calls included,
 // whose events are the runtime's Responses vocabulary: output_item.added / function_call_arguments.delta / .done).
+import type { TokenLogprob } from '../../runtime/backend';
+import { readLogprobs } from '../../runtime/responses';
 import { INCLUDE_OUTPUT_LOGPROBS, type TaskRecord } from '../../runtime/task';
 import { HttpProblem, problemBody } from '../http/problem';
-import { list, obj, str, type Obj } from '../shared/wireValues';
+import { list, obj, str, type Obj } from '../../runtime/jsonValues';
 import { CHAT_COMPLETION_ID_PREFIX, CODES, HEADERS, OBJECTS, type LmspCode } from '../lmsp/lmspConstants';
 
 const TASK_ID_PREFIX = 'task_';
@@ -44,19 +46,6 @@ export function chatUsage(usage: unknown): Obj | null {
   return out;
 }
 
-/** One token's log-probabilities in chat's shape (`bytes` as UTF-8 of the token where the source had none). */
-function chatTokenLogprob(entry: unknown): Obj {
-  const e = obj(entry);
-  const token = str(e.token);
-  const bytes = (t: Obj) => (Array.isArray(t.bytes) ? t.bytes : [...Buffer.from(str(t.token), 'utf8')]);
-  return {
-    token,
-    logprob: e.logprob,
-    bytes: bytes(e),
-    top_logprobs: list(e.top_logprobs).map((t) => ({ token: str(obj(t).token), logprob: obj(t).logprob, bytes: bytes(obj(t)) })),
-  };
-}
-
 export interface ChatToolCall {
   id: string;
   type: 'function';
@@ -64,11 +53,11 @@ export interface ChatToolCall {
 }
 
 /** The assistant message of a Responses object's output: its text, refusal, tool calls and text log-probs. */
-function assistantOutput(response: Obj): { content: string; refusal: string | null; toolCalls: ChatToolCall[]; logprobs: Obj[] } {
+function assistantOutput(response: Obj): { content: string; refusal: string | null; toolCalls: ChatToolCall[]; logprobs: TokenLogprob[] } {
   let content = '';
   let refusal: string | null = null;
   const toolCalls: ChatToolCall[] = [];
-  const logprobs: Obj[] = [];
+  const logprobs: TokenLogprob[] = [];
   for (const raw of list(response.output)) {
     const item = obj(raw);
     if (item.type === 'function_call') {
@@ -78,7 +67,7 @@ function assistantOutput(response: Obj): { content: string; refusal: string | nu
         const part = obj(rawPart);
         if (part.type === 'output_text') {
           content += str(part.text);
-          logprobs.push(...list(part.logprobs).map(chatTokenLogprob));
+          logprobs.push(...readLogprobs(part.logprobs));
         } else if (part.type === 'refusal') refusal = (refusal ?? '') + str(part.refusal);
       }
     }
@@ -168,7 +157,7 @@ export class ChatChunkTranslator {
       case 'response.output_text.delta': {
         const delta = str(data.delta);
         if (delta === '') return [];
-        return [this.chunk({ content: delta }, null, this.ctx.logprobs ? { content: list(data.logprobs).map(chatTokenLogprob), refusal: null } : null)];
+        return [this.chunk({ content: delta }, null, this.ctx.logprobs ? { content: readLogprobs(data.logprobs), refusal: null } : null)];
       }
       case 'response.refusal.delta':
         return [this.chunk({ refusal: str(data.delta) })];

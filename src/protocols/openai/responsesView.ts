@@ -11,10 +11,10 @@ import { customCallInput, partialCustomInput, toolTargetsOf, type ToolTarget } f
 import { INCLUDE_REASONING_ENCRYPTED, type ResponseRequest, type TaskEvent, type TaskRecord } from '../../runtime/task';
 import type { ReasoningSeal } from '../shared/reasoningSeal';
 import { EVENT } from '../../runtime/responseEvents';
+import { isObject } from '../../runtime/jsonValues';
 
 type Item = Record<string, unknown>;
 
-const isRecord = (v: unknown): v is Item => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Event types of a custom tool's input (OpenAI's names). */
 export const CUSTOM_INPUT_EVENT = { delta: 'response.custom_tool_call_input.delta', done: 'response.custom_tool_call_input.done' } as const;
@@ -46,7 +46,7 @@ export class ResponsesView {
   /** A Responses object as the client offered its tools. */
   response(response: Item): Item {
     if (!Array.isArray(response.output)) return response;
-    return { ...response, output: response.output.map((o) => (isRecord(o) ? this.item(o, true) : o)) };
+    return { ...response, output: response.output.map((o) => (isObject(o) ? this.item(o, true) : o)) };
   }
 
   /**
@@ -62,7 +62,7 @@ export class ResponsesView {
       return { id: item.id, type: 'custom_tool_call', status: item.status, call_id: item.call_id, name: target.name, ...ns, input: customCallInput(String(item.arguments ?? '')) };
     }
     if (item.type === 'reasoning' && final && this.sealReasoning) {
-      const text = Array.isArray(item.content) ? item.content.map((c) => (isRecord(c) && typeof c.text === 'string' ? c.text : '')).join('') : '';
+      const text = Array.isArray(item.content) ? item.content.map((c) => (isObject(c) && typeof c.text === 'string' ? c.text : '')).join('') : '';
       return { ...item, encrypted_content: this.seal.seal({ model: sealedModel(this.task), text }) };
     }
     return item;
@@ -71,14 +71,14 @@ export class ResponsesView {
   /** An event as the client sees it; undefined when it has nothing to show (a custom call's input not grown yet). */
   event(event: TaskEvent): TaskEvent | undefined {
     const d = event.data;
-    if (event.type === EVENT.cancelled && this.task.request.background !== true && isRecord(d.response)) {
+    if (event.type === EVENT.cancelled && this.task.request.background !== true && isObject(d.response)) {
       // A synchronous stream ends with one of OpenAI's terminal events (clients such as Codex CLI take any other end
       // for a dropped stream and send the request again): a cancel from elsewhere (the editor, /tasks) is a failure.
       const response = this.response(d.response);
       return { ...event, type: EVENT.failed, data: { ...d, response: { ...response, error: response.error ?? { code: 'cancelled', message: 'The response was cancelled before it finished.' } } } };
     }
-    if (isRecord(d.response)) return { ...event, data: { ...d, response: this.response(d.response) } };
-    if ((event.type === EVENT.outputItemAdded || event.type === EVENT.outputItemDone) && isRecord(d.item)) {
+    if (isObject(d.response)) return { ...event, data: { ...d, response: this.response(d.response) } };
+    if ((event.type === EVENT.outputItemAdded || event.type === EVENT.outputItemDone) && isObject(d.item)) {
       const item = this.item(d.item, event.type === EVENT.outputItemDone);
       if (event.type === EVENT.outputItemAdded && item.type === 'custom_tool_call') this.custom.set(String(item.id), { args: '', sent: '' });
       else if (event.type === EVENT.outputItemAdded && item.type === 'function_call') this.functions.add(String(item.id));
@@ -116,9 +116,9 @@ export class ResponsesView {
  * is not kept: it has done its work.
  */
 export function openSealedReasoning(request: ResponseRequest, seal: ReasoningSeal): ResponseRequest {
-  if (typeof request.input === 'string' || !request.input.some((it) => isRecord(it) && it.type === 'reasoning')) return request;
+  if (typeof request.input === 'string' || !request.input.some((it) => isObject(it) && it.type === 'reasoning')) return request;
   const input = request.input.map((it) => {
-    if (!isRecord(it) || it.type !== 'reasoning') return it;
+    if (!isObject(it) || it.type !== 'reasoning') return it;
     const { encrypted_content: blob, content: _clientText, ...rest } = it;
     const opened = seal.unseal(blob);
     const text = opened && (request.model === undefined || opened.model === request.model) ? opened.text : '';

@@ -8,6 +8,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { InputRequest } from '../../../runtime/task';
 import { invalidParams } from '../errors';
 import type { Envelope } from './wire';
+import { isObject } from '../../../runtime/jsonValues';
 
 /** The client capability each input request method needs. */
 export const CAPABILITY_OF_METHOD: Readonly<Record<string, string>> = {
@@ -28,7 +29,6 @@ export function answerable(envelope: Envelope, requests: Record<string, InputReq
   return Object.fromEntries(Object.entries(requests).filter(([, r]) => canAnswer(envelope, r)));
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 const isContentBlock = (v: unknown) => isObject(v) && typeof v['type'] === 'string';
 
 /**

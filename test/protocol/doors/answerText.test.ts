@@ -1,0 +1,90 @@
+// Reasoning never reaches answer text, through any door: a model that thinks before it answers (a backend that
+// emits a thought segment, then the answer) is asked once per door with each door's real client — the OpenAI SDK on
+// /responses and chat completions, the Anthropic SDK on /v1/messages, the MCP SDK's tools/call and get_task_text —
+// and every answer field carries the answer alone, while the reasoning fields (where the door has them) carry the
+// thought. The doors share one reader of answer text (runtime/responses.ts answerText) and one of input text.
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import OpenAI from 'openai';
+import { startEndpoint, type Endpoint } from '../../../src/protocols/endpoint';
+import { TaskRuntime } from '../../../src/runtime/runtime';
+import { ScriptedBackend, type Script } from '../../fixtures/scriptedBackend';
+
+const THOUGHT = 'THOUGHT-7f3a: the user wants a greeting, keep it short';
+const ANSWER = 'Hello there.';
+const TOKEN = 'tok-answer-text-0123456789';
+
+/** A model that reasons first: the thought on the reasoning channel, then the answer. */
+const thinksThenAnswers: Script = async (_req, o) => {
+  o.onText(THOUGHT, 3, undefined, { kind: 'reasoning' });
+  o.onText(ANSWER, 2);
+  return { finishReason: 'stop', inputTokens: 4, outputTokens: 5 };
+};
+
+describe('answer text through every door', () => {
+  let dataDir: string;
+  let runtime: TaskRuntime;
+  let endpoint: Endpoint;
+  let mcp: Client;
+
+  before(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-answer-text-'));
+    runtime = await TaskRuntime.open({ dataDir, backend: new ScriptedBackend(thinksThenAnswers), deltaFlushMs: 0 });
+    endpoint = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'alice']]) });
+    mcp = new Client({ name: 'answer-text', version: '1.0.0' }, { capabilities: {} });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(endpoint.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+  });
+
+  after(async () => {
+    await mcp?.close();
+    await endpoint?.close();
+    await runtime?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('/responses: output_text is the answer; the thought is a reasoning item', async () => {
+    const openai = new OpenAI({ baseURL: endpoint.lmspUrl, apiKey: TOKEN, maxRetries: 0 });
+    const r = await openai.responses.create({ model: 'm', input: 'hi' });
+    assert.equal(r.output_text, ANSWER);
+    const reasoning = r.output.filter((i) => i.type === 'reasoning');
+    assert.ok(JSON.stringify(reasoning).includes(THOUGHT), JSON.stringify(r.output));
+  });
+
+  it('chat completions: content is the answer, streamed or not', async () => {
+    const openai = new OpenAI({ baseURL: endpoint.lmspUrl, apiKey: TOKEN, maxRetries: 0 });
+    const c = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(c.choices[0].message.content, ANSWER);
+    let streamed = '';
+    for await (const chunk of await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })) {
+      streamed += chunk.choices[0]?.delta?.content ?? '';
+    }
+    assert.equal(streamed, ANSWER);
+  });
+
+  it('Anthropic Messages: text blocks are the answer; the thought is a thinking block', async () => {
+    const anthropic = new Anthropic({ baseURL: endpoint.anthropicUrl, apiKey: TOKEN, maxRetries: 0 });
+    const m = await anthropic.messages.create({ model: 'm', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    const text = m.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
+    assert.equal(text, ANSWER);
+    const thinking = m.content.flatMap((b) => (b.type === 'thinking' ? [b.thinking] : [])).join('');
+    assert.equal(thinking, THOUGHT);
+  });
+
+  it('MCP: a tool result and get_task_text carry the answer alone (content and structuredContent)', async () => {
+    const result = await mcp.callTool({ name: 'generate', arguments: { prompt: 'hi' } });
+    const texts = (result.content as Array<{ type: string; text?: string }>).filter((c) => c.type === 'text').map((c) => c.text ?? '');
+    assert.ok(texts.includes(ANSWER), JSON.stringify(result));
+    assert.ok(!JSON.stringify(result).includes(THOUGHT), JSON.stringify(result));
+    const [task] = runtime.listTasks({ principal: 'alice' }).tasks.filter((t) => t.origin === 'mcp');
+    assert.ok(task, 'the MCP call made a task');
+    const read = await mcp.callTool({ name: 'get_task_text', arguments: { taskId: task.id } });
+    assert.ok(JSON.stringify(read).includes(ANSWER), JSON.stringify(read));
+    assert.ok(!JSON.stringify(read).includes(THOUGHT), JSON.stringify(read));
+  });
+});
