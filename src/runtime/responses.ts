@@ -1,9 +1,10 @@
 // Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
 import type { ChatMessage, GenerateRequest, TokenLogprob, ToolCall } from './backend';
 import { isObject, list } from './jsonValues';
+import { samplingOf } from './requestFields';
 import { itemObject, type OutputItem } from './outputItems';
 import { choiceName, customCallArguments, flatToolName, ignoredToolsOf, modelToolsOf } from './responseTools';
-import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest, type ResponseSamplingExtras, type TaskRecord, type Usage } from './task';
+import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest, type TaskRecord, type Usage } from './task';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
@@ -193,21 +194,6 @@ export function toChatMessages(input: ResponseRequest): ChatMessage[] {
   return messages;
 }
 
-/**
- * The sampling fields of the request's vendor member `task_runtime`, by the GenerateRequest field each becomes: the
- * one table for the mapping and for the `param` a refusal names (`task_runtime.<name>`).
- */
-export const SAMPLING_EXTRAS = {
-  seed: 'seed',
-  stop: 'stop',
-  topK: 'top_k',
-  minP: 'min_p',
-  repeatPenalty: 'repeat_penalty',
-  frequencyPenalty: 'frequency_penalty',
-  presencePenalty: 'presence_penalty',
-} as const satisfies Partial<Record<keyof GenerateRequest, keyof ResponseSamplingExtras>>;
-export type SamplingField = keyof typeof SAMPLING_EXTRAS;
-
 /** What the backend is asked for a stored request (its model already resolved). */
 export function generateRequestOf(input: ResponseRequest, model: string): GenerateRequest {
   const x = input.task_runtime ?? {};
@@ -219,19 +205,13 @@ export function generateRequestOf(input: ResponseRequest, model: string): Genera
     messages: toChatMessages(input),
     maxOutputTokens: input.max_output_tokens,
     capMaxOutputTokens: x.cap_max_output_tokens === true && input.max_output_tokens !== undefined ? true : undefined,
-    temperature: input.temperature,
-    topP: input.top_p,
     topLogprobs: wantLogprobs ? (input.top_logprobs ?? 0) : undefined,
     format: format && format.type !== 'text' ? format : undefined,
     ...toolsOf(input),
     reasoningEffort: input.reasoning?.effort === 'xhigh' ? 'high' : input.reasoning?.effort,
     cacheKey: input.prompt_cache_key,
   };
-  const sampling = out as Record<SamplingField, unknown>;
-  for (const [field, name] of Object.entries(SAMPLING_EXTRAS) as Array<[SamplingField, keyof ResponseSamplingExtras]>) sampling[field] = x[name];
-  // `stop` is a string or a list on the wire, always a list (or absent) for a backend.
-  if (typeof x.stop === 'string') out.stop = [x.stop];
-  else if (!x.stop?.length) delete out.stop;
+  Object.assign(out, samplingOf(input));
   for (const k of Object.keys(out) as Array<keyof GenerateRequest>) if (out[k] === undefined) delete out[k];
   return out;
 }

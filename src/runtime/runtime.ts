@@ -1,4 +1,5 @@
 // The task runtime: one durable store, one scheduler, every door's operations.
+import { checkRequest } from './requestFields';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type {
@@ -217,6 +218,8 @@ export class TaskRuntime implements TaskRuntimeApi {
     this.assertOpen();
     // A replay must answer with a durable task.
     this.store.database.settle();
+    // Whoever calls: the doors checked the same already, the editor's local path did not.
+    checkRequest(p.input);
     const onRestart = p.onRestart ?? 'fail';
     if (!this.limits.onRestart.includes(onRestart)) {
       throw new RuntimeError('unsupported_capability', `on_restart "${onRestart}" is not supported by this server.`, 'on_restart');

@@ -5,7 +5,7 @@
 // branches on an engine's name. Each row names the engine and version it comes from; each is covered by the
 // scripted engine's flavours (test/fixtures/fakeEngine.ts, test/unit/backends/engineKinds.test.ts).
 import type { GenerateRequest } from '../../runtime/backend';
-import { SAMPLING_EXTRAS, type SamplingField } from '../../runtime/responses';
+import { BY_KIND_FIELDS, paramOf, type ByKindField } from '../../runtime/requestFields';
 import { isObject } from '../../runtime/jsonValues';
 
 /** Kinds of engine a configuration may name; `openai` is any other OpenAI-compatible server (the default). */
@@ -34,11 +34,11 @@ export interface EngineProfile {
 }
 
 /** GenerateRequest's sampling fields that not every engine honours (the request's `task_runtime` member). */
-export const SAMPLING_FIELDS = Object.keys(SAMPLING_EXTRAS) as SamplingField[];
-export type { SamplingField };
+export const SAMPLING_FIELDS = BY_KIND_FIELDS;
+export type SamplingField = ByKindField;
 
 /** Where each sampling field comes from in a stored request (the `param` of a refusal). */
-export const SAMPLING_PARAMS = Object.fromEntries(SAMPLING_FIELDS.map((f) => [f, `task_runtime.${SAMPLING_EXTRAS[f]}`])) as Record<SamplingField, string>;
+export const SAMPLING_PARAMS = Object.fromEntries(SAMPLING_FIELDS.map((f) => [f, paramOf(f)])) as Record<SamplingField, string>;
 
 /**
  * What an engine kind honours on POST /v1/chat/completions. A field it does not list is refused at create

@@ -2,6 +2,7 @@
 // acting on a task takes a task id, a tree node, a result document's URI or a TaskInfo as its first argument and
 // otherwise asks with a quick pick; Create Task also takes its input as an argument object, so tests and other
 // extensions can run it without UI. Clear Finished takes no arguments and always asks the user first.
+import { fieldProblem } from '../../runtime/requestFields';
 import * as vscode from 'vscode';
 import { z } from 'zod';
 import { CANCELLABLE_STATUSES, RESTART_POLICIES, TERMINAL_STATUSES, type TaskStatus } from '../../runtime/task';
@@ -26,7 +27,7 @@ export const createTaskArgsSchema = z.strictObject({
   model: z.string().min(1).max(1000).optional(),
   onRestart: z.enum(RESTART_POLICIES).optional(),
   maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
-  temperature: z.number().min(0).max(2).optional(),
+  temperature: z.number().refine((v) => fieldProblem('temperature', v) === undefined, { message: `temperature ${fieldProblem('temperature', -1)}` }).optional(),
   instructions: z.string().max(1_000_000).optional(),
 });
 export type CreateTaskArgs = z.infer<typeof createTaskArgsSchema>;
@@ -109,7 +110,7 @@ export class TaskCommands extends Disposable {
       model: args.model,
       onRestart: args.onRestart ?? this.d.settings().defaultRestartPolicy,
       maxOutputTokens: args.maxOutputTokens,
-      temperature: args.temperature ?? this.d.settings().temperature ?? undefined,
+      sampling: { temperature: args.temperature ?? this.d.settings().temperature ?? undefined },
       instructions: args.instructions,
     });
     this.d.notifier.watch(task.id);

@@ -12,6 +12,7 @@
 import type { ModelSummary } from '../model/taskSource';
 import type { ResponseFunctionTool, ResponseToolChoice } from '../../runtime/task';
 import { isObject } from '../../runtime/jsonValues';
+import { fieldProblem, SAMPLING_FIELD_NAMES, SAMPLING_FIELDS, type RequestField, type Sampling } from '../../runtime/requestFields';
 
 /** Context assumed for a model whose context is not known yet (a local model before its first load). */
 export const UNKNOWN_CONTEXT_TOKENS = 4096;
@@ -329,4 +330,21 @@ export function chatTitle(items: readonly InputItem[]): string {
   const text = (USER_TURN_TAG.exec(whole)?.[2] ?? whole).replace(/\s+/g, ' ').trim();
   const short = text.length > 60 ? `${text.slice(0, 57)}…` : text;
   return `Chat: ${short || '(tool results)'}`;
+}
+
+/**
+ * The sampling a chat request's `modelOptions` asks for, by the keys the table gives VS Code (temperature, top_p,
+ * seed, …). A value out of its range is an error naming the option, as an LMSP client gets a 400 for it.
+ */
+export function samplingFromModelOptions(modelOptions: Readonly<Record<string, unknown>> | undefined): Sampling {
+  const out: Record<string, unknown> = {};
+  for (const field of SAMPLING_FIELD_NAMES) {
+    const key = (SAMPLING_FIELDS[field] as RequestField).vscode;
+    const value = key === undefined ? undefined : modelOptions?.[key];
+    if (value === undefined || value === null) continue;
+    const problem = fieldProblem(field, value);
+    if (problem) throw new Error(`modelOptions.${key} ${problem}.`);
+    out[field] = value;
+  }
+  return out as Sampling;
 }

@@ -18,6 +18,7 @@ import {
   functionCallOf,
   functionCallsOf,
   messageText,
+  samplingFromModelOptions,
   toFunctionTools,
   toInputItems,
   toToolChoice,
@@ -97,7 +98,7 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
       );
     }
     if (token.isCancellationRequested) return;
-    const temperature = options.modelOptions?.['temperature'];
+    const sampling = samplingFromModelOptions(options.modelOptions);
     // Without a budget a reply gets the room kept for output (the advertised maxOutputTokens). A caller may ask for
     // another (modelOptions `maxOutputTokens` or `max_tokens`): less, or more when its prompt leaves the room (a short
     // question, a long answer), as llama.cpp's server gives. Either is an "up to" budget: the input's fit is estimated
@@ -112,7 +113,7 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
       title: chatTitle(fit.items),
       maxOutputTokens,
       capMaxOutputTokens: true,
-      ...(typeof temperature === 'number' ? { temperature } : {}),
+      sampling,
       ...(fit.tools.length ? { tools: fit.tools, toolChoice: required ? 'required' : toToolChoice(options.toolMode) } : {}),
     });
     const final = await this.follow(task, progress, token);

@@ -5,6 +5,7 @@ import { inputText } from '../../runtime/responses';
 import type { TaskRecord } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 import {
+  toResponseRequest,
   type CreateTaskRequest,
   type EventStreamHandlers,
   type ModelSummary,
@@ -66,16 +67,7 @@ export class LocalTaskSource implements TaskSource {
     const { task } = this.runtime.createTask({
       origin: 'editor',
       principal: this.principal,
-      input: {
-        input: request.input ?? request.prompt,
-        ...(request.tools?.length ? { tools: request.tools } : {}),
-        ...(request.tools?.length && request.toolChoice ? { tool_choice: request.toolChoice } : {}),
-        ...(request.model ? { model: request.model } : {}),
-        ...(request.instructions ? { instructions: request.instructions } : {}),
-        ...(request.maxOutputTokens ? { max_output_tokens: request.maxOutputTokens } : {}),
-        ...(request.maxOutputTokens && request.capMaxOutputTokens ? { task_runtime: { cap_max_output_tokens: true } } : {}),
-        ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      },
+      input: toResponseRequest(request),
       onRestart: request.onRestart,
       ...(request.title ? { title: request.title } : {}),
     });

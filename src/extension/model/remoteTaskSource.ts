@@ -22,6 +22,7 @@ import {
 } from '../../protocols/lmsp/lmspConstants';
 import {
   emptyCounts,
+  toResponseRequest,
   type CreateTaskRequest,
   type EventStreamHandlers,
   type ModelSummary,
@@ -186,15 +187,7 @@ export class RemoteTaskSource implements TaskSource {
     // LMSP requires a model: without one, the owner's default (its first listed model).
     const model = request.model ?? (await this.listModels())[0]?.id;
     if (!model) throw new Error('The owning window offers no model.');
-    const input: Record<string, unknown> = { input: request.input ?? request.prompt, model };
-    if (request.tools?.length) {
-      input['tools'] = request.tools;
-      if (request.toolChoice) input['tool_choice'] = request.toolChoice;
-    }
-    if (request.instructions) input['instructions'] = request.instructions;
-    if (request.maxOutputTokens) input['max_output_tokens'] = request.maxOutputTokens;
-    if (request.maxOutputTokens && request.capMaxOutputTokens) input['task_runtime'] = { cap_max_output_tokens: true };
-    if (request.temperature !== undefined) input['temperature'] = request.temperature;
+    const input = { ...toResponseRequest(request), model };
     const body = await this.request('POST', PATHS.tasks, {
       type: TASK_TYPE_RESPONSE,
       input,

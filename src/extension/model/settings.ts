@@ -1,5 +1,6 @@
 // Reads and validates the extension's settings (pure: the caller passes a getter over the configuration).
 // Invalid values fall back to the default and are reported with a message naming the setting.
+import { fieldProblem } from '../../runtime/requestFields';
 import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, parseConcurrency, parseContextSize, type ConcurrencyChoice, type ContextSizeChoice } from '../../backends/llama/contextChoice';
 import { DEFAULT_KEEP_ALIVE_MS, parseKeepAlive } from '../../backends/llama/keepAlive';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
@@ -177,7 +178,7 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
   const temperatureRaw = get(k.temperature);
   let temperature = d.temperature;
   if (temperatureRaw !== undefined && temperatureRaw !== null) {
-    if (typeof temperatureRaw === 'number' && temperatureRaw >= 0 && temperatureRaw <= 2) temperature = temperatureRaw;
+    if (typeof temperatureRaw === 'number' && fieldProblem('temperature', temperatureRaw) === undefined) temperature = temperatureRaw;
     else p.push(t('Setting taskRuntime.{0} must be a number from 0 to 2; using the model default.', k.temperature));
   }
   const gpuRaw = get(k.gpu);

@@ -1,6 +1,7 @@
 // What the editor UI needs from the tasks, whether this window owns the store (local) or talks to the owner's
 // LMSP endpoint (remote). Pure: no vscode.
 import type { ModelHardware } from '../../runtime/backend';
+import { withSampling, type Sampling } from '../../runtime/requestFields';
 import {
   TASK_STATUSES,
   type Problem,
@@ -60,8 +61,8 @@ export interface CreateTaskRequest {
   maxOutputTokens?: number;
   /** ...unless it is an "up to" budget, capped to the room the prompt leaves (the chat provider's reserve). */
   capMaxOutputTokens?: boolean;
-  /** Sampling temperature (0 = greedy). */
-  temperature?: number;
+  /** Sampling (temperature, seed, …; runtime/requestFields.ts), checked by whoever creates the task. */
+  sampling?: Sampling;
   instructions?: string;
   /** Responses input items (messages, `function_call`, `function_call_output`); when given, `prompt` is not sent. */
   input?: unknown[];
@@ -137,4 +138,23 @@ export interface TaskSource extends IDisposable {
 /** A zero for every runtime status. */
 export function emptyCounts(): Record<TaskStatus, number> {
   return Object.fromEntries(TASK_STATUSES.map((s) => [s, 0])) as Record<TaskStatus, number>;
+}
+
+/**
+ * The request a create sends, built the same for the local runtime and for another window's endpoint (the one
+ * builder of both sources); the runtime checks it at create either way, so both refuse the same values.
+ */
+export function toResponseRequest(request: CreateTaskRequest): ResponseRequest {
+  const out: ResponseRequest = { input: request.input ?? request.prompt };
+  if (request.model) out.model = request.model;
+  if (request.tools?.length) {
+    out.tools = request.tools;
+    if (request.toolChoice) out.tool_choice = request.toolChoice;
+  }
+  if (request.instructions) out.instructions = request.instructions;
+  if (request.maxOutputTokens) {
+    out.max_output_tokens = request.maxOutputTokens;
+    if (request.capMaxOutputTokens) out.task_runtime = { cap_max_output_tokens: true };
+  }
+  return withSampling(out, request.sampling ?? {});
 }

@@ -12,6 +12,7 @@
 // and `defer_loading` tools not surfaced by a `tool_reference` are left out of what the model sees; a thinking block
 // whose signature we sealed gives its reasoning back as a reasoning item, any other is dropped; a final assistant
 // turn (prefill) is refused, as the runtime always opens a new assistant turn and cannot continue one.
+import { SAMPLING_FIELD_NAMES, SAMPLING_FIELDS, type AnthropicName, type RequestField } from '../../runtime/requestFields';
 import { z } from 'zod';
 import type { ResponseReasoning, ResponseRequest } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
@@ -81,14 +82,21 @@ const common = {
   // Vendor member, as on /responses (seed and other sampling Anthropic has no field for).
   [VENDOR_MEMBER]: z.record(z.string(), z.unknown()).optional(),
 };
-export const messagesSchema = z.looseObject({
-  ...common,
-  max_tokens: z.number().int().min(1),
-  stream: z.boolean().optional(),
+/**
+ * The sampling fields Messages has, by their Messages names (runtime/requestFields.ts); their ranges are checked
+ * once the body is a Responses body.
+ */
+const messagesSampling = {
   stop_sequences: z.array(z.string()).optional(),
   temperature: z.number().optional(),
   top_p: z.number().optional(),
   top_k: z.number().int().optional(),
+} satisfies Record<AnthropicName, z.ZodType>;
+export const messagesSchema = z.looseObject({
+  ...common,
+  max_tokens: z.number().int().min(1),
+  stream: z.boolean().optional(),
+  ...messagesSampling,
 });
 export const countTokensSchema = z.looseObject(common);
 type MessagesBody = z.infer<typeof messagesSchema>;
@@ -125,9 +133,12 @@ export function validateMessagesBody(body: unknown, seal: ReasoningSeal): Messag
   const extras = t.body[VENDOR_MEMBER] as Record<string, unknown>;
   // An "up to" budget: Claude Code asks 32000 of any model; the prompt's room caps it (never a 400).
   extras.cap_max_output_tokens = true;
-  if (m.stop_sequences?.length) extras.stop = m.stop_sequences;
-  if (m.top_k !== undefined) extras.top_k = m.top_k;
-  for (const k of ['temperature', 'top_p'] as const) if (m[k] !== undefined) t.body[k] = m[k];
+  for (const f of SAMPLING_FIELD_NAMES) {
+    const spec: RequestField = SAMPLING_FIELDS[f];
+    const value = spec.anthropic === undefined ? undefined : (m as Record<string, unknown>)[spec.anthropic];
+    if (value === undefined || (Array.isArray(value) && value.length === 0)) continue;
+    (spec.vendor ? extras : t.body)[spec.wire] = value;
+  }
   return { ...t.validated(), stream: m.stream === true };
 }
 

@@ -6,7 +6,9 @@
 import { z } from 'zod';
 import { flatToolName, isModelTool, MODEL_TOOL_TYPES } from '../../runtime/responseTools';
 import { inputText } from '../../runtime/responses';
-import { INCLUDE_OUTPUT_LOGPROBS, INCLUDE_REASONING_ENCRYPTED, RESTART_POLICIES, type ResponseNamespaceTool, type ResponseRequest, type ResponseTool } from '../../runtime/task';
+import { BY_KIND_FIELDS, SAMPLING_FIELDS, type ByKindField } from '../../runtime/requestFields';
+import { numericSamplingZod, samplingZod } from '../shared/sampling';
+import { INCLUDE_OUTPUT_LOGPROBS, INCLUDE_REASONING_ENCRYPTED, RESTART_POLICIES, type ResponseNamespaceTool, type ResponseRequest, type ResponseSamplingExtras, type ResponseTool } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
 import { jsonSchemaArg } from '../jsonSchemaArg';
 import { DEFAULTS, EDITOR_ORIGIN, LMSP_TASK_STATUSES, TASK_TYPE_RESPONSE, VENDOR_MEMBER, type LmspTaskStatus } from './lmspConstants';
@@ -159,22 +161,15 @@ const textFormat = z.discriminatedUnion('type', [
   }),
 ]);
 
-/** Up to 4 stop sequences (OpenAI's chat limit), each 1–256 characters. */
-const stopSequence = z.string().min(1).max(256);
-
 /**
  * Sampling the Responses API has no field for, named as llama.cpp's server and OpenAI's chat completions name them.
  * Ranges: seed any safe integer; top_k 0 (off)–1000; min_p 0 (off)–1; repeat_penalty in (0, 2] with 1 = off (llama.cpp
  * divides positive logits by it, so 0 is refused); frequency/presence penalties −2..2 as OpenAI's.
  */
 export const samplingExtrasSchema = z.strictObject({
-  seed: z.number().int().min(Number.MIN_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER).optional(),
-  stop: z.union([stopSequence, z.array(stopSequence).min(1).max(4)]).optional(),
-  top_k: z.number().int().min(0).max(1000).optional(),
-  min_p: z.number().min(0).max(1).optional(),
-  repeat_penalty: z.number().gt(0).max(2).optional(),
-  frequency_penalty: z.number().min(-2).max(2).optional(),
-  presence_penalty: z.number().min(-2).max(2).optional(),
+  ...(Object.fromEntries(BY_KIND_FIELDS.filter((f) => SAMPLING_FIELDS[f].vendor).map((f) => [SAMPLING_FIELDS[f].wire, samplingZod(f).optional()])) as {
+    [K in ByKindField as (typeof SAMPLING_FIELDS)[K]['wire']]: z.ZodOptional<z.ZodType<Exclude<ResponseSamplingExtras[(typeof SAMPLING_FIELDS)[K]['wire']], undefined>>>;
+  }),
   // Not sampling: max_output_tokens as an "up to" budget, capped to the room instead of refused (task.ts).
   cap_max_output_tokens: z.boolean().optional(),
 });
@@ -186,8 +181,8 @@ export const responseCreateSchema = z.strictObject({
   instructions: text.nullable().optional(),
   stream: z.boolean().optional(),
   max_output_tokens: z.number().int().min(1).max(1_048_576).nullable().optional(),
-  temperature: z.number().min(0).max(2).nullable().optional(),
-  top_p: z.number().min(0).max(1).nullable().optional(),
+  temperature: numericSamplingZod('temperature').nullable().optional(),
+  top_p: numericSamplingZod('topP').nullable().optional(),
   metadata: metadata.nullable().optional(),
   store: z.boolean().optional(),
   background: z.boolean().nullable().optional(),

@@ -2,7 +2,9 @@
 // of client can use it, and the mapping of generation arguments onto a Responses-style runtime request.
 import { z } from 'zod';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { SAMPLING_FIELDS, withSampling } from '../../runtime/requestFields';
 import type { ResponseRequest } from '../../runtime/task';
+import { numericSamplingZod } from '../shared/sampling';
 import { jsonSchemaArg } from '../jsonSchemaArg';
 
 export type TaskSupport = 'forbidden' | 'optional' | 'required';
@@ -40,7 +42,7 @@ function generationArgs(defaultMaxTokens: number) {
         .describe(
           `Upper bound on generated tokens; prompt + this must fit the model's context (default ${defaultMaxTokens}, capped to the room the prompt leaves).`,
         ),
-      temperature: z.number().min(0).max(2).optional().describe('Sampling temperature, 0..2.'),
+      temperature: numericSamplingZod('temperature').optional().describe(SAMPLING_FIELDS.temperature.description),
       output_schema: jsonSchemaArg
         .refine((s) => s['type'] === 'object', { message: 'the root of output_schema must be {"type": "object", …}' })
         .optional()
@@ -199,9 +201,8 @@ export function toResponseRequest(args: GenerationArgs, defaultMaxTokens: number
   if (args.max_output_tokens === undefined) request.task_runtime = { cap_max_output_tokens: true };
   if (args.model !== undefined) request.model = args.model;
   if (args.instructions !== undefined) request.instructions = args.instructions;
-  if (args.temperature !== undefined) request.temperature = args.temperature;
   if (args.output_schema !== undefined) {
     request.text = { format: { type: 'json_schema', name: OUTPUT_SCHEMA_NAME, schema: args.output_schema, strict: true } };
   }
-  return request;
+  return withSampling(request, { temperature: args.temperature });
 }

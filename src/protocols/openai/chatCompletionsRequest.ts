@@ -3,6 +3,7 @@
 // very same validation as /responses (schemas.ts validateResponseBody), so every range, limit and rule is checked in
 // one place. A refusal from that second step names the Responses field; `chatParam` renames it back into the field
 // the chat client sent (`max_output_tokens` → `max_tokens`, `input.3` → `messages.3`, `task_runtime.seed` → `seed`).
+import { SAMPLING_FIELD_NAMES, SAMPLING_FIELDS, type RequestField, type SamplingField } from '../../runtime/requestFields';
 import { z } from 'zod';
 import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
@@ -76,16 +77,8 @@ export const chatCompletionSchema = z.strictObject({
   n: z.number().int().min(1).max(128).nullable().optional(),
   max_tokens: carried,
   max_completion_tokens: carried,
-  temperature: carried,
-  top_p: carried,
-  seed: carried,
-  stop: carried,
-  frequency_penalty: carried,
-  presence_penalty: carried,
-  // llama.cpp's server extras, as its /v1/chat/completions takes them.
-  top_k: carried,
-  min_p: carried,
-  repeat_penalty: carried,
+  // The sampling fields, OpenAI's and llama.cpp's server extras, by their chat names (runtime/requestFields.ts).
+  ...(Object.fromEntries(SAMPLING_FIELD_NAMES.map((f) => [SAMPLING_FIELDS[f].chat, carried])) as Record<(typeof SAMPLING_FIELDS)[SamplingField]['chat'], typeof carried>),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: carried,
   response_format: responseFormat.optional(),
@@ -207,14 +200,17 @@ export function toResponsesBody(chat: ChatCompletionBody): Translated {
   const maxTokens = present(chat.max_completion_tokens) ? 'max_completion_tokens' : 'max_tokens';
   const max = present(chat.max_completion_tokens) ? chat.max_completion_tokens : chat.max_tokens;
   if (present(max)) body.max_output_tokens = max;
-  for (const k of ['temperature', 'top_p', 'metadata', 'user', 'parallel_tool_calls'] as const) if (present(chat[k])) body[k] = chat[k];
+  for (const k of ['metadata', 'user', 'parallel_tool_calls'] as const) if (present(chat[k])) body[k] = chat[k];
   if (chat.logprobs === true) {
     body.include = [INCLUDE_OUTPUT_LOGPROBS];
     if (present(chat.top_logprobs)) body.top_logprobs = chat.top_logprobs;
   }
+  // Each sampling field where /responses has it: top level, or in the vendor member.
   const extras: Record<string, unknown> = {};
-  for (const k of ['seed', 'stop', 'frequency_penalty', 'presence_penalty', 'top_k', 'min_p', 'repeat_penalty'] as const) {
-    if (present(chat[k])) extras[k] = chat[k];
+  for (const f of SAMPLING_FIELD_NAMES) {
+    const spec: RequestField = SAMPLING_FIELDS[f];
+    const value = (chat as Record<string, unknown>)[spec.chat];
+    if (present(value)) (spec.vendor ? extras : body)[spec.wire] = value;
   }
   if (Object.keys(extras).length) body[VENDOR_MEMBER] = extras;
   const format = chat.response_format;

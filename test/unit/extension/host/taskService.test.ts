@@ -57,7 +57,7 @@ for (const ending of ['closes', 'crashes'] as const) {
       await waitFor(() => seen.some((t) => t.id === created.id && t.status === 'succeeded'), 'the change feed to reach the client');
 
       // A long task runs in the owner when it goes away; this window takes over and recovery resolves it.
-      const long = await second.source.create({ prompt: 'interrupted', temperature: 0, onRestart: 'fail' });
+      const long = await second.source.create({ prompt: 'interrupted', sampling: { temperature: 0 }, onRestart: 'fail' });
       await waitFor(() => seen.some((t) => t.id === long.id && t.status === 'running'), 'the long task to run');
       owner.kill(ending === 'closes' ? 'SIGTERM' : 'SIGKILL');
       await waitFor(() => second.role === 'owner', 'the second window to take over', 30_000);

@@ -124,4 +124,23 @@ describe('token counts', () => {
     // A model the runtime has no tokenizer for gets the estimate.
     assert.equal(await provider.provideTokenCount(model('unknown'), text), Math.ceil(text.length / 4));
   });
+  it('a modelOptions value the table refuses is an error naming the option, and no task is made', async () => {
+    const backend = new ScriptedBackend(says('x'));
+    const { runtime, source, provider } = await setup(backend);
+    try {
+      await assert.rejects(
+        provider.provideLanguageModelChatResponse(model(), [user('Hi')], { modelOptions: { temperature: 3 } } as never, { report: () => {} }, token() as never),
+        /modelOptions\.temperature must be at least 0 and at most 2/,
+      );
+      assert.equal((await source.list({ limit: 10 })).tasks.length, 0);
+      // The editor's local path refuses the same without the provider: the runtime checks at create.
+      await assert.rejects(source.create({ prompt: 'hi', sampling: { temperature: 3 } }), /temperature must be at least 0 and at most 2/);
+      // An allowed one reaches the backend.
+      await provider.provideLanguageModelChatResponse(model(), [user('Hi')], { modelOptions: { temperature: 0.25, seed: 9 } } as never, { report: () => {} }, token() as never);
+      assert.equal(backend.requests.at(-1)?.temperature, 0.25);
+      assert.equal(backend.requests.at(-1)?.seed, 9);
+    } finally {
+      await runtime.close();
+    }
+  });
 });
