@@ -21,7 +21,11 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': [
         'error',
         // node:test's test/describe/it return promises the runner itself awaits.
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] },
+          ],
+        },
       ],
       '@typescript-eslint/no-misused-promises': 'error',
       // Code after a return (a merge once left a second, dead return in restartNeeded).
@@ -37,19 +41,39 @@ export default tseslint.config(
   // (the SSE parser is the one shared reader); doors no backend or editor; nothing in src/ imports a test.
   {
     files: ['src/runtime/**/*.ts'],
-    rules: { 'no-restricted-imports': forbid('runtime/ imports no door, backend, editor or HTTP (docs/architecture.md)', `^(vscode|node:http|http)$|${folders('protocols', 'backends', 'extension', 'cli', 'test', 'bench')}`) },
+    rules: {
+      'no-restricted-imports': forbid(
+        'runtime/ imports no door, backend, editor or HTTP (docs/architecture.md)',
+        `^(vscode|node:http|http)$|${folders('protocols', 'backends', 'extension', 'cli', 'test', 'bench')}`,
+      ),
+    },
   },
   {
     files: ['src/backends/**/*.ts'],
-    rules: { 'no-restricted-imports': forbid('backends/ import no door or editor (docs/architecture.md)', `^vscode$|(^|/)protocols/(?!http/sseParser$)|${folders('extension', 'cli', 'test', 'bench')}`) },
+    rules: {
+      'no-restricted-imports': forbid(
+        'backends/ import no door or editor (docs/architecture.md)',
+        `^vscode$|(^|/)protocols/(?!http/sseParser$)|${folders('extension', 'cli', 'test', 'bench')}`,
+      ),
+    },
   },
   {
     files: ['src/protocols/**/*.ts'],
-    rules: { 'no-restricted-imports': forbid('doors import the runtime, never a backend or the editor (docs/architecture.md)', `^vscode$|${folders('backends', 'extension', 'cli', 'test', 'bench')}`) },
+    rules: {
+      'no-restricted-imports': forbid(
+        'doors import the runtime, never a backend or the editor (docs/architecture.md)',
+        `^vscode$|${folders('backends', 'extension', 'cli', 'test', 'bench')}`,
+      ),
+    },
   },
   {
     files: ['webview-ui/src/**/*.ts'],
-    rules: { 'no-restricted-imports': forbid('the webview bundle imports only its contract with the host and the runtime status table (docs/architecture.md)', `(^|/)src/(?!extension/webview/(protocol|eventLog)$|extension/views/overviewProtocol$|runtime/task$)`) },
+    rules: {
+      'no-restricted-imports': forbid(
+        'the webview bundle imports only its contract with the host and the runtime status table (docs/architecture.md)',
+        `(^|/)src/(?!extension/webview/(protocol|eventLog)$|extension/views/overviewProtocol$|runtime/task$)`,
+      ),
+    },
   },
   {
     files: ['src/extension/**/*.ts'],

@@ -58,9 +58,19 @@ async function recordingProxy(target: string, paths: string[]): Promise<{ url: s
 }
 
 /** POSTs a body and reads the SSE answer: time to the first text delta, output tokens over the text's span, usage. */
-async function timedStream(url: string, token: string, body: unknown, textEvent: string, endEvents: string[]): Promise<{ ttftMs: number; tps: number; usage: any }> {
+async function timedStream(
+  url: string,
+  token: string,
+  body: unknown,
+  textEvent: string,
+  endEvents: string[],
+): Promise<{ ttftMs: number; tps: number; usage: any }> {
   const start = performance.now();
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
   if (res.status !== 200) throw new Error(`POST ${new URL(url).pathname}: ${res.status} ${await res.text()}`);
   let first = 0;
   let last = 0;
@@ -84,9 +94,21 @@ async function timedStream(url: string, token: string, body: unknown, textEvent:
 async function doorCost(server: Serve, model: string, rounds: number, tokens: number): Promise<Record<string, unknown>> {
   const prompt = 'Write a long story about a durable task runtime and the agents that use it.';
   const messages = () =>
-    timedStream(`${server.url}/v1/messages`, server.token, { model, max_tokens: tokens, messages: [{ role: 'user', content: prompt }], temperature: 0.8, stream: true }, 'content_block_delta', ['message_delta']);
+    timedStream(
+      `${server.url}/v1/messages`,
+      server.token,
+      { model, max_tokens: tokens, messages: [{ role: 'user', content: prompt }], temperature: 0.8, stream: true },
+      'content_block_delta',
+      ['message_delta'],
+    );
   const responses = () =>
-    timedStream(`${server.lmsp}/responses`, server.token, { model, input: prompt, max_output_tokens: tokens, temperature: 0.8, stream: true }, 'response.output_text.delta', ['response.completed', 'response.incomplete']);
+    timedStream(
+      `${server.lmsp}/responses`,
+      server.token,
+      { model, input: prompt, max_output_tokens: tokens, temperature: 0.8, stream: true },
+      'response.output_text.delta',
+      ['response.completed', 'response.incomplete'],
+    );
   await messages();
   await responses();
   const m: Array<{ ttftMs: number; tps: number }> = [];
@@ -117,7 +139,12 @@ async function doorCost(server: Serve, model: string, rounds: number, tokens: nu
 }
 
 /** The second recorded turn's cached share, after replaying every recorded body in order on `model`. */
-async function replayCachedShare(server: Serve, recorded: Recorded[], model: string, kind: 'messages' | 'responses'): Promise<Record<string, unknown>> {
+async function replayCachedShare(
+  server: Serve,
+  recorded: Recorded[],
+  model: string,
+  kind: 'messages' | 'responses',
+): Promise<Record<string, unknown>> {
   const turns = recorded.filter((r) => r.body.stream === true);
   if (turns.length < 2) throw new Error(`${kind}: ${turns.length} streamed requests recorded, 2 needed`);
   const shares: number[] = [];
@@ -134,13 +161,21 @@ async function replayCachedShare(server: Serve, recorded: Recorded[], model: str
       prompts.push(total);
     } else {
       body.max_output_tokens = 8;
-      ({ usage } = await timedStream(`${server.lmsp}/responses`, server.token, body, 'response.output_text.delta', ['response.completed', 'response.incomplete']));
+      ({ usage } = await timedStream(`${server.lmsp}/responses`, server.token, body, 'response.output_text.delta', [
+        'response.completed',
+        'response.incomplete',
+      ]));
       const cached = usage?.input_tokens_details?.cached_tokens ?? 0;
       shares.push(usage?.input_tokens ? cached / usage.input_tokens : 0);
       prompts.push(usage?.input_tokens ?? 0);
     }
   }
-  return { requests: turns.length, prompt_tokens: prompts, second_turn_cached_share: round(shares[1], 3), last_turn_cached_share: round(shares.at(-1)!, 3) };
+  return {
+    requests: turns.length,
+    prompt_tokens: prompts,
+    second_turn_cached_share: round(shares[1], 3),
+    last_turn_cached_share: round(shares.at(-1)!, 3),
+  };
 }
 
 export async function agentsBench(opts: { rounds?: number; tokens?: number } = {}): Promise<Record<string, unknown>> {

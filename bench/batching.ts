@@ -71,7 +71,12 @@ interface FrameReading {
  * POSTs `body` and follows the SSE answer: the first and last text frames' times, and the output tokens (one per
  * text frame unless a frame gives the count).
  */
-async function timedStream(url: string, body: unknown, read: (f: SseFrame) => FrameReading, headers: Record<string, string> = {}): Promise<StreamRun> {
+async function timedStream(
+  url: string,
+  body: unknown,
+  read: (f: SseFrame) => FrameReading,
+  headers: Record<string, string> = {},
+): Promise<StreamRun> {
   const startAt = performance.now();
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   if (res.status !== 200) throw new Error(`POST ${new URL(url).pathname}: ${res.status} ${await res.text()}`);
@@ -178,7 +183,13 @@ async function threadsForSetting(modelPath: string, setting: number): Promise<{ 
  * bound: the step count calibrated up to T, prompts on T), and llama-server (-t T, -np 8, N /completion streams).
  * Thread counts: 1, half the cores and all of them. Rounds interleave the cells.
  */
-async function threadsGrid(opts: { modelPath: string; tokens: number; rounds: number; ctx: number; llamaServer: boolean }): Promise<Record<string, unknown>> {
+async function threadsGrid(opts: {
+  modelPath: string;
+  tokens: number;
+  rounds: number;
+  ctx: number;
+  llamaServer: boolean;
+}): Promise<Record<string, unknown>> {
   const cores = os.availableParallelism();
   const threadCounts = [...new Set([1, Math.max(1, Math.floor(cores / 2)), cores])];
   const streams = [1, 4, 8];
@@ -191,7 +202,15 @@ async function threadsGrid(opts: { modelPath: string; tokens: number; rounds: nu
     for (const c of cells) {
       const { threads, promptThreads } = given.get(c.t)!;
       ours.get(c.key)!.push(
-        await rawBatchedBench({ modelPath: opts.modelPath, tokens: opts.tokens, threads, promptThreads, streams: c.n, prompt: (i) => `${i}: ${STORY}`, pool: true }),
+        await rawBatchedBench({
+          modelPath: opts.modelPath,
+          tokens: opts.tokens,
+          threads,
+          promptThreads,
+          streams: c.n,
+          prompt: (i) => `${i}: ${STORY}`,
+          pool: true,
+        }),
       );
     }
     if (!opts.llamaServer) continue;
@@ -267,7 +286,9 @@ export async function batchingBench(
     const oursStream = (input: string) => oursOnce(ep, input, tokens);
     // The bench model has no chat template, so our /responses evaluates the plain-text prompt (prompt.ts): llama-server
     // gets that same text, so both sides evaluate the same tokens (70 here, against 53 for the bare input).
-    const theirs = server ? (input: string) => theirsOnce(server!, plainTextPrompt(undefined, [{ role: 'user', content: input }]), tokens) : undefined;
+    const theirs = server
+      ? (input: string) => theirsOnce(server!, plainTextPrompt(undefined, [{ role: 'user', content: input }]), tokens)
+      : undefined;
     // Warm both (our first request loads the model).
     await oursStream('warm');
     await concurrent(maxStreams, oursStream);
@@ -305,7 +326,8 @@ export async function batchingBench(
     const capCounts = [4, 8, 12, 16];
     const capRuns = new Map<number, number[]>(capCounts.map((n) => [n, []]));
     for (let r = 0; r < rounds; r++) {
-      for (const n of capCounts) capRuns.get(n)!.push(await rawBatchedBench({ modelPath, tokens, threads, streams: n, prompt: (i) => `${i}: ${STORY}`, pool: true }));
+      for (const n of capCounts)
+        capRuns.get(n)!.push(await rawBatchedBench({ modelPath, tokens, threads, streams: n, prompt: (i) => `${i}: ${STORY}`, pool: true }));
     }
     out.cpu_cap_pool_tokens_per_second = Object.fromEntries(capCounts.map((n) => [n, Math.round(median(capRuns.get(n)!))]));
     out.cpu_cap_pool_16_over_8 = round(median(capRuns.get(16)!) / median(capRuns.get(8)!), 2);

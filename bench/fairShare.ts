@@ -51,7 +51,10 @@ export async function fairShareBench(opts: { modelPath: string; backlog?: number
   const more = a.slice(1, 12);
   await Promise.all(more.map((id) => runtime.waitForTerminal(id)));
   const starts = [...a.slice(0, 12), b].map((id) => started.get(id)!).sort((x, y) => x - y);
-  const gaps = starts.slice(1).map((t, i) => t - starts[i]).sort((x, y) => x - y);
+  const gaps = starts
+    .slice(1)
+    .map((t, i) => t - starts[i])
+    .sort((x, y) => x - y);
   const oneTask = gaps[Math.floor(gaps.length / 2)];
   const aAheadOfB = a.filter((id) => started.has(id) && started.get(id)! < started.get(b)!).length;
   sub.close();

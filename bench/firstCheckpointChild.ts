@@ -106,8 +106,7 @@ export async function firstCheckpointRound(storeDir: string, tag: string): Promi
     await new Promise((r) => setTimeout(r, 200));
     observe();
     gcs.push(...gcObserver.takeRecords());
-    const longestGc = (from: number, to: number) =>
-      Math.max(0, ...gcs.filter((e) => e.startTime >= from && e.startTime < to).map((e) => e.duration));
+    const longestGc = (from: number, to: number) => Math.max(0, ...gcs.filter((e) => e.startTime >= from && e.startTime < to).map((e) => e.duration));
     return {
       longestGcMs: longestGc(windowFrom, Number.POSITIVE_INFINITY),
       openLongestGcMs: longestGc(openedFrom, windowFrom),

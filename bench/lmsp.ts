@@ -121,10 +121,13 @@ export async function streamOnce(ep: Endpoint, tokens: number, temperature: numb
 function pollOnce(agent: Agent, port: number, p: string): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path: p, agent, headers: { authorization: `Bearer ${TOKEN}`, host: `127.0.0.1:${port}` } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`poll ${res.statusCode}`))));
-    });
+    const req = httpRequest(
+      { host: '127.0.0.1', port, path: p, agent, headers: { authorization: `Bearer ${TOKEN}`, host: `127.0.0.1:${port}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`poll ${res.statusCode}`))));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

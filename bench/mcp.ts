@@ -45,7 +45,11 @@ function percentile(sorted: number[], p: number): number {
 }
 
 const round = (n: number, d = 2) => Math.round(n * 10 ** d) / 10 ** d;
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const median = (xs: number[]) =>
+  percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
 
 function rawHeaders(token: string): Record<string, string> {
   return {
@@ -196,7 +200,9 @@ async function pollers(server: ServerChild, n: number) {
   const args = { prompt: 'Write a long story about a durable task runtime.', temperature: 0, max_output_tokens: 8 };
   for (let i = 0; i < n; i++) {
     const c = new Client({ name: 'bench', version: '1' }, { capabilities: {} });
-    const transport = new StreamableHTTPClientTransport(new URL(server.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${server.token}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(server.mcpUrl), {
+      requestInit: { headers: { authorization: `Bearer ${server.token}` } },
+    });
     await c.connect(transport);
     const created = await c.request({ method: 'tools/call', params: { name: 'generate', arguments: args, task: {} } }, CreateTaskResultSchema);
     await c.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema);
@@ -291,7 +297,9 @@ async function firstTokenBench(modelPath: string, dir: string, samples: number) 
   const endpoint = await startEndpoint(runtime, { port: 0, tokens: new Map([[token, 'bench']]) });
   const main = new Client({ name: 'bench', version: '1' }, { capabilities: {} });
   try {
-    await main.connect(new StreamableHTTPClientTransport(new URL(endpoint.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await main.connect(
+      new StreamableHTTPClientTransport(new URL(endpoint.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     const args = { prompt: 'Write a long story about a durable task runtime.', temperature: 0, max_output_tokens: 8 };
 
     // Warm the model so first-token figures measure the door, not the load.
@@ -331,7 +339,11 @@ async function firstTokenBench(modelPath: string, dir: string, samples: number) 
       }
       {
         const t0 = performance.now();
-        const { task } = runtime.createTask({ origin: 'lmsp', principal: 'bench', input: { model: 'bench', input: args.prompt, temperature: 0, max_output_tokens: 8 } });
+        const { task } = runtime.createTask({
+          origin: 'lmsp',
+          principal: 'bench',
+          input: { model: 'bench', input: args.prompt, temperature: 0, max_output_tokens: 8 },
+        });
         direct.push(await firstToken(task.id, t0));
         await runtime.waitForTerminal(task.id);
       }

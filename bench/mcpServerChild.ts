@@ -54,7 +54,11 @@ async function startSdk(): Promise<{ url: string } & Stop> {
   const makeServer = () => {
     const server = new McpServer(
       { name: 'sdk-reference', version: '1.0.0' },
-      { capabilities: { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }, taskStore, taskMessageQueue: new InMemoryTaskMessageQueue() },
+      {
+        capabilities: { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+        taskStore,
+        taskMessageQueue: new InMemoryTaskMessageQueue(),
+      },
     );
     server.experimental.tasks.registerToolTask(
       'generate',
@@ -160,7 +164,14 @@ async function startSdk(): Promise<{ url: string } & Stop> {
 /** The floor: node:http reading and parsing the body and answering a fixed JSON-RPC result, nothing else. */
 async function startBare(): Promise<{ url: string } & Stop> {
   const answer = JSON.stringify({
-    result: { taskId: 'task_0', status: 'completed', statusMessage: 'completed: 8 tokens', createdAt: new Date(0).toISOString(), lastUpdatedAt: new Date(0).toISOString(), ttl: 3600000 },
+    result: {
+      taskId: 'task_0',
+      status: 'completed',
+      statusMessage: 'completed: 8 tokens',
+      createdAt: new Date(0).toISOString(),
+      lastUpdatedAt: new Date(0).toISOString(),
+      ttl: 3600000,
+    },
     jsonrpc: '2.0',
     id: 1,
   });
@@ -241,7 +252,8 @@ function mark() {
 
 async function main() {
   const [mode, modelPath, dataDir] = process.argv.slice(2);
-  const server = mode === 'sdk' ? await startSdk() : mode === 'bare' ? await startBare() : await startOurs(modelPath, dataDir ?? path.join(process.cwd(), 'data'));
+  const server =
+    mode === 'sdk' ? await startSdk() : mode === 'bare' ? await startBare() : await startOurs(modelPath, dataDir ?? path.join(process.cwd(), 'data'));
   process.on('message', (m: { type: string }) => {
     if (m.type === 'mark') process.send!(mark());
     else if (m.type === 'stop') {

@@ -62,12 +62,7 @@ export function seedTasks(store: TaskStore, n: number, eventsPerTask: number): v
     const ops = [];
     for (let i = start; i < Math.min(n, start + batch); i++) {
       const id = `task_seed${String(i).padStart(22, '0')}`;
-      ops.push(
-        ...store.insertTaskOps(
-          benchTask(id, 'succeeded', now + i),
-          ++order,
-        ),
-      );
+      ops.push(...store.insertTaskOps(benchTask(id, 'succeeded', now + i), ++order));
       if (eventsPerTask > 0) {
         ops.push(
           ...store.appendEventOps(
@@ -149,10 +144,15 @@ function nativeCreate(preload: number): { sample: (i: number) => number; close: 
       const task = benchTask(`task_bench_${i}_${Math.random().toString(36).slice(2)}`, 'queued');
       const queued = { response: { id: task.responseId, object: 'response', status: 'queued', model: 'tiny' } };
       run(
-        builder.createTaskOps(task, preload + WARMUP + i, [
-          { type: 'response.created', data: queued },
-          { type: 'response.queued', data: queued },
-        ], Date.now()),
+        builder.createTaskOps(
+          task,
+          preload + WARMUP + i,
+          [
+            { type: 'response.created', data: queued },
+            { type: 'response.queued', data: queued },
+          ],
+          Date.now(),
+        ),
       );
       return performance.now() - t0;
     },
@@ -243,7 +243,9 @@ export async function tokenPipelineBench(modelPath: string, tokens = 600, rounds
   const ttft: number[] = [];
   const rawTtft: number[] = [];
   // Warm the model once so neither side pays the load.
-  await runtime.waitForTerminal(runtime.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'tiny', input: 'warm', max_output_tokens: 4 } }).task.id);
+  await runtime.waitForTerminal(
+    runtime.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'tiny', input: 'warm', max_output_tokens: 4 } }).task.id,
+  );
   for (let r = 0; r < rounds; r++) {
     // Interleave the two measurements so machine noise hits both alike.
     const rawResult = await rawGenerationBench({ modelPath, tokens, threads: 1 });
@@ -253,7 +255,11 @@ export async function tokenPipelineBench(modelPath: string, tokens = 600, rounds
     let first = 0;
     let delivered = 0;
     let last = 0;
-    const { task } = runtime.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'tiny', input: 'Write a long story about a durable task runtime.', max_output_tokens: tokens } });
+    const { task } = runtime.createTask({
+      origin: 'lmsp',
+      principal: 'p',
+      input: { model: 'tiny', input: 'Write a long story about a durable task runtime.', max_output_tokens: tokens },
+    });
     await new Promise<void>((resolve) => {
       const sub = runtime.subscribe(task.id, undefined, (e) => {
         if (e.type === 'response.output_text.delta') {
@@ -275,7 +281,11 @@ export async function tokenPipelineBench(modelPath: string, tokens = 600, rounds
   await runtime.close();
   await backend.dispose();
   fs.rmSync(dir, { recursive: true, force: true });
-  const med = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+  const med = (xs: number[]) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      50,
+    );
   return {
     tokens,
     pipeline_tokens_per_s: round(med(pipeline), 0),

@@ -35,7 +35,10 @@ function dirBytes(dir: string): number {
 }
 
 function newestCheckpointBytes(dir: string): number {
-  const names = fs.readdirSync(dir).filter((n) => /^checkpoint-\d+\.sqlite$/.test(n)).sort();
+  const names = fs
+    .readdirSync(dir)
+    .filter((n) => /^checkpoint-\d+\.sqlite$/.test(n))
+    .sort();
   return names.length ? fs.statSync(path.join(dir, names[names.length - 1])).size : 0;
 }
 
@@ -121,7 +124,13 @@ async function stallRound(db: DurableDatabase, store: TaskStore, what: 'checkpoi
     const durationMs = performance.now() - t0;
     h.disable();
     const elu = performance.eventLoopUtilization(elu0);
-    return { maxMs: h.max / 1e6, p99Ms: h.percentile(99) / 1e6, durationMs, hostMs: what === 'checkpoint' ? db.lastCheckpoint?.hostMs : 0, elu: elu.utilization };
+    return {
+      maxMs: h.max / 1e6,
+      p99Ms: h.percentile(99) / 1e6,
+      durationMs,
+      hostMs: what === 'checkpoint' ? db.lastCheckpoint?.hostMs : 0,
+      elu: elu.utilization,
+    };
   } finally {
     clearInterval(poller);
   }

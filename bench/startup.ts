@@ -50,7 +50,10 @@ export async function startupBench(): Promise<Record<string, unknown>> {
       empty.push(await startOnce(fresh));
       usedRuns.push(await startOnce(used));
     }
-    for (const [name, runs] of [['empty_store', empty], ['used_store', usedRuns]] as const) {
+    for (const [name, runs] of [
+      ['empty_store', empty],
+      ['used_store', usedRuns],
+    ] as const) {
       const blocks = runs.map((r) => r.longestBlockMs);
       out[`${name}_startup_ms_median`] = round(median(runs.map((r) => r.startupMs)));
       out[`${name}_longest_block_ms_median`] = round(median(blocks));

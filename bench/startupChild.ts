@@ -9,7 +9,10 @@ async function main() {
   // The extension host always has a referenced handle (its IPC channel): without one Node drains every background
   // task of the process whenever its loop has only timers left (scaleBench.ts says what that costs).
   const keepAlive = setInterval(() => {}, 1 << 30);
-  const { settings } = readSettings(() => undefined, (s) => s);
+  const { settings } = readSettings(
+    () => undefined,
+    (s) => s,
+  );
   const probe = new StartupProbe();
   probe.activated();
   const host = await openLocalHost({ dataDir: process.argv[2]!, settings, token: 'b'.repeat(43), log: () => {} });

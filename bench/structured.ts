@@ -36,7 +36,12 @@ const FORMAT: OutputFormat = {
       type: 'array',
       minItems: 16,
       maxItems: 16,
-      items: obj({ id: { type: 'integer' }, name: { type: 'string', minLength: 4, maxLength: 12 }, kind: { enum: ['a', 'b', 'c'] }, score: { type: ['number', 'null'] } }),
+      items: obj({
+        id: { type: 'integer' },
+        name: { type: 'string', minLength: 4, maxLength: 12 },
+        kind: { enum: ['a', 'b', 'c'] },
+        score: { type: ['number', 'null'] },
+      }),
     },
   }),
 };
@@ -84,7 +89,8 @@ async function serverOnce(engine: LlamaServer, seed: number, constrained: boolea
   });
   const body = (await res.json()) as { content?: string; tokens_predicted?: number; error?: unknown };
   const ms = performance.now() - started;
-  if (res.status !== 200 || typeof body.tokens_predicted !== 'number') throw new Error(`llama-server /completion: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  if (res.status !== 200 || typeof body.tokens_predicted !== 'number')
+    throw new Error(`llama-server /completion: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
   if (constrained) JSON.parse(body.content ?? ''); // its document is JSON too, or the comparison is void
   return { tokens: body.tokens_predicted, ms };
 }
@@ -100,7 +106,13 @@ export async function structuredBench(opts: { modelPath: string; threads?: numbe
   } catch (e) {
     serverSkipped = (e as Error).message;
   }
-  const backend = new LlamaBackend({ models: [{ source: opts.modelPath }], threads, contextSize: CONTEXT, gpu: 'off', suppressEndOfGeneration: true });
+  const backend = new LlamaBackend({
+    models: [{ source: opts.modelPath }],
+    threads,
+    contextSize: CONTEXT,
+    gpu: 'off',
+    suppressEndOfGeneration: true,
+  });
   const engine = serverSkipped ? undefined : await startLlamaServer({ model: opts.modelPath, ctx: CONTEXT, threads });
   try {
     const id = backend.resolveModel(undefined)!;

@@ -33,10 +33,16 @@ const sections = readdirSync(outDir)
 rmSync(outDir, { recursive: true, force: true });
 const cols = ['iterations', 'faultsInjected', 'requestsTried', 'crashes', 'status5xx', 'dataLost'];
 const total = Object.fromEntries(cols.map((c) => [c, sections.reduce((n, s) => n + (s[c] ?? 0), 0)]));
-const rows = [['section', ...cols], ...sections.map((s) => [s.section, ...cols.map((c) => String(s[c]))]), ['total', ...cols.map((c) => String(total[c]))]];
+const rows = [
+  ['section', ...cols],
+  ...sections.map((s) => [s.section, ...cols.map((c) => String(s[c]))]),
+  ['total', ...cols.map((c) => String(total[c]))],
+];
 const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
 const line = (row) => row.map((v, i) => (i === 0 ? v.padEnd(widths[i]) : v.padStart(widths[i]))).join('  ');
-console.log(`\nReliability summary (${quick ? 'quick' : 'full'} mode, ${Math.round((Date.now() - started) / 1000)} s; crashes = unexpected server deaths, faults include deliberate kills)`);
+console.log(
+  `\nReliability summary (${quick ? 'quick' : 'full'} mode, ${Math.round((Date.now() - started) / 1000)} s; crashes = unexpected server deaths, faults include deliberate kills)`,
+);
 console.log(line(rows[0]));
 console.log(widths.map((w) => '-'.repeat(w)).join('  '));
 for (const row of rows.slice(1)) console.log(line(row));
@@ -47,7 +53,11 @@ const outFile = quick ? 'test-results/reliability-quick.json' : 'bench/reliabili
 mkdirSync(join(root, dirname(outFile)), { recursive: true });
 writeFileSync(
   join(root, outFile),
-  JSON.stringify({ mode: quick ? 'quick' : 'full', date: new Date().toISOString(), node: process.version, testsPassed: r.status === 0, total, sections }, null, 2) + '\n',
+  JSON.stringify(
+    { mode: quick ? 'quick' : 'full', date: new Date().toISOString(), node: process.version, testsPassed: r.status === 0, total, sections },
+    null,
+    2,
+  ) + '\n',
 );
 console.log(`written to ${outFile}`);
 const missing = order.filter((s) => !sections.some((x) => x.section === s));

@@ -22,14 +22,22 @@ function installedVersion(name) {
 if (Object.entries(PINS).some(([name, version]) => installedVersion(name) !== version)) {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'task-runtime-agents', private: true, dependencies: PINS }, null, 2));
-  console.log(`agents: installing ${Object.entries(PINS).map(([n, v]) => `${n}@${v}`).join(', ')} into ${dir}`);
+  console.log(
+    `agents: installing ${Object.entries(PINS)
+      .map(([n, v]) => `${n}@${v}`)
+      .join(', ')} into ${dir}`,
+  );
   const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock'], { cwd: dir, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 if (process.argv.includes('--install-only')) process.exit(0);
 
 const testDir = join(root, 'out/test/agents');
-const files = existsSync(testDir) ? readdirSync(testDir).filter((f) => f.endsWith('.test.js')).map((f) => join(testDir, f)) : [];
+const files = existsSync(testDir)
+  ? readdirSync(testDir)
+      .filter((f) => f.endsWith('.test.js'))
+      .map((f) => join(testDir, f))
+  : [];
 if (!files.length) {
   console.error(`agents: no tests under ${testDir}: run \`npm run build\` first`);
   process.exit(1);

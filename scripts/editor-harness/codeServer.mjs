@@ -7,7 +7,11 @@ import { join } from 'node:path';
 import { paths } from './paths.mjs';
 
 export function requirePrepared() {
-  for (const [what, p] of [['Node 24', paths.node], ['code-server', paths.codeServerEntry], ['chromium', paths.chromium]]) {
+  for (const [what, p] of [
+    ['Node 24', paths.node],
+    ['code-server', paths.codeServerEntry],
+    ['chromium', paths.chromium],
+  ]) {
     if (!existsSync(p)) {
       throw new Error(`editor harness: ${what} missing at ${p}; run \`node scripts/editor-harness/prepare.mjs\` first`);
     }
@@ -60,8 +64,22 @@ function codeServerEnv() {
 }
 
 export function installExtension(profile, vsix, log = process.stdout) {
-  const r = spawnSync(paths.node, [paths.codeServerEntry, '--config', profile.config, '--user-data-dir', profile.userDataDir,
-    '--extensions-dir', profile.extensionsDir, '--force', '--install-extension', vsix], { encoding: 'utf8', env: codeServerEnv() });
+  const r = spawnSync(
+    paths.node,
+    [
+      paths.codeServerEntry,
+      '--config',
+      profile.config,
+      '--user-data-dir',
+      profile.userDataDir,
+      '--extensions-dir',
+      profile.extensionsDir,
+      '--force',
+      '--install-extension',
+      vsix,
+    ],
+    { encoding: 'utf8', env: codeServerEnv() },
+  );
   log.write(r.stdout + r.stderr);
   if (r.status !== 0 || !/successfully installed/i.test(r.stdout + r.stderr)) {
     throw new Error(`editor harness: code-server --install-extension ${vsix} failed (exit ${r.status}):\n${r.stdout}${r.stderr}`);
@@ -91,10 +109,26 @@ export async function startCodeServer(profile, { logFile, extraEnv = {}, port } 
   requirePrepared();
   port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const args = [paths.codeServerEntry, '--config', profile.config, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override',
-    '--user-data-dir', profile.userDataDir, '--extensions-dir', profile.extensionsDir,
-    '--vscode-option', 'enable-smoke-test-driver', profile.workspace];
+  const args = [
+    paths.codeServerEntry,
+    '--config',
+    profile.config,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--disable-workspace-trust',
+    '--disable-getting-started-override',
+    '--user-data-dir',
+    profile.userDataDir,
+    '--extensions-dir',
+    profile.extensionsDir,
+    '--vscode-option',
+    'enable-smoke-test-driver',
+    profile.workspace,
+  ];
   const child = spawn(paths.node, args, { env: { ...codeServerEnv(), ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   if (logFile) {
     const out = createWriteStream(logFile, { flags: 'a' });

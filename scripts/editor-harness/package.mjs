@@ -57,7 +57,10 @@ function parseArgs() {
 /** Absolute paths of the installed production dependency packages (top of each node_modules chain only). */
 function productionPackages() {
   const r = spawnSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 << 20 });
-  const paths = r.stdout.split('\n').map((l) => l.trim()).filter((l) => l && l !== repoRoot);
+  const paths = r.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && l !== repoRoot);
   if (!paths.length) fail(`npm ls --omit=dev found no dependencies (exit ${r.status}): ${r.stderr}`);
   const top = join(repoRoot, 'node_modules') + sep;
   // Nested packages come along with their parent's directory copy.
@@ -165,17 +168,23 @@ export function packageVsix({ target = 'linux-x64', out, build = true } = {}) {
   const pkg = JSON.parse(readFileSync(join(staging, 'package.json'), 'utf8'));
   const vsix = out ?? join(repoRoot, `${pkg.name}-${target}-${pkg.version}.vsix`);
   const vsce = join(repoRoot, 'node_modules/@vscode/vsce/vsce');
-  const r = spawnSync(process.execPath, [vsce, 'package', '--target', target, '--out', vsix, '--allow-missing-repository', '--skip-license', '--no-rewrite-relative-links'], {
-    cwd: staging,
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const r = spawnSync(
+    process.execPath,
+    [vsce, 'package', '--target', target, '--out', vsix, '--allow-missing-repository', '--skip-license', '--no-rewrite-relative-links'],
+    {
+      cwd: staging,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   if (r.status !== 0) fail(`vsce package exited ${r.status}`);
   const { entries, problems } = checkContents(vsix, variants);
   const size = statSync(vsix).size;
   if (size > BUDGET_BYTES) problems.push(`size ${(size / 1048576).toFixed(1)} MB over the ${BUDGET_BYTES / 1048576} MB budget`);
   if (problems.length) fail(`${vsix} rejected:\n  ${problems.slice(0, 20).join('\n  ')}`);
   rmSync(staging, { recursive: true, force: true });
-  console.log(`package: ${vsix} (${target}, ${(size / 1048576).toFixed(1)} MB, ${entries.length} files) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `package: ${vsix} (${target}, ${(size / 1048576).toFixed(1)} MB, ${entries.length} files) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
   return vsix;
 }
 

@@ -29,7 +29,10 @@ function ensureApt() {
   const missing = aptPackages.filter((p) => !dpkgInstalled(p));
   if (!missing.length) return;
   if (process.getuid?.() !== 0) {
-    fail('apt', `packages ${missing.join(', ')} are not installed and this user is not root; run: sudo apt-get update && sudo apt-get install -y ${missing.join(' ')}`);
+    fail(
+      'apt',
+      `packages ${missing.join(', ')} are not installed and this user is not root; run: sudo apt-get update && sudo apt-get install -y ${missing.join(' ')}`,
+    );
   }
   console.log(`[prepare] apt-get install ${missing.join(' ')}`);
   run('apt-get update', 'apt-get', ['update']);
@@ -89,8 +92,14 @@ function ensureCodeServer() {
     // node-gyp uses these headers instead of downloading them.
     npm_config_nodedir: paths.nodeDir,
   };
-  run('code-server', paths.node, [npmCli(), 'install', '--prefix', paths.codeServerPrefix, '--no-save', '--no-audit', '--no-fund', `code-server@${versions.codeServer}`], { env });
-  if (codeServerVersion() !== versions.codeServer) fail('code-server', 'install finished but lib/vscode/node_modules is missing (postinstall did not run?)');
+  run(
+    'code-server',
+    paths.node,
+    [npmCli(), 'install', '--prefix', paths.codeServerPrefix, '--no-save', '--no-audit', '--no-fund', `code-server@${versions.codeServer}`],
+    { env },
+  );
+  if (codeServerVersion() !== versions.codeServer)
+    fail('code-server', 'install finished but lib/vscode/node_modules is missing (postinstall did not run?)');
   // A broken native addon shows up only when the server starts, so check the ones the server needs to load.
   const probe = `for (const m of ['node-pty','@vscode/spdlog','kerberos']) require(require.resolve(m, {paths:[${JSON.stringify(paths.codeServerVscode)}]}));`;
   run('code-server native addons', paths.node, ['-e', probe]);

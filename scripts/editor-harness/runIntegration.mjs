@@ -71,7 +71,9 @@ export async function runIntegration() {
     if (existsSync(report)) process.stdout.write(readFileSync(report, 'utf8'));
     else console.error(`editor harness: the suite wrote no report; the workbench console is in ${consoleLog}`);
     if (code === 'timeout') {
-      console.error(`editor harness: the integration suite did not report an exit code within ${timeoutMs} ms (is the extension test runner loading? see ${artifacts}/code-server.log)`);
+      console.error(
+        `editor harness: the integration suite did not report an exit code within ${timeoutMs} ms (is the extension test runner loading? see ${artifacts}/code-server.log)`,
+      );
       return 1;
     }
     console.log(`[integration] exit code ${code} after ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -22,7 +22,15 @@ try {
     // Ours, and the fixture extension that uses our language models through vscode.lm (as runIntegration.mjs).
     extensionDevelopmentPath: [repoRoot, join(repoRoot, 'test/fixtures/lm-consumer')],
     extensionTestsPath: join(repoRoot, 'out/test/integration/suite/index'),
-    launchArgs: [join(root), '--user-data-dir', userDataDir, '--extensions-dir', join(root, 'extensions'), '--disable-workspace-trust', '--skip-welcome'],
+    launchArgs: [
+      join(root),
+      '--user-data-dir',
+      userDataDir,
+      '--extensions-dir',
+      join(root, 'extensions'),
+      '--disable-workspace-trust',
+      '--skip-welcome',
+    ],
     extensionTestsEnv: { TASK_RUNTIME_TEST_USER_DATA_DIR: userDataDir, TASK_RUNTIME_TEST_REPORT: report, TASK_RUNTIME_TEST_API: '1' },
   }).then(
     () => 0,

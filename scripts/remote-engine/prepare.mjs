@@ -61,8 +61,17 @@ function main() {
   }
   const t0 = Date.now();
   run('cmake configure', 'cmake', [
-    '-S', src, '-B', build, '-DCMAKE_BUILD_TYPE=Release', '-DBUILD_SHARED_LIBS=OFF', '-DLLAMA_CURL=OFF',
-    '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DLLAMA_BUILD_SERVER=ON', '-DGGML_NATIVE=ON',
+    '-S',
+    src,
+    '-B',
+    build,
+    '-DCMAKE_BUILD_TYPE=Release',
+    '-DBUILD_SHARED_LIBS=OFF',
+    '-DLLAMA_CURL=OFF',
+    '-DLLAMA_BUILD_TESTS=OFF',
+    '-DLLAMA_BUILD_EXAMPLES=OFF',
+    '-DLLAMA_BUILD_SERVER=ON',
+    '-DGGML_NATIVE=ON',
   ]);
   run('cmake build', 'cmake', ['--build', build, '--target', 'llama-server', '-j', process.env.ENGINE_BUILD_JOBS || '2']);
   const binary = serverBinary(tag);

@@ -6,7 +6,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './paths.mjs';
 
-const prep = spawnSync(process.execPath, [join(repoRoot, 'scripts/remote-engine/prepare.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+const prep = spawnSync(process.execPath, [join(repoRoot, 'scripts/remote-engine/prepare.mjs')], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+  encoding: 'utf8',
+});
 process.stdout.write(prep.stdout ?? '');
 if (prep.status !== 0) {
   console.error('remote engine: llama-server could not be prepared (see above)');
@@ -14,7 +17,11 @@ if (prep.status !== 0) {
 }
 const binary = prep.stdout.trim().split('\n').pop();
 const dir = join(repoRoot, 'out/test/remote');
-const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.test.js')).map((f) => join(dir, f)) : [];
+const files = existsSync(dir)
+  ? readdirSync(dir)
+      .filter((f) => f.endsWith('.test.js'))
+      .map((f) => join(dir, f))
+  : [];
 if (!files.length) {
   console.error(`no test files in ${dir}: run npm run build first`);
   process.exit(1);

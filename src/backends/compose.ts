@@ -50,7 +50,9 @@ export interface ComposedBackend {
 export async function composeBackend(options: ComposeOptions): Promise<ComposedBackend> {
   const { dataDir, log } = options;
   const modelsDir = path.join(dataDir, 'models');
-  const models: Array<{ source: string; demo?: boolean }> = options.models.map((source) => ({ source: isModelUri(source) ? source : path.resolve(source) }));
+  const models: Array<{ source: string; demo?: boolean }> = options.models.map((source) => ({
+    source: isModelUri(source) ? source : path.resolve(source),
+  }));
   let demoModel: string | undefined;
   if (models.length === 0 && options.engines.length === 0) {
     demoModel = ensureDemoModel(modelsDir);

@@ -6,7 +6,16 @@ import { ENGINE_KINDS, type EngineKind } from '../backends/remote/quirks';
 import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ConcurrencyChoice, type ContextSizeChoice } from '../backends/llama/contextChoice';
 import { parseKeepAlive } from '../backends/llama/keepAlive';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../runtime/shares';
-import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, MAX_THREADS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice, type ThreadsChoice } from '../backends/llama/hardware';
+import {
+  GPU_CHOICES,
+  isGpuChoice,
+  MAX_GPU_LAYERS,
+  MAX_THREADS,
+  parseAutoOrInt,
+  type GpuChoice,
+  type GpuLayersChoice,
+  type ThreadsChoice,
+} from '../backends/llama/hardware';
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -268,14 +277,16 @@ function engineArgs(values: Map<string, string[]>): EngineArg[] {
 
 function restartPolicy(raw: string | undefined): RestartPolicy | undefined {
   if (raw === undefined) return undefined;
-  if (!RESTART_POLICIES.includes(raw as RestartPolicy)) throw new UsageError(`--background-restart must be one of ${RESTART_POLICIES.join(', ')}, got "${raw.slice(0, 40)}".`);
+  if (!RESTART_POLICIES.includes(raw as RestartPolicy))
+    throw new UsageError(`--background-restart must be one of ${RESTART_POLICIES.join(', ')}, got "${raw.slice(0, 40)}".`);
   return raw as RestartPolicy;
 }
 
 function keepAlive(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
   const ms = parseKeepAlive(raw);
-  if (ms === undefined) throw new UsageError(`--keep-alive must be 0 (never), seconds, or a duration such as 30s, 5m or 1h (at most 24h), got "${raw}".`);
+  if (ms === undefined)
+    throw new UsageError(`--keep-alive must be 0 (never), seconds, or a duration such as 30s, 5m or 1h (at most 24h), got "${raw}".`);
   return ms;
 }
 

@@ -83,8 +83,13 @@ function logEngines(engines: readonly RemoteEngine[]): void {
     for (const ep of engine.endpoints) {
       const what = ep.state === 'up' ? `up, ${ep.models?.length ?? 0} model(s), concurrency ${ep.concurrency}` : `down (${ep.lastError})`;
       // The model list's owned_by hints at the server; the kind decides resume and slot probing, so say so.
-      const hint = !engine.config.kind && ep.looksLike ? `; looks like ${ENGINE_PROFILES[ep.looksLike].label}: --engine-kind ${engine.name}=${ep.looksLike}` : '';
-      log(`engine ${engine.name}: ${ep.url} ${what}, kind ${engine.config.kind ?? 'openai'}, resume ${resumeOffered(engine.config.kind, engine.config.resume) ? 'offered' : 'not offered'}${hint}`);
+      const hint =
+        !engine.config.kind && ep.looksLike
+          ? `; looks like ${ENGINE_PROFILES[ep.looksLike].label}: --engine-kind ${engine.name}=${ep.looksLike}`
+          : '';
+      log(
+        `engine ${engine.name}: ${ep.url} ${what}, kind ${engine.config.kind ?? 'openai'}, resume ${resumeOffered(engine.config.kind, engine.config.resume) ? 'offered' : 'not offered'}${hint}`,
+      );
     }
   }
 }
@@ -161,7 +166,14 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   logEngines(composed.engines);
   // Beside the store's open: the model files' trained contexts, so that the first create is checked against them.
   const prepared = backend.prepare?.();
-  const runtime = await TaskRuntime.open({ dataDir, backend, limits, log, sweepIntervalMs, database: checkpointBytes ? { checkpointBytes } : undefined });
+  const runtime = await TaskRuntime.open({
+    dataDir,
+    backend,
+    limits,
+    log,
+    sweepIntervalMs,
+    database: checkpointBytes ? { checkpointBytes } : undefined,
+  });
   await prepared;
   const damage = damageSummary(runtime.storeReport);
   if (damage) log(`WARNING: ${damage}`);
@@ -179,7 +191,14 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
   });
 
   process.stdout.write(
-    JSON.stringify({ event: 'listening', url: endpoint.url, lmsp: endpoint.lmspUrl, mcp: endpoint.mcpUrl, anthropic: endpoint.anthropicUrl, tokenFile }) + '\n',
+    JSON.stringify({
+      event: 'listening',
+      url: endpoint.url,
+      lmsp: endpoint.lmspUrl,
+      mcp: endpoint.mcpUrl,
+      anthropic: endpoint.anthropicUrl,
+      tokenFile,
+    }) + '\n',
   );
   log(`task-runtime listening on ${endpoint.url} (LMSP ${endpoint.lmspUrl}, MCP ${endpoint.mcpUrl}); data in ${dataDir}`);
   log(`bearer token in ${tokenFile}`);

@@ -61,7 +61,9 @@ class TaskRuntimeExtension extends Disposable {
                   'Task Runtime: the task store was damaged and {0} recent changes could not be restored; some tasks or events may be missing. The damaged files were kept. Details are in the log.',
                   unrecoveredBatches,
                 )
-              : vscode.l10n.t('Task Runtime: the task store was damaged; everything was restored. The damaged files were kept. Details are in the log.');
+              : vscode.l10n.t(
+                  'Task Runtime: the task store was damaged; everything was restored. The damaged files were kept. Details are in the log.',
+                );
           void vscode.window.showWarningMessage(message, show).then((choice) => choice === show && this.log.show());
         },
         engineKey: (name) => Promise.resolve(context.secrets.get(engineKeySecret(name))),

@@ -46,7 +46,12 @@ export interface Endpoint {
 
 export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptions): Promise<Endpoint> {
   const deps = createDoorDeps(runtime, { ...opts.lmsp, log: opts.log, seal: new ReasoningSeal(opts.reasoningKey) });
-  const doors: Door[] = [createLmspDoor(deps), createOpenAiDoor(deps), createMcpDoor(runtime, { ...opts.mcp, log: opts.log }), createMetricsDoor(runtime)];
+  const doors: Door[] = [
+    createLmspDoor(deps),
+    createOpenAiDoor(deps),
+    createMcpDoor(runtime, { ...opts.mcp, log: opts.log }),
+    createMetricsDoor(runtime),
+  ];
   let mounts = longestPrefixFirst(doors.flatMap((d) => d.mounts));
   const forward: DoorHandler = async (req, res, ctx) => {
     const mount = findMount(mounts, ctx.url.pathname);

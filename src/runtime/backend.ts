@@ -181,8 +181,7 @@ export interface GenerateRequest {
  * unchanged; a backend that cannot enforce part of it refuses the request in checkRequest, never ignores it).
  */
 export type OutputFormat =
-  | { type: 'json_object' }
-  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
+  { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
 
 /** One generated token with its log-probability and the most likely alternatives (OpenAI's logprobs shape). */
 export interface TokenLogprob {

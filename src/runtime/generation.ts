@@ -68,7 +68,9 @@ export interface RequeueRequest {
 }
 
 /** How the backend's stream ended: the text and tokens delivered, and its result or what it threw. */
-type Streamed = { text: string; tokens: number; logprobs?: TokenLogprob[]; segments?: OutputSegment[] } & ({ ok: true; result: GenerateResult } | { ok: false; error: unknown });
+type Streamed = { text: string; tokens: number; logprobs?: TokenLogprob[]; segments?: OutputSegment[] } & (
+  { ok: true; result: GenerateResult } | { ok: false; error: unknown }
+);
 
 export class GenerationRun {
   readonly abort = new AbortController();
@@ -236,30 +238,32 @@ export class GenerationRun {
     this.flushText = () => batcher.flush();
     try {
       if (snapshotsWanted) fs.mkdirSync(snapDir, { recursive: true });
-      const result = await this.backend.generate(
-        generateRequestOf(running.request, running.model),
-        {
-          signal: this.abort.signal,
-          resumeFrom: resumed
-            ? { snapshot: resumed.snapshot, text: resumed.text, outputTokens: resumed.outputTokens, ...(resumed.segments ? { segments: resumed.segments } : {}) }
-            : undefined,
-          onText: (piece, n, lp, channel) => {
-            if (lp && !channel) (logprobs ??= []).push(...lp);
-            tokens += n;
-            batcher.add(output.push(piece, channel, channel ? undefined : lp));
-          },
-          snapshots: snapshotsWanted
-            ? {
-                dir: snapDir,
-                everyMs: this.settings.snapshotEveryMs,
-                minReevalMs: this.settings.snapshotMinReevalMs,
-                // The snapshot and the text it covers are persisted in one batch.
-                onSnapshot: (s) => batcher.flush(s),
-              }
-            : undefined,
-          requestInput: (requests, options) => this.requestInput(requests, options?.message),
+      const result = await this.backend.generate(generateRequestOf(running.request, running.model), {
+        signal: this.abort.signal,
+        resumeFrom: resumed
+          ? {
+              snapshot: resumed.snapshot,
+              text: resumed.text,
+              outputTokens: resumed.outputTokens,
+              ...(resumed.segments ? { segments: resumed.segments } : {}),
+            }
+          : undefined,
+        onText: (piece, n, lp, channel) => {
+          if (lp && !channel) (logprobs ??= []).push(...lp);
+          tokens += n;
+          batcher.add(output.push(piece, channel, channel ? undefined : lp));
         },
-      );
+        snapshots: snapshotsWanted
+          ? {
+              dir: snapDir,
+              everyMs: this.settings.snapshotEveryMs,
+              minReevalMs: this.settings.snapshotMinReevalMs,
+              // The snapshot and the text it covers are persisted in one batch.
+              onSnapshot: (s) => batcher.flush(s),
+            }
+          : undefined,
+        requestInput: (requests, options) => this.requestInput(requests, options?.message),
+      });
       // The last item closes with the response: written with the text before the terminal batch.
       if (result.finishReason !== 'max_output_tokens') batcher.add(output.finish());
       return { text: output.text, segments: output.segments, tokens, logprobs, ok: true, result };

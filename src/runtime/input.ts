@@ -81,7 +81,11 @@ export function checkInputResponse(key: string, value: unknown): InputResponse {
     throw new RuntimeError('invalid_request', `The answer for input request "${key.slice(0, 80)}" must be an object.`, 'inputResponses');
   }
   if (JSON.stringify(value).length > MAX_INPUT_JSON_CHARS) {
-    throw new RuntimeError('invalid_request', `The answer for input request "${key.slice(0, 80)}" is larger than ${MAX_INPUT_JSON_CHARS} characters.`, 'inputResponses');
+    throw new RuntimeError(
+      'invalid_request',
+      `The answer for input request "${key.slice(0, 80)}" is larger than ${MAX_INPUT_JSON_CHARS} characters.`,
+      'inputResponses',
+    );
   }
   return value as InputResponse;
 }

@@ -131,7 +131,8 @@ export class RuntimeMetrics {
     }
     if (task.status === 'running' && w.runningAt === undefined) w.runningAt = now;
     if (task.outputTokens > w.tokens) {
-      if (w.arrivedAt !== undefined && w.tokens === 0) histogramOf(this.ttft, task.model, METRIC_BUCKETS.timeToFirstTokenSeconds).observe((now - w.arrivedAt) / 1000);
+      if (w.arrivedAt !== undefined && w.tokens === 0)
+        histogramOf(this.ttft, task.model, METRIC_BUCKETS.timeToFirstTokenSeconds).observe((now - w.arrivedAt) / 1000);
       w.arrivedAt = undefined;
       this.outputTokens += task.outputTokens - w.tokens;
       w.tokens = task.outputTokens;

@@ -35,15 +35,90 @@ export interface RequestField {
 }
 
 export const SAMPLING_FIELDS = {
-  temperature: { wire: 'temperature', vendor: false, chat: 'temperature', anthropic: 'temperature', mcp: 'temperature', vscode: 'temperature', range: { kind: 'number', min: 0, max: 2 }, remote: 'baseline', description: 'Sampling temperature, 0..2 (0: greedy).' },
-  topP: { wire: 'top_p', vendor: false, chat: 'top_p', anthropic: 'top_p', vscode: 'top_p', range: { kind: 'number', min: 0, max: 1 }, remote: 'baseline', description: 'Nucleus sampling: the smallest set of tokens whose probabilities add up to this.' },
-  seed: { wire: 'seed', vendor: true, chat: 'seed', mcp: 'seed', vscode: 'seed', range: { kind: 'integer', min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }, remote: 'by kind', description: 'The same seed, request and model give the same text.' },
-  stop: { wire: 'stop', vendor: true, chat: 'stop', anthropic: 'stop_sequences', range: { kind: 'stop' }, remote: 'by kind', description: 'Up to 4 strings that end the output (not included in it).' },
-  topK: { wire: 'top_k', vendor: true, chat: 'top_k', anthropic: 'top_k', vscode: 'top_k', range: { kind: 'integer', min: 0, max: 1000 }, remote: 'by kind', description: 'Sample among the K most likely tokens only (0: all).' },
-  minP: { wire: 'min_p', vendor: true, chat: 'min_p', range: { kind: 'number', min: 0, max: 1 }, remote: 'by kind', description: "Drop tokens less likely than this share of the top token's probability." },
-  repeatPenalty: { wire: 'repeat_penalty', vendor: true, chat: 'repeat_penalty', range: { kind: 'number', min: 0, max: 2, minExclusive: true }, remote: 'by kind', description: 'Penalty on repeating recent tokens (1: off).' },
-  frequencyPenalty: { wire: 'frequency_penalty', vendor: true, chat: 'frequency_penalty', vscode: 'frequency_penalty', range: { kind: 'number', min: -2, max: 2 }, remote: 'by kind', description: 'Penalty by how often a token already occurred.' },
-  presencePenalty: { wire: 'presence_penalty', vendor: true, chat: 'presence_penalty', vscode: 'presence_penalty', range: { kind: 'number', min: -2, max: 2 }, remote: 'by kind', description: 'Penalty on tokens that already occurred.' },
+  temperature: {
+    wire: 'temperature',
+    vendor: false,
+    chat: 'temperature',
+    anthropic: 'temperature',
+    mcp: 'temperature',
+    vscode: 'temperature',
+    range: { kind: 'number', min: 0, max: 2 },
+    remote: 'baseline',
+    description: 'Sampling temperature, 0..2 (0: greedy).',
+  },
+  topP: {
+    wire: 'top_p',
+    vendor: false,
+    chat: 'top_p',
+    anthropic: 'top_p',
+    vscode: 'top_p',
+    range: { kind: 'number', min: 0, max: 1 },
+    remote: 'baseline',
+    description: 'Nucleus sampling: the smallest set of tokens whose probabilities add up to this.',
+  },
+  seed: {
+    wire: 'seed',
+    vendor: true,
+    chat: 'seed',
+    mcp: 'seed',
+    vscode: 'seed',
+    range: { kind: 'integer', min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER },
+    remote: 'by kind',
+    description: 'The same seed, request and model give the same text.',
+  },
+  stop: {
+    wire: 'stop',
+    vendor: true,
+    chat: 'stop',
+    anthropic: 'stop_sequences',
+    range: { kind: 'stop' },
+    remote: 'by kind',
+    description: 'Up to 4 strings that end the output (not included in it).',
+  },
+  topK: {
+    wire: 'top_k',
+    vendor: true,
+    chat: 'top_k',
+    anthropic: 'top_k',
+    vscode: 'top_k',
+    range: { kind: 'integer', min: 0, max: 1000 },
+    remote: 'by kind',
+    description: 'Sample among the K most likely tokens only (0: all).',
+  },
+  minP: {
+    wire: 'min_p',
+    vendor: true,
+    chat: 'min_p',
+    range: { kind: 'number', min: 0, max: 1 },
+    remote: 'by kind',
+    description: "Drop tokens less likely than this share of the top token's probability.",
+  },
+  repeatPenalty: {
+    wire: 'repeat_penalty',
+    vendor: true,
+    chat: 'repeat_penalty',
+    range: { kind: 'number', min: 0, max: 2, minExclusive: true },
+    remote: 'by kind',
+    description: 'Penalty on repeating recent tokens (1: off).',
+  },
+  frequencyPenalty: {
+    wire: 'frequency_penalty',
+    vendor: true,
+    chat: 'frequency_penalty',
+    vscode: 'frequency_penalty',
+    range: { kind: 'number', min: -2, max: 2 },
+    remote: 'by kind',
+    description: 'Penalty by how often a token already occurred.',
+  },
+  presencePenalty: {
+    wire: 'presence_penalty',
+    vendor: true,
+    chat: 'presence_penalty',
+    vscode: 'presence_penalty',
+    range: { kind: 'number', min: -2, max: 2 },
+    remote: 'by kind',
+    description: 'Penalty on tokens that already occurred.',
+  },
 } as const satisfies Partial<Record<keyof GenerateRequest, RequestField>>;
 export type SamplingField = keyof typeof SAMPLING_FIELDS;
 export const SAMPLING_FIELD_NAMES = Object.keys(SAMPLING_FIELDS) as SamplingField[];
@@ -51,7 +126,9 @@ export const SAMPLING_FIELD_NAMES = Object.keys(SAMPLING_FIELDS) as SamplingFiel
 export type ByKindField = { [K in SamplingField]: (typeof SAMPLING_FIELDS)[K]['remote'] extends 'by kind' ? K : never }[SamplingField];
 export const BY_KIND_FIELDS = SAMPLING_FIELD_NAMES.filter((f): f is ByKindField => SAMPLING_FIELDS[f].remote === 'by kind');
 /** The fields' names on Anthropic Messages (those it has). */
-export type AnthropicName = { [K in SamplingField]: (typeof SAMPLING_FIELDS)[K] extends { anthropic: infer N extends string } ? N : never }[SamplingField];
+export type AnthropicName = {
+  [K in SamplingField]: (typeof SAMPLING_FIELDS)[K] extends { anthropic: infer N extends string } ? N : never;
+}[SamplingField];
 /** The sampling fields as a backend receives them. */
 export type Sampling = Partial<Pick<GenerateRequest, SamplingField>>;
 
@@ -66,12 +143,16 @@ export function fieldProblem(field: SamplingField, value: unknown): string | und
   const r: FieldRange = SAMPLING_FIELDS[field].range;
   if (r.kind === 'stop') {
     const ok = (s: unknown) => typeof s === 'string' && s.length >= 1 && s.length <= 256;
-    return ok(value) || (Array.isArray(value) && value.length >= 1 && value.length <= 4 && value.every(ok)) ? undefined : 'must be a string of 1 to 256 characters or a list of 1 to 4 of them';
+    return ok(value) || (Array.isArray(value) && value.length >= 1 && value.length <= 4 && value.every(ok))
+      ? undefined
+      : 'must be a string of 1 to 256 characters or a list of 1 to 4 of them';
   }
   const isInt = r.kind === 'integer';
   const exclusive = r.kind === 'number' && r.minExclusive === true;
-  if (typeof value !== 'number' || !Number.isFinite(value) || (isInt && !Number.isInteger(value))) return `must be ${isInt ? 'an integer' : 'a number'}`;
-  if (value < r.min || (exclusive && value === r.min) || value > r.max) return `must be ${exclusive ? 'greater than' : 'at least'} ${r.min} and at most ${r.max}`;
+  if (typeof value !== 'number' || !Number.isFinite(value) || (isInt && !Number.isInteger(value)))
+    return `must be ${isInt ? 'an integer' : 'a number'}`;
+  if (value < r.min || (exclusive && value === r.min) || value > r.max)
+    return `must be ${exclusive ? 'greater than' : 'at least'} ${r.min} and at most ${r.max}`;
   return undefined;
 }
 
@@ -116,7 +197,8 @@ export function checkRequest(request: ResponseRequest): void {
   const max = request.max_output_tokens;
   if (max !== undefined && max !== null && !(Number.isInteger(max) && max >= 1)) refuse('max_output_tokens', 'must be an integer of at least 1');
   const top = request.top_logprobs;
-  if (top !== undefined && top !== null && !(Number.isInteger(top) && top >= 0 && top <= 20)) refuse('top_logprobs', 'must be an integer from 0 to 20');
+  if (top !== undefined && top !== null && !(Number.isInteger(top) && top >= 0 && top <= 20))
+    refuse('top_logprobs', 'must be an integer from 0 to 20');
   const vendor = (request.task_runtime ?? {}) as Record<string, unknown>;
   for (const field of SAMPLING_FIELD_NAMES) {
     const f: RequestField = SAMPLING_FIELDS[field];

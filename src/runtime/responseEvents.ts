@@ -73,7 +73,9 @@ export function outputOpenedEvents(t: TaskRecord, messageId: string): NewEvent[]
 
 /** A piece of the output text; `logprobs`, when asked for, one entry per token of the piece (without `bytes`, as the Responses delta has them). */
 export function textDeltaEvent(messageId: string, delta: string, logprobs?: TokenLogprob[]): NewEvent {
-  const lp = logprobs ? logprobs.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top_logprobs.map((t) => ({ token: t.token, logprob: t.logprob })) })) : [];
+  const lp = logprobs
+    ? logprobs.map((l) => ({ token: l.token, logprob: l.logprob, top_logprobs: l.top_logprobs.map((t) => ({ token: t.token, logprob: t.logprob })) }))
+    : [];
   return { type: EVENT.outputTextDelta, data: { item_id: messageId, output_index: 0, content_index: 0, delta, logprobs: lp } };
 }
 

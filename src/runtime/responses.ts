@@ -93,7 +93,8 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
 /** Request members OpenAI's response object repeats, when the request has them. */
 function echoed(input: ResponseRequest): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const k of ['prompt_cache_key', 'safety_identifier', 'service_tier', 'max_tool_calls', 'user'] as const) if (input[k] !== undefined) out[k] = input[k];
+  for (const k of ['prompt_cache_key', 'safety_identifier', 'service_tier', 'max_tool_calls', 'user'] as const)
+    if (input[k] !== undefined) out[k] = input[k];
   return out;
 }
 
@@ -131,7 +132,10 @@ function contentText(content: unknown): string {
  * where the word "json" is looked for): the messages' text, only `roles` when given; with `calls`, tool calls'
  * arguments and tool results too. Reasoning is never part of it. Joined by `separator` (default a newline).
  */
-export function inputText(request: Pick<ResponseRequest, 'input'>, opts: { roles?: readonly ChatMessage['role'][]; calls?: boolean; separator?: string } = {}): string {
+export function inputText(
+  request: Pick<ResponseRequest, 'input'>,
+  opts: { roles?: readonly ChatMessage['role'][]; calls?: boolean; separator?: string } = {},
+): string {
   const texts: string[] = [];
   for (const m of toChatMessages(request as ResponseRequest)) {
     if (m.role === 'tool') {
@@ -167,13 +171,24 @@ export function toChatMessages(input: ResponseRequest): ChatMessage[] {
   };
   for (const item of input.input) {
     if (!item || typeof item !== 'object') continue;
-    const it = item as { type?: string; role?: string; content?: unknown; output?: unknown; call_id?: unknown; name?: unknown; namespace?: unknown; arguments?: unknown; input?: unknown };
+    const it = item as {
+      type?: string;
+      role?: string;
+      content?: unknown;
+      output?: unknown;
+      call_id?: unknown;
+      name?: unknown;
+      namespace?: unknown;
+      arguments?: unknown;
+      input?: unknown;
+    };
     const namespace = typeof it.namespace === 'string' ? it.namespace : undefined;
     if ((it.type === undefined || it.type === 'message') && typeof it.role === 'string') {
       const role = (['system', 'developer', 'user', 'assistant'] as const).find((r) => r === it.role) ?? 'user';
       const last = messages[messages.length - 1];
       // The answer after its reasoning item is the same turn.
-      if (role === 'assistant' && last?.role === 'assistant' && last.reasoning !== undefined && !last.content && !last.toolCalls) last.content = contentText(it.content);
+      if (role === 'assistant' && last?.role === 'assistant' && last.reasoning !== undefined && !last.content && !last.toolCalls)
+        last.content = contentText(it.content);
       else messages.push({ role, content: contentText(it.content) });
     } else if (it.type === 'function_call' || it.type === 'custom_tool_call') {
       const args = it.type === 'custom_tool_call' ? customCallArguments(String(it.input ?? '')) : String(it.arguments ?? '');
@@ -244,7 +259,12 @@ export function answerText(response: Record<string, unknown> | null | undefined)
     const content = (item as { content?: unknown }).content;
     if (!Array.isArray(content)) continue;
     for (const part of content) {
-      if (part && typeof part === 'object' && (part as { type?: unknown }).type === 'output_text' && typeof (part as { text?: unknown }).text === 'string') {
+      if (
+        part &&
+        typeof part === 'object' &&
+        (part as { type?: unknown }).type === 'output_text' &&
+        typeof (part as { text?: unknown }).text === 'string'
+      ) {
         text += (part as { text: string }).text;
       }
     }
@@ -270,12 +290,17 @@ export function titleOf(input: ResponseRequest): string {
 export function readLogprobs(raw: unknown): TokenLogprob[] {
   const bytesOf = (e: Record<string, unknown>, token: string) =>
     Array.isArray(e.bytes) && e.bytes.every((b) => Number.isInteger(b)) ? (e.bytes as number[]) : [...Buffer.from(token, 'utf8')];
-  const entry = (e: unknown) => (isObject(e) && typeof e.token === 'string' && typeof e.logprob === 'number' ? { token: e.token, logprob: e.logprob, bytes: bytesOf(e, e.token) } : undefined);
+  const entry = (e: unknown) =>
+    isObject(e) && typeof e.token === 'string' && typeof e.logprob === 'number'
+      ? { token: e.token, logprob: e.logprob, bytes: bytesOf(e, e.token) }
+      : undefined;
   const out: TokenLogprob[] = [];
   for (const e of list(raw)) {
     const head = entry(e);
     if (!head) continue;
-    const top = list(isObject(e) ? e.top_logprobs : undefined).map(entry).filter((t) => t !== undefined);
+    const top = list(isObject(e) ? e.top_logprobs : undefined)
+      .map(entry)
+      .filter((t) => t !== undefined);
     out.push({ ...head, top_logprobs: top });
   }
   return out;

@@ -21,13 +21,7 @@ export interface SweepResult {
 /**
  * One sweep. `stopActive` is called for a non-terminal task whose ttl passed, before it is deleted.
  */
-export function sweep(
-  store: TaskStore,
-  bus: TaskEventBus,
-  policy: RetentionPolicy,
-  now: number,
-  stopActive: (id: string) => void,
-): SweepResult {
+export function sweep(store: TaskStore, bus: TaskEventBus, policy: RetentionPolicy, now: number, stopActive: (id: string) => void): SweepResult {
   const result: SweepResult = { expired: 0, deleted: 0, historyPurged: 0 };
   const deleteIds = (ids: string[]) => {
     const removed = ids.map((id) => store.getTask(id)).filter((t) => t !== undefined);

@@ -26,7 +26,16 @@ import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/dat
 import { DataDirLock } from './store/lock';
 import { TaskStore } from './taskStore';
 import { newTaskRecord } from './newTask';
-import { TASK_STATUSES, isTerminal, type InputResponse, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskRecord, type TaskStatus } from './task';
+import {
+  TASK_STATUSES,
+  isTerminal,
+  type InputResponse,
+  type ResponseRequest,
+  type RestartPolicy,
+  type TaskEvent,
+  type TaskRecord,
+  type TaskStatus,
+} from './task';
 import { TaskTransitions } from './transitions';
 
 export interface RuntimeOptions {
@@ -212,9 +221,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   /** Checks a create and builds its batch; an idempotent replay returns the earlier task instead. */
-  private planCreate(
-    p: CreateTaskParams,
-  ): CreateTaskResult | { task: TaskRecord; queueOrder: number; ops: WriteOp[]; bytes: number } {
+  private planCreate(p: CreateTaskParams): CreateTaskResult | { task: TaskRecord; queueOrder: number; ops: WriteOp[]; bytes: number } {
     this.assertOpen();
     // A replay must answer with a durable task.
     this.store.database.settle();
@@ -251,8 +258,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (this.scheduler.queueLength >= this.limits.maxQueuedTasks) {
       throw new RuntimeError('queue_full', `The queue is full (${this.limits.maxQueuedTasks} tasks).`);
     }
-    const ttlMs =
-      p.ttlMs === undefined || p.ttlMs === null ? null : Math.min(Math.max(Math.floor(p.ttlMs), 1000), this.limits.maxTtlMs);
+    const ttlMs = p.ttlMs === undefined || p.ttlMs === null ? null : Math.min(Math.max(Math.floor(p.ttlMs), 1000), this.limits.maxTtlMs);
     const task = newTaskRecord({
       origin: p.origin,
       principal: p.principal,
@@ -571,7 +577,11 @@ export class TaskRuntime implements TaskRuntimeApi {
     const backend = this.options.backend;
     const id = backend.resolveModel(model);
     if (!id) {
-      throw new RuntimeError('model_not_found', model === undefined ? 'No default model is available.' : `The model "${model}" is not available.`, 'model');
+      throw new RuntimeError(
+        'model_not_found',
+        model === undefined ? 'No default model is available.' : `The model "${model}" is not available.`,
+        'model',
+      );
     }
     await backend.load(id, options);
     const info = backend.listModels().find((m) => m.id === id);

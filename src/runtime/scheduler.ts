@@ -330,7 +330,8 @@ export class Scheduler {
     } else {
       transitions.requeue(current, statusMessage);
       const { text, tokens, messageId, logprobs, segments } = r.delivered;
-      if (r.resume && messageId) this.resumePoints.set(id, { text, outputTokens: tokens, messageId, ...(logprobs ? { logprobs } : {}), ...(segments ? { segments } : {}) });
+      if (r.resume && messageId)
+        this.resumePoints.set(id, { text, outputTokens: tokens, messageId, ...(logprobs ? { logprobs } : {}), ...(segments ? { segments } : {}) });
     }
     const timer = setTimeout(() => {
       this.retryTimers.delete(id);

@@ -1,15 +1,6 @@
 // The task model shared by every door. Each door formats it in its own vocabulary.
 
-export const TASK_STATUSES = [
-  'queued',
-  'loading',
-  'running',
-  'input_required',
-  'cancelling',
-  'succeeded',
-  'failed',
-  'cancelled',
-] as const;
+export const TASK_STATUSES = ['queued', 'loading', 'running', 'input_required', 'cancelling', 'succeeded', 'failed', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**

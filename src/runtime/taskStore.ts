@@ -1,6 +1,20 @@
 // Tasks, events and idempotency keys on the durable database: row mapping and the write batches that change them.
 import type { DurableDatabase, Row, SqlParam, WriteOp } from './store/database';
-import { ACTIVE_STATUSES, TERMINAL_STATUSES, isTerminal, TASK_STATUSES, type InputRound, type Problem, type ResponseRequest, type RestartPolicy, type TaskEvent, type TaskOrigin, type TaskRecord, type TaskStatus, type Usage } from './task';
+import {
+  ACTIVE_STATUSES,
+  TERMINAL_STATUSES,
+  isTerminal,
+  TASK_STATUSES,
+  type InputRound,
+  type Problem,
+  type ResponseRequest,
+  type RestartPolicy,
+  type TaskEvent,
+  type TaskOrigin,
+  type TaskRecord,
+  type TaskStatus,
+  type Usage,
+} from './task';
 import type { GenerationSnapshot } from './backend';
 import { pendingRequests } from './input';
 
@@ -224,11 +238,7 @@ export class TaskStore {
 
   readEvents(taskId: string, afterSeq: number, limit = 100_000): TaskEvent[] {
     return this.db
-      .all('SELECT seq, type, data_json, created_at FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?', [
-        taskId,
-        afterSeq,
-        limit,
-      ])
+      .all('SELECT seq, type, data_json, created_at FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?', [taskId, afterSeq, limit])
       .map((r) => ({
         taskId,
         seq: Number(r.seq),
@@ -327,10 +337,7 @@ export class TaskStore {
   /** Appends events at seqs firstSeq, firstSeq+1, … and advances next_seq. */
   appendEventOps(taskId: string, firstSeq: number, events: NewEvent[], createdAt: number): WriteOp[] {
     this.forget(taskId);
-    const ops: WriteOp[] = events.map((e, i) => [
-      EVENT_INSERT,
-      [taskId, firstSeq + i, e.type, JSON.stringify(e.data), createdAt],
-    ]);
+    const ops: WriteOp[] = events.map((e, i) => [EVENT_INSERT, [taskId, firstSeq + i, e.type, JSON.stringify(e.data), createdAt]]);
     ops.push(['UPDATE tasks SET next_seq = ? WHERE id = ?', [firstSeq + events.length, taskId]]);
     return ops;
   }
@@ -363,9 +370,7 @@ export class TaskStore {
   // ---- retention queries ----
 
   expiredTaskIds(now: number, limit: number): string[] {
-    return this.db
-      .all('SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?', [now, limit])
-      .map((r) => String(r.id));
+    return this.db.all('SELECT id FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?', [now, limit]).map((r) => String(r.id));
   }
 
   terminalTasksUpdatedBefore(cutoff: number, limit: number): string[] {

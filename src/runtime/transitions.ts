@@ -85,7 +85,6 @@ export class TaskTransitions {
     this.commit([{ next: task, ops, stored }], o.defer);
   }
 
-
   // ---------------- one run: queued → loading → running ----------------
 
   /** queued → loading, before the backend loads the task's model. */
@@ -218,7 +217,11 @@ export class TaskTransitions {
     const items = itemsOf(messageId, delivered.segments);
     const tokens = delivered.tokens ?? result.outputTokens;
     const incomplete = result.finishReason === 'max_output_tokens';
-    const usage: Usage = { input_tokens: result.inputTokens, output_tokens: result.outputTokens, total_tokens: result.inputTokens + result.outputTokens };
+    const usage: Usage = {
+      input_tokens: result.inputTokens,
+      output_tokens: result.outputTokens,
+      total_tokens: result.inputTokens + result.outputTokens,
+    };
     if (result.cachedInputTokens) usage.input_tokens_details = { cached_tokens: result.cachedInputTokens };
     const completedAt = this.now();
     return this.move(id, {
@@ -317,7 +320,9 @@ export class TaskTransitions {
         if (item?.type === 'message' || ev.data.output_index === 0) messageId = item?.id;
         else if (item?.id && (item.type === 'reasoning' || item.type === 'function_call')) {
           const channel: OutputChannel =
-            item.type === 'reasoning' ? { kind: 'reasoning' } : { kind: 'function_call', callId: String(item.call_id ?? ''), name: String(item.name ?? '') };
+            item.type === 'reasoning'
+              ? { kind: 'reasoning' }
+              : { kind: 'function_call', callId: String(item.call_id ?? ''), name: String(item.name ?? '') };
           channels.set(item.id, channel);
           pieces.push({ text: '', channel });
         }
@@ -337,7 +342,6 @@ export class TaskTransitions {
     if (segments) out.segments = segments;
     return out;
   }
-
 
   // ---------------- events not yet durable ----------------
 

@@ -64,7 +64,10 @@ describe('Claude Code against serve', () => {
 
   it('calls generate_long over MCP without tasks: the call waits for the task and returns its text', async () => {
     const config = path.join(home, 'mcp.json');
-    fs.writeFileSync(config, JSON.stringify({ mcpServers: { tr: { type: 'http', url: server.mcpUrl, headers: { Authorization: `Bearer ${server.token}` } } } }));
+    fs.writeFileSync(
+      config,
+      JSON.stringify({ mcpServers: { tr: { type: 'http', url: server.mcpUrl, headers: { Authorization: `Bearer ${server.token}` } } } }),
+    );
     const before = new Set((await tasks()).map((t) => t.id));
     const args = { prompt: 'Write a line.', max_output_tokens: 16 };
     const { out, stderr } = await claude(`Generate. [[call mcp__tr__generate_long ${JSON.stringify(args)}]]`, [

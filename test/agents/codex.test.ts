@@ -47,7 +47,10 @@ describe('Codex CLI against serve', () => {
     assert.equal(last, GREETING, output);
     const made = (await tasks()).filter((t) => !before.has(t.id));
     assert.ok(made.length >= 1, 'no task for the turn');
-    assert.ok(made.every((t) => t.task_runtime.model === AGENT_SCRIPT_MODEL && t.status === 'succeeded'), JSON.stringify(made));
+    assert.ok(
+      made.every((t) => t.task_runtime.model === AGENT_SCRIPT_MODEL && t.status === 'succeeded'),
+      JSON.stringify(made),
+    );
   });
 
   it('executes the command the model calls and answers from its output', async () => {

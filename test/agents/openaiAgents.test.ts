@@ -41,7 +41,9 @@ describe('OpenAI Agents SDK against serve', () => {
   for (const api of ['responses', 'chat_completions'] as const) {
     it(`${api}: runs the tool the model calls and answers from its output; a plain turn answers`, async () => {
       // The SDK's own client (it brings its own `openai` 7), pointed at us as docs/agents.md says.
-      const runner = new Runner({ modelProvider: new OpenAIProvider({ baseURL: server.lmsp, apiKey: server.token, useResponses: api === 'responses' }) });
+      const runner = new Runner({
+        modelProvider: new OpenAIProvider({ baseURL: server.lmsp, apiKey: server.token, useResponses: api === 'responses' }),
+      });
       const agent = new Agent({ name: 'scripted', model: AGENT_SCRIPT_MODEL, instructions: 'Use your tools.', tools: [getSecret] });
       const before = new Set((await tasks()).map((t) => t.id));
       const callsBefore = calls;
@@ -49,7 +51,11 @@ describe('OpenAI Agents SDK against serve', () => {
       assert.equal(calls, callsBefore + 1, 'the SDK ran the tool once');
       assert.equal(result.finalOutput, `${TOOL_SAID}${SECRET} (${api})`);
       const made = (await tasks()).filter((t) => !before.has(t.id));
-      assert.deepEqual(made.map((t) => t.task_runtime.route), [api, api], 'two model calls, two tasks, on the API asked for');
+      assert.deepEqual(
+        made.map((t) => t.task_runtime.route),
+        [api, api],
+        'two model calls, two tasks, on the API asked for',
+      );
       const plain = await runner.run(agent, 'Say hello.');
       assert.equal(plain.finalOutput, GREETING);
     });

@@ -43,7 +43,10 @@ describe('Task Runtime as an instrument (UI)', function () {
     let frame: Frame | undefined;
     let gone = false;
     for (let click = 0; click < 4 && !frame && !gone; click++) {
-      const clicked = await row.click({ timeout: 10_000 }).then(() => true, () => false);
+      const clicked = await row.click({ timeout: 10_000 }).then(
+        () => true,
+        () => false,
+      );
       if (!clicked) {
         gone = (await row.count()) === 0;
         continue;
@@ -66,7 +69,10 @@ describe('Task Runtime as an instrument (UI)', function () {
       const row = wb.row(`${prompt}, `).first();
       // A task that ends before the tree first draws it goes straight to its status group, collapsed: its row never
       // shows in the list, so a row not seen in 30 s (a running row shows within a second or two) starts the next one.
-      const seen = await row.waitFor({ timeout: 30_000 }).then(() => true, () => false);
+      const seen = await row.waitFor({ timeout: 30_000 }).then(
+        () => true,
+        () => false,
+      );
       if (!seen) continue;
       // A task that ends first moves to its status group, collapsed, and its row leaves the list: start the next one.
       const { frame, gone } = await openPanelFromRow(row, prompt);
@@ -87,11 +93,20 @@ describe('Task Runtime as an instrument (UI)', function () {
     // about once a second (tasksTreeProvider.ts), so it can lag the panel by a tick: wait for the speed there, unless
     // the task ends first.
     const row = wb.row(`${title}, Running`).first();
-    const withSpeed = await row.locator('.label-description', { hasText: /tok\/s/ }).waitFor({ timeout: 30_000 }).then(() => true, () => false);
+    const withSpeed = await row
+      .locator('.label-description', { hasText: /tok\/s/ })
+      .waitFor({ timeout: 30_000 })
+      .then(
+        () => true,
+        () => false,
+      );
     await wb.screenshot('i01-running-panel-dark');
     // Still running: the row's description carries its tokens/s.
     if (await row.count()) {
-      const description = await row.locator('.label-description').innerText().catch(() => '');
+      const description = await row
+        .locator('.label-description')
+        .innerText()
+        .catch(() => '');
       assert.ok(withSpeed, `row description: ${description}`);
     }
   });
@@ -115,19 +130,34 @@ describe('Task Runtime as an instrument (UI)', function () {
     const final = await panel.locator('body').getAttribute('data-status');
     await panel.locator('#timeline-list li[data-kind="first_token"] .duration').waitFor({ timeout: 10_000 });
     const durations = await panel.locator('#timeline-list li .duration').allInnerTexts();
-    assert.ok(durations.some((d) => /queued for/.test(d)), `durations: ${durations.join(' | ')}`);
-    assert.ok(durations.some((d) => /first token after/.test(d)), `durations: ${durations.join(' | ')}`);
-    assert.ok(durations.some((d) => /ran for/.test(d)), `durations: ${durations.join(' | ')}`);
+    assert.ok(
+      durations.some((d) => /queued for/.test(d)),
+      `durations: ${durations.join(' | ')}`,
+    );
+    assert.ok(
+      durations.some((d) => /first token after/.test(d)),
+      `durations: ${durations.join(' | ')}`,
+    );
+    assert.ok(
+      durations.some((d) => /ran for/.test(d)),
+      `durations: ${durations.join(' | ')}`,
+    );
     assert.ok(await panel.locator('#timeline-list li[title]').count(), 'absolute times on hover');
     const figures = await panel.locator('#stats').innerText();
     const bars = await panel.locator('#speed-chart svg rect').count();
     assert.ok(bars > 0, 'the chart stays with the finished task');
-    await panel.locator('#input').click().catch(() => {});
+    await panel
+      .locator('#input')
+      .click()
+      .catch(() => {});
     await wb.screenshot('i03-finished-panel-dark');
 
     // Reopen: a new webview rebuilt from the stored events shows the same figures and chart.
     await wb.runCommand('View: Close Editor');
-    await panel.locator('body').waitFor({ state: 'detached', timeout: 30_000 }).catch(() => {});
+    await panel
+      .locator('body')
+      .waitFor({ state: 'detached', timeout: 30_000 })
+      .catch(() => {});
     // Finished now: its row is in a group of its status, collapsed until opened.
     await wb.expandGroup(final === 'cancelled' ? 'Cancelled' : final === 'failed' ? 'Failed' : 'Succeeded');
     // Other tasks of the attempts above may still be moving between groups: the tree redraws under the click too.

@@ -107,7 +107,10 @@ describe('Task Runtime in the editor (UI)', function () {
       // scrolled part once earlier attempts fill the group (the tree draws only visible rows), so what is waited for
       // is its active row going away.
       const cancelledGroup = page.locator('.sidebar .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: /^Cancelled$/ }) });
-      const activeRow = wb.row(`${prompt}, Queued`).or(wb.row(`${prompt}, Loading model`)).or(wb.row(`${prompt}, Running`));
+      const activeRow = wb
+        .row(`${prompt}, Queued`)
+        .or(wb.row(`${prompt}, Loading model`))
+        .or(wb.row(`${prompt}, Running`));
       const ended = await Promise.race([
         cancelledGroup.first().waitFor({ timeout: 60_000 }),
         activeRow.first().waitFor({ state: 'detached', timeout: 60_000 }),

@@ -46,7 +46,10 @@ describe('our model in the Chat view (UI)', function () {
       .first();
     await picker.waitFor({ timeout: 60_000 });
     // The list fills once the provider resolved its models; open the picker until our model is in it.
-    const ours = page.locator('.action-widget .monaco-list-row, .quick-input-list .monaco-list-row, .monaco-menu .action-item').filter({ hasText: /demo/i }).first();
+    const ours = page
+      .locator('.action-widget .monaco-list-row, .quick-input-list .monaco-list-row, .monaco-menu .action-item')
+      .filter({ hasText: /demo/i })
+      .first();
     for (let i = 0; i < 20; i++) {
       await picker.click();
       if (await ours.isVisible({ timeout: 3_000 }).catch(() => false)) break;

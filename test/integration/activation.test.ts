@@ -44,8 +44,14 @@ describe('activation', () => {
       };
     };
     const containers = Object.values(pkg.contributes.viewsContainers).flat();
-    assert.ok(containers.some((c) => c.id === VIEW_CONTAINER_ID), 'view container');
-    assert.ok(pkg.contributes.views[VIEW_CONTAINER_ID]?.some((v) => v.id === TASKS_VIEW_ID), 'tasks view');
+    assert.ok(
+      containers.some((c) => c.id === VIEW_CONTAINER_ID),
+      'view container',
+    );
+    assert.ok(
+      pkg.contributes.views[VIEW_CONTAINER_ID]?.some((v) => v.id === TASKS_VIEW_ID),
+      'tasks view',
+    );
     assert.deepEqual(
       pkg.contributes.mcpServerDefinitionProviders.find((p) => p.id === MCP_PROVIDER_ID),
       { id: MCP_PROVIDER_ID, label: MCP_SERVER_LABEL },
@@ -58,7 +64,11 @@ describe('activation', () => {
     const contributed = pkg.contributes.commands.map((c) => c.command);
     assert.ok(contributed.length > 0, 'package.json contributes no command');
     const registered = new Set(await vscode.commands.getCommands(true));
-    assert.deepEqual(contributed.filter((c) => !registered.has(c)), [], 'contributed but not registered');
+    assert.deepEqual(
+      contributed.filter((c) => !registered.has(c)),
+      [],
+      'contributed but not registered',
+    );
     assert.deepEqual([...contributed].sort(), Object.values(Commands).sort());
   });
 

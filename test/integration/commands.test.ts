@@ -102,10 +102,7 @@ describe('commands', () => {
       assert.equal(no.asked.length, 3, `asked: ${JSON.stringify(no.asked)}`);
       assert.equal(vscode.workspace.getConfiguration('taskRuntime').get('model'), '', 'the model setting is unchanged');
       // What the input box refuses is refused for a caller too, before any question.
-      await assert.rejects(
-        () => Promise.resolve(vscode.commands.executeCommand(Commands.selectModel, '/tmp/other.gguf')),
-        /hf:owner\/repo/,
-      );
+      await assert.rejects(() => Promise.resolve(vscode.commands.executeCommand(Commands.selectModel, '/tmp/other.gguf')), /hf:owner\/repo/);
       assert.equal(no.asked.length, 3);
     } finally {
       no.dispose();
@@ -157,7 +154,9 @@ describe('commands', () => {
     assert.equal(await vscode.env.clipboard.readText(), snippet);
     const { baseURL, apiKey } = JSON.parse(snippet!) as { baseURL: string; apiKey: string };
     assert.equal(baseURL, endpoint.lmspUrl);
-    const models = (await (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { data: Array<{ id: string }> };
+    const models = (await (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as {
+      data: Array<{ id: string }>;
+    };
     const r = await fetch(`${baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },

@@ -11,7 +11,10 @@ import { tapServerRequests, type RequestTap } from './support/requestTap';
 /** VS Code names MCP tools mcp_<server label>_<tool>, the label lower-cased with non-word characters as `_`. */
 function findTool(tool: string): vscode.LanguageModelToolInformation | undefined {
   const label = MCP_SERVER_LABEL.toLowerCase().replace(/[^a-z0-9]+/g, '_');
-  return vscode.lm.tools.find((t) => t.name === `mcp_${label}_${tool}`) ?? vscode.lm.tools.find((t) => t.name.startsWith('mcp_') && t.name.endsWith(`_${tool}`) && t.name.includes(label));
+  return (
+    vscode.lm.tools.find((t) => t.name === `mcp_${label}_${tool}`) ??
+    vscode.lm.tools.find((t) => t.name.startsWith('mcp_') && t.name.endsWith(`_${tool}`) && t.name.includes(label))
+  );
 }
 
 function resultParts(result: vscode.LanguageModelToolResult): string[] {
@@ -51,7 +54,13 @@ describe("VS Code's MCP client", function () {
     tap = tapServerRequests(Number(mcp.port));
     // The provider is resolved lazily: the first start attempts can be no-ops until VS Code has asked it.
     await waitFor(
-      () => `our MCP tools in vscode.lm.tools (have: ${vscode.lm.tools.map((t) => t.name).filter((n) => n.startsWith('mcp_')).join(', ') || 'none'})`,
+      () =>
+        `our MCP tools in vscode.lm.tools (have: ${
+          vscode.lm.tools
+            .map((t) => t.name)
+            .filter((n) => n.startsWith('mcp_'))
+            .join(', ') || 'none'
+        })`,
       async () => {
         await vscode.commands.executeCommand('workbench.mcp.startServer', '*', { autoTrustChanges: true });
         if (findTool('generate')) return true;
@@ -76,7 +85,10 @@ describe("VS Code's MCP client", function () {
   // Observed with VS Code 1.139.1: for `generate` (taskSupport optional) the client polls tasks/get at our
   // pollInterval and then calls tasks/result; for `generate_long` (required) it calls tasks/result at once, which
   // blocks on our side until the task is terminal, so polls are only required of the first.
-  for (const [tool, mustPoll] of [['generate', true], ['generate_long', false]] as const) {
+  for (const [tool, mustPoll] of [
+    ['generate', true],
+    ['generate_long', false],
+  ] as const) {
     const flow = mustPoll ? 'tools/call with task, tasks/get polls, tasks/result' : 'tools/call with task, blocking tasks/result';
     it(`invokeTool(${tool}) runs as an MCP task: ${flow}`, async () => {
       const source = (await activateExtension()).getTaskSource();

@@ -27,7 +27,7 @@ describe('tasks view', () => {
     await waitForStatus(source, id, ['succeeded']);
     // Tasks of earlier tests may still be finishing: the tree and the store's counts are read together until they
     // agree (a count read after the snapshot can be one ahead).
-    const { tree, counts } = await waitFor('the row under Succeeded, the group count equal to the store\'s', async () => {
+    const { tree, counts } = await waitFor("the row under Succeeded, the group count equal to the store's", async () => {
       const t = await api.getTreeSnapshot();
       if (row(t, id)?.group !== 'succeeded') return undefined;
       const c = await source.counts();
@@ -36,7 +36,10 @@ describe('tasks view', () => {
     // Groups in a fixed order, only those with tasks, each showing its count.
     const order = ['queued', 'running', 'needsInput', 'succeeded', 'failed', 'cancelled'].map((g) => `group:${g}`);
     const shown = tree.map((g) => String(g.id));
-    assert.deepEqual(shown, order.filter((g) => shown.includes(g)));
+    assert.deepEqual(
+      shown,
+      order.filter((g) => shown.includes(g)),
+    );
     const succeeded = group(tree, 'succeeded')!;
     assert.equal(succeeded.description, String(counts.succeeded), 'the group shows its count');
     assert.equal(group(tree, 'failed') !== undefined, counts.failed > 0, 'an empty group is not shown');

@@ -98,61 +98,69 @@ if (!mountError) execFileSync('umount', ['-l', mountProbe]);
 removeDir(mountProbe);
 const rlimitError = fileSizeLimitUnavailable();
 
-test('disk full (ENOSPC, tmpfs) under a running server: 503 store problem, the task is failed when space returns, nothing lost', { skip: skipOutsideCi(mountError) }, async () => {
-  requireFault(mountError, 'mounting a size-limited tmpfs');
-  const mount = tempDataDir();
-  const error = mountTmpfs(mount, '40m');
-  if (error) assert.fail(error);
-  const dataDir = path.join(mount, 'data');
-  fs.mkdirSync(dataDir);
-  const filler = path.join(mount, 'filler');
-  try {
-    await diskFullRun(dataDir, {
-      code: 'ENOSPC',
-      fill() {
-        const fd = fs.openSync(filler, 'w');
-        try {
-          for (let i = 0; i < 10_000; i++) fs.writeSync(fd, Buffer.alloc(64 * 1024, 7));
-        } catch (e) {
-          assert.equal((e as NodeJS.ErrnoException).code, 'ENOSPC');
-        } finally {
-          fs.closeSync(fd);
-        }
-      },
-      free: () => fs.rmSync(filler, { force: true }),
-    });
-  } finally {
-    execFileSync('umount', ['-l', mount]);
-    removeDir(mount);
-  }
-});
-
-test('no file can grow (EFBIG, RLIMIT_FSIZE 0 on the server, no mount): same answers, nothing lost', { skip: skipOutsideCi(rlimitError) }, async () => {
-  requireFault(rlimitError, 'limiting the file size with prlimit');
-  const dataDir = tempDataDir();
-  let pid: number | undefined;
-  try {
-    await diskFullRun(dataDir, {
-      code: 'EFBIG',
-      fill(server) {
-        pid = server.proc.pid!;
-        limitFileSize(pid, 0);
-      },
-      free() {
-        if (pid !== undefined) {
+test(
+  'disk full (ENOSPC, tmpfs) under a running server: 503 store problem, the task is failed when space returns, nothing lost',
+  { skip: skipOutsideCi(mountError) },
+  async () => {
+    requireFault(mountError, 'mounting a size-limited tmpfs');
+    const mount = tempDataDir();
+    const error = mountTmpfs(mount, '40m');
+    if (error) assert.fail(error);
+    const dataDir = path.join(mount, 'data');
+    fs.mkdirSync(dataDir);
+    const filler = path.join(mount, 'filler');
+    try {
+      await diskFullRun(dataDir, {
+        code: 'ENOSPC',
+        fill() {
+          const fd = fs.openSync(filler, 'w');
           try {
-            limitFileSize(pid, 'unlimited');
-          } catch {
-            // the server already exited
+            for (let i = 0; i < 10_000; i++) fs.writeSync(fd, Buffer.alloc(64 * 1024, 7));
+          } catch (e) {
+            assert.equal((e as NodeJS.ErrnoException).code, 'ENOSPC');
+          } finally {
+            fs.closeSync(fd);
           }
-        }
-        pid = undefined;
-      },
-    });
-  } finally {
-    removeDir(dataDir);
-  }
-});
+        },
+        free: () => fs.rmSync(filler, { force: true }),
+      });
+    } finally {
+      execFileSync('umount', ['-l', mount]);
+      removeDir(mount);
+    }
+  },
+);
+
+test(
+  'no file can grow (EFBIG, RLIMIT_FSIZE 0 on the server, no mount): same answers, nothing lost',
+  { skip: skipOutsideCi(rlimitError) },
+  async () => {
+    requireFault(rlimitError, 'limiting the file size with prlimit');
+    const dataDir = tempDataDir();
+    let pid: number | undefined;
+    try {
+      await diskFullRun(dataDir, {
+        code: 'EFBIG',
+        fill(server) {
+          pid = server.proc.pid!;
+          limitFileSize(pid, 0);
+        },
+        free() {
+          if (pid !== undefined) {
+            try {
+              limitFileSize(pid, 'unlimited');
+            } catch {
+              // the server already exited
+            }
+          }
+          pid = undefined;
+        },
+      });
+    } finally {
+      removeDir(dataDir);
+    }
+  },
+);
 
 type Damage = 'truncate-checkpoint' | 'flip-checkpoint' | 'garbage-journal' | 'truncate-journal-middle';
 
@@ -201,7 +209,11 @@ async function damagedRun(damage: Damage): Promise<{ lost: number; quarantined: 
       // Loss is only acceptable when it is said out loud: a file set aside and a log line naming it.
       assert.ok(quarantined.length > 0, `${damage}: ${lost} tasks missing and nothing quarantined`);
       assert.match(server.stderr(), /moved .* aside|is damaged|journal gap/, `${damage}: the loss is logged`);
-      assert.match(server.stderr(), /WARNING: The task store was damaged: \d+ acknowledged write batch(es)? could not be restored/, `${damage}: and said to the operator`);
+      assert.match(
+        server.stderr(),
+        /WARNING: The task store was damaged: \d+ acknowledged write batch(es)? could not be restored/,
+        `${damage}: and said to the operator`,
+      );
     }
     if (damage.endsWith('checkpoint')) {
       assert.ok(quarantined.length > 0, 'the damaged checkpoint was set aside');
@@ -267,7 +279,9 @@ test('backend crash mid-generation (model file cut short under a loaded model): 
   let server = await startServer({ dataDir, args: ['--model', model] });
   try {
     const tasks = await Promise.all(
-      (['fail', 'retry'] as const).map((policy) => createTask(server, { ...LONG_INPUT, model: 'victim', max_output_tokens: 1500 }, { on_restart: policy })),
+      (['fail', 'retry'] as const).map((policy) =>
+        createTask(server, { ...LONG_INPUT, model: 'victim', max_output_tokens: 1500 }, { on_restart: policy }),
+      ),
     );
     await readEventStream(server, tasks[0].id, { stopAtSeq: 6 }).done;
     figures.faults++;
@@ -286,7 +300,10 @@ test('backend crash mid-generation (model file cut short under a loaded model): 
     ]);
     // The death is the injected fault itself (llama.cpp maps the model file), so it is a note, not a crash.
     figures.notes.backendCrashDeaths = exit === 'survived' ? 0 : 1;
-    figures.notes.backendCrash = exit === 'survived' ? 'model truncated under a running generation: the process survived' : `model truncated under a running generation: the server died (${exit}); restart recovery resolved its tasks`;
+    figures.notes.backendCrash =
+      exit === 'survived'
+        ? 'model truncated under a running generation: the process survived'
+        : `model truncated under a running generation: the server died (${exit}); restart recovery resolved its tasks`;
     fs.copyFileSync(testModelPath(), model); // the model is back for the restart
     if (exit !== 'survived') server = await startServer({ dataDir, args: ['--model', model] });
     const fail = await waitForStatus(server, tasks[0].id, ['succeeded', 'failed', 'cancelled']);

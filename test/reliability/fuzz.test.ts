@@ -29,11 +29,27 @@ function generateCorpus(rand: () => number, server: Server, taskId: string): Raw
   const json = { ...auth, 'content-type': 'application/json' };
   const mcpHeaders = { ...json, accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-11-25' };
   const lmspPaths = [
-    '/lmsp/v1/tasks', `/lmsp/v1/tasks/${taskId}`, `/lmsp/v1/tasks/${taskId}/cancel`, `/lmsp/v1/tasks/${taskId}/events`,
-    '/lmsp/v1/tasks/..%2f..%2fetc%2fpasswd', '/lmsp/v1/tasks/%00', '/lmsp/v1/tasks/../../../etc/passwd', '/lmsp/v1/../../mcp',
-    '/lmsp/v1/tasks/' + 'a'.repeat(5000), '/lmsp/v1/responses', '/lmsp/v1/models', '/lmsp/v1/capabilities', '/lmsp/v1/task_runtime/changes',
-    '/lmsp/v1/tasks?limit=-1', '/lmsp/v1/tasks?limit=abc&cursor=%ff%fe', '/lmsp/v1/tasks?status=nope', '/lmsp/v1//tasks',
-    '/lmsp/v1/tasks/%2e%2e/%2e%2e', '/lmsp/v1/tasks/task_x/events?after=-5', '/lmsp/v1/responses/resp_%ZZ', '/lmsp/v1/nope',
+    '/lmsp/v1/tasks',
+    `/lmsp/v1/tasks/${taskId}`,
+    `/lmsp/v1/tasks/${taskId}/cancel`,
+    `/lmsp/v1/tasks/${taskId}/events`,
+    '/lmsp/v1/tasks/..%2f..%2fetc%2fpasswd',
+    '/lmsp/v1/tasks/%00',
+    '/lmsp/v1/tasks/../../../etc/passwd',
+    '/lmsp/v1/../../mcp',
+    '/lmsp/v1/tasks/' + 'a'.repeat(5000),
+    '/lmsp/v1/responses',
+    '/lmsp/v1/models',
+    '/lmsp/v1/capabilities',
+    '/lmsp/v1/task_runtime/changes',
+    '/lmsp/v1/tasks?limit=-1',
+    '/lmsp/v1/tasks?limit=abc&cursor=%ff%fe',
+    '/lmsp/v1/tasks?status=nope',
+    '/lmsp/v1//tasks',
+    '/lmsp/v1/tasks/%2e%2e/%2e%2e',
+    '/lmsp/v1/tasks/task_x/events?after=-5',
+    '/lmsp/v1/responses/resp_%ZZ',
+    '/lmsp/v1/nope',
   ];
   const badBodies = (): Buffer => {
     const kinds = [
@@ -88,7 +104,11 @@ function generateCorpus(rand: () => number, server: Server, taskId: string): Raw
       const method = pick(rand, ['GET', 'DELETE', 'HEAD', 'OPTIONS', 'TRACE', 'PROPFIND', 'BREW', 'CONNECT', 'PURGE']);
       // DELETE of the real task is a valid request (it deletes): malformed ones only.
       const paths = method === 'DELETE' ? lmspPaths.filter((p) => p !== `/lmsp/v1/tasks/${taskId}`) : lmspPaths;
-      corpus.push({ method, path: pick(rand, paths), headers: rand() < 0.3 ? { ...auth, 'last-event-id': pick(rand, ['-1', 'abc', '1e99', '99999999999999999999']) } : { ...auth } });
+      corpus.push({
+        method,
+        path: pick(rand, paths),
+        headers: rand() < 0.3 ? { ...auth, 'last-event-id': pick(rand, ['-1', 'abc', '1e99', '99999999999999999999']) } : { ...auth },
+      });
     } else if (r < 0.8) {
       const headers: Record<string, string> = { ...mcpHeaders };
       const h = rand();
@@ -97,7 +117,12 @@ function generateCorpus(rand: () => number, server: Server, taskId: string): Raw
       else if (h < 0.4) headers['content-type'] = 'text/plain';
       else if (h < 0.5) headers['mcp-protocol-version'] = '1999-01-01';
       const method = rand() < 0.8 ? 'POST' : pick(rand, ['GET', 'DELETE', 'PUT', 'PATCH']);
-      corpus.push({ method, path: pick(rand, ['/mcp', '/mcp/', '/mcp/../lmsp/v1/tasks', '/mcp?x=%ff']), headers, body: method === 'GET' || method === 'DELETE' ? undefined : mcpBodies() });
+      corpus.push({
+        method,
+        path: pick(rand, ['/mcp', '/mcp/', '/mcp/../lmsp/v1/tasks', '/mcp?x=%ff']),
+        headers,
+        body: method === 'GET' || method === 'DELETE' ? undefined : mcpBodies(),
+      });
     } else if (r < 0.92) {
       // Bad headers: wrong content types, duplicate or garbage auth, oversized header values.
       const headers: Record<string, string> = { ...json };
@@ -130,7 +155,12 @@ function compose(r: Raw): Buffer {
   if (r.wire) return r.wire;
   const headers = { ...r.headers };
   if (r.body && headers['content-length'] === undefined) headers['content-length'] = String(r.body.length);
-  const head = `${r.method} ${r.path} HTTP/1.1\r\n` + Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n') + '\r\nconnection: close\r\n\r\n';
+  const head =
+    `${r.method} ${r.path} HTTP/1.1\r\n` +
+    Object.entries(headers)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join('\r\n') +
+    '\r\nconnection: close\r\n\r\n';
   return Buffer.concat([Buffer.from(head, 'latin1'), r.body ?? Buffer.alloc(0)]);
 }
 
@@ -263,7 +293,11 @@ test(`fuzz: ${CORPUS} malformed requests and ${SLOW_LORIS} slow-loris senders ag
       const stall = i % 2 === 1;
       const bytes = stall
         ? Buffer.from(`GET /lmsp/v1/tasks HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nX-Slow: `) // never finishes the headers
-        : compose({ method: 'GET', path: pick(lorisRand, ['/lmsp/v1/tasks', '/lmsp/v1/models']), headers: { authorization: `Bearer ${server.tokenA}`, host: `127.0.0.1:${server.port}` } });
+        : compose({
+            method: 'GET',
+            path: pick(lorisRand, ['/lmsp/v1/tasks', '/lmsp/v1/models']),
+            headers: { authorization: `Bearer ${server.tokenA}`, host: `127.0.0.1:${server.port}` },
+          });
       return send(server.port, bytes, stall ? 200 : 15).then((a) => ({ stall, a }));
     });
     await Promise.all(Array.from({ length: 16 }, worker));

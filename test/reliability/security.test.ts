@@ -29,7 +29,19 @@ import { sseHead, startFakeEngine, type FakeEngine } from '../fixtures/fakeEngin
 import { call, createTask, removeDir, startServer, tempDataDir, waitForStatus, type CallOptions, type Server } from '../protocol/lmsp/harness';
 import { RawSession } from '../protocol/mcp/harness';
 import { ModernClient } from '../protocol/mcp/modernClient';
-import { deepBody, deepRequest, keySpellings, leakedPieces, rawSocket, SECRET_DIR, SECRET_MODEL_ID, secretModel, socketClosed, UNFINISHED_HEADS, type SecretModel } from '../support/hostile';
+import {
+  deepBody,
+  deepRequest,
+  keySpellings,
+  leakedPieces,
+  rawSocket,
+  SECRET_DIR,
+  SECRET_MODEL_ID,
+  secretModel,
+  socketClosed,
+  UNFINISHED_HEADS,
+  type SecretModel,
+} from '../support/hostile';
 import { until } from '../support/wait';
 import { QUICK, recordFigures } from './support';
 
@@ -144,7 +156,12 @@ async function legacySession(token: string): Promise<LegacySession> {
 }
 
 /** A task-augmented `generate` call in a 2025-11-25 session: the task's id. */
-async function mcpTaskOn(session: LegacySession, model: string, args: Record<string, unknown> = {}, task: Record<string, unknown> = {}): Promise<string> {
+async function mcpTaskOn(
+  session: LegacySession,
+  model: string,
+  args: Record<string, unknown> = {},
+  task: Record<string, unknown> = {},
+): Promise<string> {
   const r = await session.call('tools/call', { name: 'generate', arguments: { model, prompt: 'hold', ...args }, task });
   assert.ok(r.result?.task?.taskId, JSON.stringify(r));
   return r.result.task.taskId;
@@ -174,7 +191,12 @@ test('tokens, principals, Host/Origin and HTML in task text', async () => {
   }
 
   // Another principal's task: indistinguishable from an unknown id.
-  for (const [method, p] of [['GET', `/tasks/${task.id}`], ['POST', `/tasks/${task.id}/cancel`], ['DELETE', `/tasks/${task.id}`], ['GET', `/tasks/${task.id}/events`]] as const) {
+  for (const [method, p] of [
+    ['GET', `/tasks/${task.id}`],
+    ['POST', `/tasks/${task.id}/cancel`],
+    ['DELETE', `/tasks/${task.id}`],
+    ['GET', `/tasks/${task.id}/events`],
+  ] as const) {
     const r = await req(server, method, p, { token: server.tokenB });
     assert.equal(r.status, 404, `${method} ${p} as bob`);
     assert.equal(r.json.code, 'task_not_found');
@@ -191,10 +213,18 @@ test('tokens, principals, Host/Origin and HTML in task text', async () => {
   assert.doesNotMatch(JSON.stringify(text), /onerror/, 'nothing of the foreign task leaks');
 
   // Foreign Host and Origin: 403 before auth, in both doors.
-  const foreign: Record<string, string>[] = [{ host: 'evil.example' }, { host: `attacker.test:${server.port}` }, { origin: 'https://evil.example' }, { origin: 'null' }];
+  const foreign: Record<string, string>[] = [
+    { host: 'evil.example' },
+    { host: `attacker.test:${server.port}` },
+    { origin: 'https://evil.example' },
+    { origin: 'null' },
+  ];
   for (const headers of foreign) {
     for (const p of [`/lmsp/v1/tasks/${task.id}`, '/mcp']) {
-      const r = await req(server, p === '/mcp' ? 'POST' : 'GET', p, { headers, body: p === '/mcp' ? { jsonrpc: '2.0', id: 1, method: 'tools/list' } : undefined });
+      const r = await req(server, p === '/mcp' ? 'POST' : 'GET', p, {
+        headers,
+        body: p === '/mcp' ? { jsonrpc: '2.0', id: 1, method: 'tools/list' } : undefined,
+      });
       assert.equal(r.status, 403, `${JSON.stringify(headers)} ${p}`);
       if (p === '/mcp') assert.equal(r.json.jsonrpc, '2.0');
       else assert.equal(r.json.code, 'forbidden');
@@ -212,7 +242,9 @@ test('#23.1: no read route, MCP tool (both eras) or error shows the model folder
   tried('model-paths-and-engine-urls');
   const engines = engineAddresses();
   const clean = (label: string, text: string) => assert.deepEqual(leakedPieces(text, secret, engines), [], `${label}: ${text.slice(0, 400)}`);
-  const created = await req(server, 'POST', '/tasks', { body: { type: 'response', input: { model: SECRET_MODEL_ID, input: 'hi', max_output_tokens: 4 } } });
+  const created = await req(server, 'POST', '/tasks', {
+    body: { type: 'response', input: { model: SECRET_MODEL_ID, input: 'hi', max_output_tokens: 4 } },
+  });
   assert.equal(created.status, 202, created.text);
   const task = created.json as { id: string; response_id: string };
   await waitForStatus(server, task.id, ['succeeded']);
@@ -222,7 +254,17 @@ test('#23.1: no read route, MCP tool (both eras) or error shows the model folder
   await waitForStatus(server, mcpTask, ['succeeded']);
   const missing = path.join(secret.root, ...SECRET_DIR, 'x.gguf');
   for (let round = 0; round < ROUNDS; round++) {
-    const routes = ['/models', `/models/${SECRET_MODEL_ID}`, '/models/hold/m1', '/capabilities', '/tasks', `/tasks/${task.id}`, `/responses/${task.response_id}`, '/task_runtime/counts', `/tasks/${task.id}/events`];
+    const routes = [
+      '/models',
+      `/models/${SECRET_MODEL_ID}`,
+      '/models/hold/m1',
+      '/capabilities',
+      '/tasks',
+      `/tasks/${task.id}`,
+      `/responses/${task.response_id}`,
+      '/task_runtime/counts',
+      `/tasks/${task.id}/events`,
+    ];
     for (const route of routes) {
       const r = await req(server, 'GET', route);
       assert.equal(r.status, 200, `${route}: ${r.status}`);
@@ -253,7 +295,13 @@ test('#23.1: no read route, MCP tool (both eras) or error shows the model folder
     const listed = JSON.stringify(await legacy.call('tools/call', { name: 'list_models', arguments: {} }));
     assert.ok(listed.includes(SECRET_MODEL_ID) && listed.includes('hold/m1'), listed);
     clean('MCP 2025-11-25 list_models', listed);
-    for (const [method, params] of [['tools/list', {}], ['tools/call', { name: 'get_task_text', arguments: { taskId: mcpTask } }], ['tasks/list', {}], ['tasks/get', { taskId: mcpTask }], ['tasks/result', { taskId: mcpTask }]] as const) {
+    for (const [method, params] of [
+      ['tools/list', {}],
+      ['tools/call', { name: 'get_task_text', arguments: { taskId: mcpTask } }],
+      ['tasks/list', {}],
+      ['tasks/get', { taskId: mcpTask }],
+      ['tasks/result', { taskId: mcpTask }],
+    ] as const) {
       const r = await legacy.call(method, params);
       assert.ok(r.result && !r.result.isError, `MCP 2025-11-25 ${method}: ${JSON.stringify(r)}`);
       clean(`MCP 2025-11-25 ${method}`, JSON.stringify(r));
@@ -261,7 +309,10 @@ test('#23.1: no read route, MCP tool (both eras) or error shows the model folder
     const modernList = await ask('tools/call', { name: 'list_models', arguments: {} });
     assert.ok(JSON.stringify(modernList.body).includes(SECRET_MODEL_ID), JSON.stringify(modernList.body));
     clean('MCP 2026-07-28 list_models', JSON.stringify(modernList.body));
-    for (const [method, params] of [['tools/call', { name: 'get_task_text', arguments: { taskId: mcpTask } }], ['tasks/get', { taskId: mcpTask }]] as const) {
+    for (const [method, params] of [
+      ['tools/call', { name: 'get_task_text', arguments: { taskId: mcpTask } }],
+      ['tasks/get', { taskId: mcpTask }],
+    ] as const) {
       const r = (await ask(method, params)).body;
       assert.ok(r.result && !r.result.isError, `MCP 2026-07-28 ${method}: ${JSON.stringify(r)}`);
       clean(`MCP 2026-07-28 ${method}`, JSON.stringify(r));
@@ -281,7 +332,11 @@ test('#23.2: token-less sockets over every connection slot do not keep an authen
   try {
     // In parallel batches: the whole flood lands well inside the headers timeout, so the slots it frees are evictions.
     for (let i = 0; i < cap + FLOOD_EXTRA; i += 128) {
-      const batch = await Promise.all(Array.from({ length: Math.min(128, cap + FLOOD_EXTRA - i) }, (_, j) => rawSocket(server.port, UNFINISHED_HEADS[(i + j) % UNFINISHED_HEADS.length])));
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(128, cap + FLOOD_EXTRA - i) }, (_, j) =>
+          rawSocket(server.port, UNFINISHED_HEADS[(i + j) % UNFINISHED_HEADS.length]),
+        ),
+      );
       for (const s of batch) s.once('close', () => evicted++);
       held.push(...batch);
     }
@@ -293,7 +348,10 @@ test('#23.2: token-less sockets over every connection slot do not keep an authen
     assert.ok(tools.result?.tools?.length, JSON.stringify(tools));
     await until(() => evicted >= FLOOD_EXTRA, `${FLOOD_EXTRA} token-less sockets to be evicted (so far ${evicted})`);
     // Closed by eviction when the slots were full, not later by the headers timeout (as with no cap at all).
-    assert.ok(Date.now() - started < DEFAULT_LISTENER_LIMITS.headersTimeoutMs, `the flood's sockets were closed only after ${Date.now() - started} ms`);
+    assert.ok(
+      Date.now() - started < DEFAULT_LISTENER_LIMITS.headersTimeoutMs,
+      `the flood's sockets were closed only after ${Date.now() - started} ms`,
+    );
     tally.notes.flood = { sockets: held.length, cap, evicted, floodMs };
   } finally {
     for (const s of held) s.destroy();
@@ -307,8 +365,15 @@ test('#23.2: token-less sockets over every connection slot do not keep an authen
 test('#23.3: a deeply nested body with an Idempotency-Key is a 400 on every create route', async () => {
   tried('deep-json-with-idempotency-key');
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [route, body] of [['/tasks', deepBody(5000, server.model)], ['/responses', deepRequest(5000, server.model)], ['/chat/completions', deepRequest(5000, server.model)]] as const) {
-      const r = await req(server, 'POST', route, { rawBody: body, headers: { 'content-type': 'application/json', 'idempotency-key': `deep-${route}-${round}` } });
+    for (const [route, body] of [
+      ['/tasks', deepBody(5000, server.model)],
+      ['/responses', deepRequest(5000, server.model)],
+      ['/chat/completions', deepRequest(5000, server.model)],
+    ] as const) {
+      const r = await req(server, 'POST', route, {
+        rawBody: body,
+        headers: { 'content-type': 'application/json', 'idempotency-key': `deep-${route}-${round}` },
+      });
       assert.equal(r.status, 400, `${route}: ${r.text.slice(0, 200)}`);
     }
   }
@@ -347,7 +412,8 @@ test('#23.5: an engine echoing its key in any spelling gets it into no task erro
 });
 
 test('#23.6 and #20: queue positions and shares are per principal; counts leave out expired tasks; a body over the limit is 413', async () => {
-  const holdTask = (token: string) => req(server, 'POST', '/tasks', { token, body: { type: 'response', input: { model: 'hold/m1', input: 'hold' } } });
+  const holdTask = (token: string) =>
+    req(server, 'POST', '/tasks', { token, body: { type: 'response', input: { model: 'hold/m1', input: 'hold' } } });
   const statusMessage = async (token: string, id: string) => {
     const legacy = (await (await legacySession(token)).call('tasks/get', { taskId: id })).result?.statusMessage;
     const now = (await modern(token)('tasks/get', { taskId: id })).body.result?.statusMessage;
@@ -361,7 +427,11 @@ test('#23.6 and #20: queue positions and shares are per principal; counts leave 
   for (let i = 0; i < QUEUED_CAP; i++) dave.push(await mcpTaskOn(daveSession, 'hold/m1'));
   await waitForStatus(server, dave[0], ['running'], tokens.dave);
   const bobHeld = await mcpTaskOn(await legacySession(server.tokenB), 'hold/m1');
-  assert.deepEqual(await statusMessage(server.tokenB, bobHeld), Array(2).fill('queued: position 1 in line'), "dave's two queued tasks are not ahead of bob in his line");
+  assert.deepEqual(
+    await statusMessage(server.tokenB, bobHeld),
+    Array(2).fill('queued: position 1 in line'),
+    "dave's two queued tasks are not ahead of bob in his line",
+  );
   assert.deepEqual(await statusMessage(tokens.dave, dave[2]), Array(2).fill('queued: position 2 in line'));
 
   tried('queued-task-share');
@@ -401,7 +471,11 @@ test('#23.6 and #20: queue positions and shares are per principal; counts leave 
   await mcpTaskOn(erin, server.model, { max_output_tokens: 2 }, { ttl: 3000 });
   assert.equal((await req(server, 'GET', '/task_runtime/counts', { token: tokens.erin })).json.total, 1);
   // The sweep runs hourly here: a drop within the wait is the counts leaving the task out, not its removal.
-  await until(async () => (await req(server, 'GET', '/task_runtime/counts', { token: tokens.erin })).json.total === 0, "erin's expired task to leave the counts", { intervalMs: 200 });
+  await until(
+    async () => (await req(server, 'GET', '/task_runtime/counts', { token: tokens.erin })).json.total === 0,
+    "erin's expired task to leave the counts",
+    { intervalMs: 200 },
+  );
 
   for (const id of dave) await req(server, 'POST', `/tasks/${id}/cancel`, { token: tokens.dave });
 });
@@ -410,7 +484,9 @@ test('#23.6: a token file other users can read is refused at start', async () =>
   tried('token-file-permissions');
   const dataDir = tempDataDir();
   try {
-    fs.writeFileSync(path.join(dataDir, 'tokens'), `alice ${randomBytes(24).toString('base64url')}\nbob ${randomBytes(24).toString('base64url')}\n`, { mode: 0o644 });
+    fs.writeFileSync(path.join(dataDir, 'tokens'), `alice ${randomBytes(24).toString('base64url')}\nbob ${randomBytes(24).toString('base64url')}\n`, {
+      mode: 0o644,
+    });
     fs.chmodSync(path.join(dataDir, 'tokens'), 0o644);
     await assert.rejects(startServer({ dataDir }), /mode 644\); run chmod 600/);
   } finally {

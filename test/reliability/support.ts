@@ -54,7 +54,11 @@ export interface EventReader {
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed', 'response.cancelled']);
 
 /** Reads a task's SSE stream with node:http, keeping every event with its id; ends at the terminal event. */
-export function readEventStream(server: Pick<Server, 'port' | 'tokenA'>, taskId: string, opts: { token?: string; stopAtSeq?: number } = {}): EventReader {
+export function readEventStream(
+  server: Pick<Server, 'port' | 'tokenA'>,
+  taskId: string,
+  opts: { token?: string; stopAtSeq?: number } = {},
+): EventReader {
   const events: WireEvent[] = [];
   let closeFn = () => {};
   let statusResolve: (n: number) => void = () => {};

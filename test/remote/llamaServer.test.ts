@@ -41,10 +41,14 @@ describe('a llama.cpp server as a remote engine', () => {
   before(async () => {
     [a, b] = await Promise.all([startLlamaServer(), startLlamaServer()]);
     serve = await startServe([
-      '--engine', `one=${a.base}`,
-      '--engine', `pool=${a.base},${b.base}`,
-      '--engine', `rpool=${a.base},${b.base}`,
-      '--engine-kind', 'rpool=llama.cpp',
+      '--engine',
+      `one=${a.base}`,
+      '--engine',
+      `pool=${a.base},${b.base}`,
+      '--engine',
+      `rpool=${a.base},${b.base}`,
+      '--engine-kind',
+      'rpool=llama.cpp',
     ]);
   });
   after(async () => {
@@ -54,14 +58,27 @@ describe('a llama.cpp server as a remote engine', () => {
 
   it('lists its model as NAME/alias with the context it reports, and one slot per --parallel', async () => {
     const models = (await serve.lmspCall('GET', '/models')).json.data as Array<{ id: string; max_context_length: number; state: string }>;
-    assert.deepEqual(models.map((m) => [m.id, m.state]), [['one/tiny', 'loaded'], ['pool/tiny', 'loaded'], ['rpool/tiny', 'loaded']]);
+    assert.deepEqual(
+      models.map((m) => [m.id, m.state]),
+      [
+        ['one/tiny', 'loaded'],
+        ['pool/tiny', 'loaded'],
+        ['rpool/tiny', 'loaded'],
+      ],
+    );
     assert.equal(models[0].max_context_length, 8192);
-    assert.match(serve.stderr(), /engine one: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1, kind openai, resume not offered; looks like llama\.cpp server: --engine-kind one=llama\.cpp/);
+    assert.match(
+      serve.stderr(),
+      /engine one: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1, kind openai, resume not offered; looks like llama\.cpp server: --engine-kind one=llama\.cpp/,
+    );
     assert.match(serve.stderr(), /engine rpool: http:\/\/127\.0\.0\.1:\d+\/v1 up, 1 model\(s\), concurrency 1, kind llama\.cpp, resume offered\n/);
   });
 
-  it('a prompt longer than the context fails the task with context_length_exceeded and the engine\'s words', async () => {
-    const created = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'one/tiny', input: 'x'.repeat(9000), max_output_tokens: 4 } });
+  it("a prompt longer than the context fails the task with context_length_exceeded and the engine's words", async () => {
+    const created = await serve.lmspCall('POST', '/tasks', {
+      type: 'response',
+      input: { model: 'one/tiny', input: 'x'.repeat(9000), max_output_tokens: 4 },
+    });
     assert.equal(created.status, 202, JSON.stringify(created.json));
     const done = await lmspWaitTerminal(serve, created.json.id);
     assert.equal(done.status, 'failed');
@@ -70,7 +87,10 @@ describe('a llama.cpp server as a remote engine', () => {
   });
 
   it('an LMSP task streams from it and ends incomplete at max_output_tokens with its usage', async () => {
-    const created = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'one/tiny', input: 'Hello', max_output_tokens: 40, temperature: 0 } });
+    const created = await serve.lmspCall('POST', '/tasks', {
+      type: 'response',
+      input: { model: 'one/tiny', input: 'Hello', max_output_tokens: 40, temperature: 0 },
+    });
     assert.equal(created.status, 202, JSON.stringify(created.json));
     const done = await lmspWaitTerminal(serve, created.json.id);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
@@ -83,7 +103,10 @@ describe('a llama.cpp server as a remote engine', () => {
   it('an MCP generate call runs on it', async () => {
     const client = await connect(serve.mcpUrl, serve.token);
     try {
-      const r = await client.callTool({ name: 'generate', arguments: { model: 'one/tiny', prompt: 'Hi', max_output_tokens: 12, temperature: 0 } }, CallToolResultSchema);
+      const r = await client.callTool(
+        { name: 'generate', arguments: { model: 'one/tiny', prompt: 'Hi', max_output_tokens: 12, temperature: 0 } },
+        CallToolResultSchema,
+      );
       assert.equal(r.isError, false, JSON.stringify(r.content));
       assert.equal((r.structuredContent as { outputTokens: number }).outputTokens, 12);
     } finally {
@@ -114,7 +137,10 @@ describe('a llama.cpp server as a remote engine', () => {
   });
 
   it('SIGKILL of the serving engine mid-stream: an on_restart "retry" task runs again on the other one', async () => {
-    const created = await serve.lmspCall('POST', '/tasks', { ...longTask('pool/tiny', 'retry'), input: { model: 'pool/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 } });
+    const created = await serve.lmspCall('POST', '/tasks', {
+      ...longTask('pool/tiny', 'retry'),
+      input: { model: 'pool/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 },
+    });
     const id = created.json.id as string;
     await until('output', async () => (await serve.lmspCall('GET', `/tasks/${id}`)).json.task_runtime.output_tokens > 0);
     const serving = (await a.slots())[0].is_processing ? a : b;
@@ -136,7 +162,10 @@ describe('a llama.cpp server as a remote engine', () => {
     // The uninterrupted greedy answer: a run started afresh would begin with it again; a continuation does not.
     // (It need not reproduce the rest exactly: the engine re-tokenizes the delivered text and its chat template
     // renders the open assistant message its own way; measured here, the two diverge after the resume point.)
-    const ref = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'one/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 } });
+    const ref = await serve.lmspCall('POST', '/tasks', {
+      type: 'response',
+      input: { model: 'one/tiny', input: 'Go on.', max_output_tokens: 400, temperature: 0 },
+    });
     const reference = (await lmspWaitTerminal(serve, ref.json.id)).response.output[0].content[0].text as string;
     const created = await serve.lmspCall('POST', '/tasks', {
       type: 'response',
@@ -209,14 +238,22 @@ describe('request fields on a llama.cpp server', () => {
     const pieces: Array<{ text: string; logprobs?: TokenLogprob[] }> = [];
     const request: GenerateRequest = { model: 'x/tiny', messages: [{ role: 'user', content: 'Answer in JSON.' }], maxOutputTokens: 40, ...over };
     backend.checkRequest(request);
-    const result = await backend.generate(request, { signal: new AbortController().signal, onText: (text, _n, logprobs) => pieces.push({ text, logprobs }) });
+    const result = await backend.generate(request, {
+      signal: new AbortController().signal,
+      onText: (text, _n, logprobs) => pieces.push({ text, logprobs }),
+    });
     return { result, text: pieces.map((p) => p.text).join(''), pieces };
   }
 
   it('json_schema: the output is JSON valid against the schema', async () => {
     const validate = new Ajv().compile(SCHEMA);
     for (const seed of [1, 2, 3, 4]) {
-      const { result, text } = await generate({ format: { type: 'json_schema', name: 'pick', schema: SCHEMA, strict: true }, temperature: 1, seed, maxOutputTokens: 200 });
+      const { result, text } = await generate({
+        format: { type: 'json_schema', name: 'pick', schema: SCHEMA, strict: true },
+        temperature: 1,
+        seed,
+        maxOutputTokens: 200,
+      });
       assert.equal(result.finishReason, 'stop', text);
       const value: unknown = JSON.parse(text);
       assert.ok(validate(value), `${text}: ${JSON.stringify(validate.errors)}`);
@@ -263,19 +300,37 @@ describe('request fields on a llama.cpp server', () => {
         assert.equal(l.top_logprobs.length, 3);
       }
     }
-    assert.equal(pieces.map((p) => p.logprobs!.map((l) => Buffer.from(l.bytes).toString('latin1')).join('')).join(''), Buffer.from(pieces.map((p) => p.text).join('')).toString('latin1'), 'the tokens\' bytes spell the text');
+    assert.equal(
+      pieces.map((p) => p.logprobs!.map((l) => Buffer.from(l.bytes).toString('latin1')).join('')).join(''),
+      Buffer.from(pieces.map((p) => p.text).join('')).toString('latin1'),
+      "the tokens' bytes spell the text",
+    );
   });
 
   it('through serve --engine: a json_schema task returns JSON valid against the schema; seed repeats at temperature 1', async () => {
     const validate = new Ajv().compile(SCHEMA);
-    const task = (input: Record<string, unknown>) => serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'x/tiny', input: 'Answer in JSON.', max_output_tokens: 200, ...input } });
-    const created = await task({ temperature: 1, text: { format: { type: 'json_schema', name: 'pick', schema: SCHEMA, strict: true } }, task_runtime: { seed: 7 } });
+    const task = (input: Record<string, unknown>) =>
+      serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'x/tiny', input: 'Answer in JSON.', max_output_tokens: 200, ...input } });
+    const created = await task({
+      temperature: 1,
+      text: { format: { type: 'json_schema', name: 'pick', schema: SCHEMA, strict: true } },
+      task_runtime: { seed: 7 },
+    });
     assert.equal(created.status, 202, JSON.stringify(created.json));
     const done = await lmspWaitTerminal(serve, created.json.id);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     const text = done.response.output[0].content[0].text as string;
     assert.ok(validate(JSON.parse(text)), `${text}: ${JSON.stringify(validate.errors)}`);
-    const again = await lmspWaitTerminal(serve, (await task({ temperature: 1, text: { format: { type: 'json_schema', name: 'pick', schema: SCHEMA, strict: true } }, task_runtime: { seed: 7 } })).json.id);
+    const again = await lmspWaitTerminal(
+      serve,
+      (
+        await task({
+          temperature: 1,
+          text: { format: { type: 'json_schema', name: 'pick', schema: SCHEMA, strict: true } },
+          task_runtime: { seed: 7 },
+        })
+      ).json.id,
+    );
     assert.equal(again.response.output[0].content[0].text, text);
   });
 });

@@ -29,7 +29,10 @@ const TEXT_BEFORE_CALLS = "        {%- if message.content %}\n            {{- '\
 
 /** TOOLS_CHAT_TEMPLATE with assistant text wrapped in <answer>…</answer> and no text before a message's calls. */
 function wrappedAnswerTemplate(): string {
-  assert.ok(TOOLS_CHAT_TEMPLATE.includes(PLAIN_ASSISTANT) && TOOLS_CHAT_TEMPLATE.includes(TEXT_BEFORE_CALLS), 'TOOLS_CHAT_TEMPLATE changed: update this test template');
+  assert.ok(
+    TOOLS_CHAT_TEMPLATE.includes(PLAIN_ASSISTANT) && TOOLS_CHAT_TEMPLATE.includes(TEXT_BEFORE_CALLS),
+    'TOOLS_CHAT_TEMPLATE changed: update this test template',
+  );
   return TOOLS_CHAT_TEMPLATE.replace(TEXT_BEFORE_CALLS, '').replace(
     PLAIN_ASSISTANT,
     `        {%- if message.role == "assistant" %}{{- '<|im_start|>assistant\\n<answer>' + message.content + '</answer><|im_end|>\\n' }}{%- else %}\n${PLAIN_ASSISTANT}\n        {%- endif %}`,
@@ -76,9 +79,18 @@ describe('function tools and schemas through a llama.cpp server', () => {
 
   async function generate(over: Partial<GenerateRequest>) {
     const pieces: Array<{ text: string; channel?: OutputChannel }> = [];
-    const request: GenerateRequest = { model: 'x/tiny', messages: [{ role: 'user', content: 'Weather?' }], maxOutputTokens: 300, temperature: 0, ...over };
+    const request: GenerateRequest = {
+      model: 'x/tiny',
+      messages: [{ role: 'user', content: 'Weather?' }],
+      maxOutputTokens: 300,
+      temperature: 0,
+      ...over,
+    };
     backend.checkRequest(request, { onRestart: 'retry' });
-    const result = await backend.generate(request, { signal: new AbortController().signal, onText: (text, _n, _lp, channel) => pieces.push({ text, channel }) });
+    const result = await backend.generate(request, {
+      signal: new AbortController().signal,
+      onText: (text, _n, _lp, channel) => pieces.push({ text, channel }),
+    });
     const calls = new Map<string, { name: string; arguments: string }>();
     for (const p of pieces) {
       if (p.channel?.kind !== 'function_call') continue;
@@ -86,12 +98,24 @@ describe('function tools and schemas through a llama.cpp server', () => {
       c.arguments += p.text;
       calls.set(p.channel.callId, c);
     }
-    return { result, pieces, calls: [...calls.values()], text: pieces.filter((p) => !p.channel).map((p) => p.text).join('') };
+    return {
+      result,
+      pieces,
+      calls: [...calls.values()],
+      text: pieces
+        .filter((p) => !p.channel)
+        .map((p) => p.text)
+        .join(''),
+    };
   }
 
   it('tool_choice "required": one call, arguments valid against the schema, finish stop; no answer text', async () => {
     const validate = new Ajv().compile(WEATHER);
-    const { result, calls, text } = await generate({ tools: [{ name: 'get_weather', description: 'The weather', parameters: WEATHER }], toolChoice: 'required', parallelToolCalls: false });
+    const { result, calls, text } = await generate({
+      tools: [{ name: 'get_weather', description: 'The weather', parameters: WEATHER }],
+      toolChoice: 'required',
+      parallelToolCalls: false,
+    });
     assert.equal(result.finishReason, 'stop');
     assert.equal(text, '');
     assert.equal(calls.length, 1, JSON.stringify(calls));
@@ -117,7 +141,17 @@ describe('function tools and schemas through a llama.cpp server', () => {
   it('through serve --engine: a forced call is a function_call item with its stream events; the next turn takes it back with its function_call_output', async () => {
     const validate = new Ajv().compile(WEATHER);
     const tools = [{ type: 'function', name: 'get_weather', parameters: WEATHER, strict: true }];
-    const created = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'x/tiny', input: 'Weather?', max_output_tokens: 300, temperature: 0, tools, tool_choice: { type: 'function', name: 'get_weather' } } });
+    const created = await serve.lmspCall('POST', '/tasks', {
+      type: 'response',
+      input: {
+        model: 'x/tiny',
+        input: 'Weather?',
+        max_output_tokens: 300,
+        temperature: 0,
+        tools,
+        tool_choice: { type: 'function', name: 'get_weather' },
+      },
+    });
     assert.equal(created.status, 202, JSON.stringify(created.json));
     const done = await lmspWaitTerminal(serve, created.json.id);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
@@ -126,8 +160,11 @@ describe('function tools and schemas through a llama.cpp server', () => {
     assert.equal(call.name, 'get_weather');
     assert.match(call.call_id, /^\S+$/);
     assert.ok(validate(JSON.parse(call.arguments)), `${call.arguments}: ${JSON.stringify(validate.errors)}`);
-    const events = await fetch(`${serve.lmsp}/tasks/${created.json.id}/events`, { headers: { authorization: `Bearer ${serve.token}` } }).then((r) => r.text());
-    for (const ty of ['response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done']) assert.ok(events.includes(`event: ${ty}`), ty);
+    const events = await fetch(`${serve.lmsp}/tasks/${created.json.id}/events`, { headers: { authorization: `Bearer ${serve.token}` } }).then((r) =>
+      r.text(),
+    );
+    for (const ty of ['response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done'])
+      assert.ok(events.includes(`event: ${ty}`), ty);
     // The round trip: the call and its output go back as assistant tool_calls and a tool message, which the
     // engine's template renders (it would answer 400 for a malformed history). The next turn is forced too: free
     // text of the noise model does not parse as this template's wrapped answer ("does not match the expected
@@ -156,12 +193,24 @@ describe('function tools and schemas through a llama.cpp server', () => {
   });
 
   it('through serve --engine: a text.format json_schema task returns JSON valid against the schema', async () => {
-    const schema = { type: 'object', properties: { color: { enum: ['red', 'green'] }, n: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['color', 'n'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { color: { enum: ['red', 'green'] }, n: { type: 'integer', minimum: 0, maximum: 9 } },
+      required: ['color', 'n'],
+      additionalProperties: false,
+    };
     const validate = new Ajv().compile(schema);
     for (const seed of [1, 2]) {
       const created = await serve.lmspCall('POST', '/tasks', {
         type: 'response',
-        input: { model: 'x/tiny', input: 'JSON', max_output_tokens: 200, temperature: 1, task_runtime: { seed }, text: { format: { type: 'json_schema', name: 'pick', schema, strict: true } } },
+        input: {
+          model: 'x/tiny',
+          input: 'JSON',
+          max_output_tokens: 200,
+          temperature: 1,
+          task_runtime: { seed },
+          text: { format: { type: 'json_schema', name: 'pick', schema, strict: true } },
+        },
       });
       assert.equal(created.status, 202, JSON.stringify(created.json));
       const done = await lmspWaitTerminal(serve, created.json.id);
@@ -177,7 +226,16 @@ describe('reasoning through a llama.cpp server', () => {
   let serve: Serve;
   before(async () => {
     server = await startLlamaServer({ model: model('reasoning.gguf', openThoughtTemplate()) });
-    serve = await startServe(['--engine', `x=${server.base}`, '--engine-kind', 'x=llama.cpp', '--engine', `y=${server.base}`, '--engine-kind', 'y=lmstudio']);
+    serve = await startServe([
+      '--engine',
+      `x=${server.base}`,
+      '--engine-kind',
+      'x=llama.cpp',
+      '--engine',
+      `y=${server.base}`,
+      '--engine-kind',
+      'y=lmstudio',
+    ]);
   });
   after(async () => {
     await serve?.stop();
@@ -185,7 +243,10 @@ describe('reasoning through a llama.cpp server', () => {
   });
 
   it('reasoning_content becomes a reasoning item with reasoning events; reasoning.effort is taken', async () => {
-    const created = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'x/tiny', input: 'Think.', max_output_tokens: 8, temperature: 0, reasoning: { effort: 'low' } } });
+    const created = await serve.lmspCall('POST', '/tasks', {
+      type: 'response',
+      input: { model: 'x/tiny', input: 'Think.', max_output_tokens: 8, temperature: 0, reasoning: { effort: 'low' } },
+    });
     assert.equal(created.status, 202, JSON.stringify(created.json));
     const done = await lmspWaitTerminal(serve, created.json.id);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
@@ -194,12 +255,17 @@ describe('reasoning through a llama.cpp server', () => {
     assert.ok(reasoning, JSON.stringify(output));
     assert.ok(reasoning.content!.map((c) => c.text).join('').length > 0);
     assert.equal(done.response.usage.output_tokens, 8);
-    const events = await fetch(`${serve.lmsp}/tasks/${created.json.id}/events`, { headers: { authorization: `Bearer ${serve.token}` } }).then((r) => r.text());
+    const events = await fetch(`${serve.lmsp}/tasks/${created.json.id}/events`, { headers: { authorization: `Bearer ${serve.token}` } }).then((r) =>
+      r.text(),
+    );
     assert.ok(events.includes('event: response.reasoning_text.delta'));
   });
 
   it('reasoning.effort on an engine kind without the field: 400 unsupported_capability naming it', async () => {
-    const created = await serve.lmspCall('POST', '/tasks', { type: 'response', input: { model: 'y/tiny', input: 'Think.', max_output_tokens: 8, reasoning: { effort: 'low' } } });
+    const created = await serve.lmspCall('POST', '/tasks', {
+      type: 'response',
+      input: { model: 'y/tiny', input: 'Think.', max_output_tokens: 8, reasoning: { effort: 'low' } },
+    });
     assert.equal(created.status, 400, JSON.stringify(created.json));
     assert.match(JSON.stringify(created.json), /reasoning\.effort/);
     assert.match(JSON.stringify(created.json), /unsupported_capability/);

@@ -17,7 +17,8 @@ export function agentsDir(): string {
 /** The path of an agent's executable, or an error that says how to install it. */
 export function agentBin(name: keyof typeof AGENT_VERSIONS): string {
   const bin = path.join(agentsDir(), 'node_modules', '.bin', name);
-  if (!fs.existsSync(bin)) throw new Error(`${name} ${AGENT_VERSIONS[name]} is not installed (no ${bin}): run \`node scripts/agents/run.mjs --install-only\``);
+  if (!fs.existsSync(bin))
+    throw new Error(`${name} ${AGENT_VERSIONS[name]} is not installed (no ${bin}): run \`node scripts/agents/run.mjs --install-only\``);
   return bin;
 }
 
@@ -57,7 +58,11 @@ export interface ClaudeResult {
 }
 
 /** `claude -p PROMPT --output-format json [...extra]`, every model variable on our model (docs/anthropic.md). */
-export async function runClaude(s: ClaudeSetup, prompt: string, extra: string[] = []): Promise<{ code: number | null; out: ClaudeResult; stderr: string }> {
+export async function runClaude(
+  s: ClaudeSetup,
+  prompt: string,
+  extra: string[] = [],
+): Promise<{ code: number | null; out: ClaudeResult; stderr: string }> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: s.home,
@@ -110,7 +115,11 @@ export function writeCodexConfig(s: CodexSetup): void {
 }
 
 /** `codex exec [resume --last] PROMPT`; `last`: the final agent message (--output-last-message). */
-export async function runCodex(s: CodexSetup, prompt: string, options: { resumeLast?: boolean } = {}): Promise<{ code: number | null; last: string; output: string }> {
+export async function runCodex(
+  s: CodexSetup,
+  prompt: string,
+  options: { resumeLast?: boolean } = {},
+): Promise<{ code: number | null; last: string; output: string }> {
   const lastFile = path.join(s.home, `last-${process.hrtime.bigint()}.txt`);
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: s.home, CODEX_HOME: s.home, TASK_RUNTIME_TOKEN: s.token };
   const head = options.resumeLast ? ['exec', 'resume', '--last'] : ['exec'];

@@ -21,10 +21,15 @@ export function rawSocket(port: number, send: string): Promise<net.Socket> {
   });
 }
 
-export const socketClosed = (s: net.Socket): Promise<void> => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
+export const socketClosed = (s: net.Socket): Promise<void> =>
+  new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
 
 /** Request heads that never finish: nothing at all, a request line and a header, and a header cut mid-value. */
-export const UNFINISHED_HEADS = ['', 'GET /lmsp/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n', 'GET /lmsp/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: '];
+export const UNFINISHED_HEADS = [
+  '',
+  'GET /lmsp/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n',
+  'GET /lmsp/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ',
+];
 
 /**
  * A task-create body whose metadata is nested `levels` deep. 5 000 levels: the idempotency fingerprint, computed

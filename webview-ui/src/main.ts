@@ -184,7 +184,8 @@ function renderInput(input: InputView | undefined): void {
   }
   for (const item of input.items) {
     if (item.kind === 'message') inputBody.append(itemCard('comment', item.role, '', item.text, 'text-block'));
-    else if (item.kind === 'function_call') inputBody.append(itemCard('symbol-method', `${s('toolCall')}: ${item.name}`, item.callId, item.arguments));
+    else if (item.kind === 'function_call')
+      inputBody.append(itemCard('symbol-method', `${s('toolCall')}: ${item.name}`, item.callId, item.arguments));
     else inputBody.append(itemCard('output', s('toolOutput'), item.callId, item.output));
   }
   if (input.options.length || input.toolChoice) {
@@ -264,10 +265,7 @@ function render(): void {
   const problem = state.problem ?? task?.error ?? null;
   show(problemBox, !!problem);
   if (problem) {
-    problemText.textContent =
-      'title' in problem
-        ? `${problem.title} (${problem.code})\n${problem.detail}`
-        : `${problem.code}\n${problem.message}`;
+    problemText.textContent = 'title' in problem ? `${problem.title} (${problem.code})\n${problem.detail}` : `${problem.code}\n${problem.message}`;
   }
 
   const now = Date.now();
@@ -286,7 +284,14 @@ function render(): void {
     );
     if (lastM.firstTokenMs !== undefined) statRow.append(stat('ttft', s('timeToFirstToken'), formatMs(lastM.firstTokenMs)));
     if (lastM.promptTps !== undefined) {
-      statRow.append(stat('prompt', s('promptProcessing'), fmt('tokensPerSecond', formatRate(lastM.promptTps)), lastM.inputTokens !== undefined ? `${num(lastM.inputTokens)} ${s('inputTokens').toLowerCase()}` : undefined));
+      statRow.append(
+        stat(
+          'prompt',
+          s('promptProcessing'),
+          fmt('tokensPerSecond', formatRate(lastM.promptTps)),
+          lastM.inputTokens !== undefined ? `${num(lastM.inputTokens)} ${s('inputTokens').toLowerCase()}` : undefined,
+        ),
+      );
     }
     if (lastM.totalMs !== undefined) statRow.append(stat('total', lastM.active ? s('elapsed') : s('took'), formatMs(lastM.totalMs)));
     const series = speedSeries(lastA, now, lastM.active, task?.outputTokens);
@@ -323,7 +328,11 @@ function render(): void {
   const hw: Array<[string, string]> = [];
   if (model) {
     if (model.compute === 'remote') hw.push([s('engine'), model.engine ?? '']);
-    else if (model.compute) hw.push([s('compute'), model.compute === 'cpu' ? 'CPU' : `${model.compute.toUpperCase()}${model.devices.length ? ` · ${model.devices.join(', ')}` : ''}`]);
+    else if (model.compute)
+      hw.push([
+        s('compute'),
+        model.compute === 'cpu' ? 'CPU' : `${model.compute.toUpperCase()}${model.devices.length ? ` · ${model.devices.join(', ')}` : ''}`,
+      ]);
     if (model.gpuLayers !== null) hw.push([s('gpuLayers'), `${model.gpuLayers} / ${model.totalLayers ?? '?'}`]);
     if (model.threads !== null) hw.push([s('threads'), String(model.threads)]);
     if (model.contextLength) hw.push([s('contextSize'), `${num(model.contextLength)} tokens`]);
@@ -352,13 +361,22 @@ function render(): void {
   timelineList.replaceChildren(
     ...state.timeline.map((entry, i) => {
       const li = el('li', { 'data-kind': entry.kind, 'data-seq': String(entry.seq) });
-      li.append(el('vscode-icon', { name: entry.kind === 'first_token' ? 'zap' : iconOf(entry.kind) }), el('span', { class: 'kind' }, kindLabel(entry.kind)));
+      li.append(
+        el('vscode-icon', { name: entry.kind === 'first_token' ? 'zap' : iconOf(entry.kind) }),
+        el('span', { class: 'kind' }, kindLabel(entry.kind)),
+      );
       if (entry.detail) li.append(el('span', { class: 'detail' }, ` — ${entry.detail}`));
       const duration = entryDuration(entry.kind, metrics[owners[i] ?? 0]);
       if (duration) li.append(el('span', { class: 'duration' }, duration));
       if (entry.at !== undefined) {
         li.title = clock(entry.at);
-        li.append(el('time', { class: 'at', datetime: new Date(entry.at).toISOString() }, new Date(entry.at).toLocaleTimeString(document.documentElement.lang || undefined)));
+        li.append(
+          el(
+            'time',
+            { class: 'at', datetime: new Date(entry.at).toISOString() },
+            new Date(entry.at).toLocaleTimeString(document.documentElement.lang || undefined),
+          ),
+        );
       }
       return li;
     }),

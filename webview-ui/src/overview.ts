@@ -61,7 +61,9 @@ app.append(role, models.box, throughput.box, queue.box, endpoints.box);
 function where(m: ModelView): string {
   if (m.compute === 'remote') return `${s('remote')} · ${m.engine ?? ''}`;
   if (!m.compute) return ''; // not loaded yet: the badge says so
-  const parts = [m.compute === 'cpu' ? `CPU · ${m.threads ?? '?'} threads` : `${m.compute.toUpperCase()}${m.devices.length ? ` · ${m.devices.join(', ')}` : ''}`];
+  const parts = [
+    m.compute === 'cpu' ? `CPU · ${m.threads ?? '?'} threads` : `${m.compute.toUpperCase()}${m.devices.length ? ` · ${m.devices.join(', ')}` : ''}`,
+  ];
   if (m.gpuLayers !== null) parts.push(`${m.gpuLayers}/${m.totalLayers ?? '?'} layers`);
   return parts.join(' · ');
 }
@@ -96,7 +98,10 @@ function renderQueue(counts: OverviewState['counts']): void {
   for (const status of TASK_STATUSES) {
     const n = counts[status] ?? 0;
     const cell = el('div', { class: 'count', 'data-status': status, 'data-zero': String(n === 0) });
-    cell.append(el('span', { class: 'count-value' }, n.toLocaleString(lang)), el('span', { class: 'count-label' }, s(`status.${status}` as OverviewStringKey)));
+    cell.append(
+      el('span', { class: 'count-value' }, n.toLocaleString(lang)),
+      el('span', { class: 'count-label' }, s(`status.${status}` as OverviewStringKey)),
+    );
     grid.append(cell);
   }
   queue.body.append(grid);
@@ -125,7 +130,11 @@ function renderThroughput(st: OverviewState): void {
       e.preventDefault();
       post('openTask', r.id);
     });
-    li.append(el('vscode-icon', { name: 'loading', spin: '' }), link, el('span', { class: 'muted rate' }, r.rate !== null ? s('tokensPerSecond', formatRate(r.rate)) : `${r.tokens} tok`));
+    li.append(
+      el('vscode-icon', { name: 'loading', spin: '' }),
+      link,
+      el('span', { class: 'muted rate' }, r.rate !== null ? s('tokensPerSecond', formatRate(r.rate)) : `${r.tokens} tok`),
+    );
     list.append(li);
   }
   if (!st.running.length) throughput.body.append(el('p', { class: 'muted' }, s('nothingRunning')));

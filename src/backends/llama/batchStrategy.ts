@@ -16,7 +16,9 @@
 // pool: 2 008 prompt tokens, first token 2 130–2 158 ms at 1 thread, 1 138–1 141 ms at 2. So a decode of at least
 // PROMPT_BATCH_TOKENS tokens runs on `promptThreads` (all math cores, or the setting's number) and the steps of
 // generating sequences on `threads` (calibrated, up to that number).
-import type { BatchItem, CustomBatchingPrioritizationStrategy, LlamaContext, PrioritizedBatchItem, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { BatchItem, CustomBatchingPrioritizationStrategy, LlamaContext, PrioritizedBatchItem, Token } from 'node-llama-cpp' with {
+  'resolution-mode': 'import',
+};
 import { queuedDecodesOf, setWantedThreads, type QueuedDecodes } from './nativeSeams';
 
 /**

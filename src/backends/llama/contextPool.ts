@@ -71,7 +71,6 @@ export const AUTO_CONCURRENCY_CAP = {
 /** Share of the free memory (RAM, or VRAM on the GPU path) that `auto` lets the KV caches of extra sequences take. */
 const AUTO_MEMORY_SHARE = 0.5;
 
-
 /**
  * Sequences for one context: the setting when it is a number, else as many as free memory holds at
  * `contextSize` tokens each (half the free RAM or VRAM for the KV caches beyond the first sequence), at most the cap
@@ -195,7 +194,9 @@ export class BatchedContextPool implements SequencePool {
     }
     const candidates = this.free.map((seq) => ({ id: sequenceIdOf(seq), tokens: seq.contextTokens, owner: this.keys.get(seq) }));
     const best = pickSequence(candidates, tokens, cacheKey, this.context.sequencesLeft > 0);
-    const sequence = best < 0 ? this.context.getSequence() : this.free.splice(best, 1)[0]!;
+    // A fresh sequence: the empty one made at creation while it is unused (it has the lowest id), else a new one.
+    const empty = this.free.findIndex((seq) => seq.contextTokens.length === 0 && !this.keys.has(seq));
+    const sequence = best >= 0 ? this.free.splice(best, 1)[0]! : empty >= 0 ? this.free.splice(empty, 1)[0]! : this.context.getSequence();
     if (cacheKey !== undefined) this.keys.set(sequence, cacheKey);
     else this.keys.delete(sequence);
     this.inUse.add(sequence);

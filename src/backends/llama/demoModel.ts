@@ -53,8 +53,36 @@ const TOKEN_TYPE_BYTE = 6;
 
 // A few whole words so that sampled output contains word-like pieces, not only single characters.
 const WORDS = [
-  'the', 'and', 'of', 'to', 'in', 'is', 'that', 'for', 'it', 'with', 'as', 'was', 'on', 'be', 'at', 'by', 'this',
-  'task', 'model', 'token', 'runtime', 'local', 'stream', 'text', 'hello', 'world', 'data', 'work', 'time', 'run',
+  'the',
+  'and',
+  'of',
+  'to',
+  'in',
+  'is',
+  'that',
+  'for',
+  'it',
+  'with',
+  'as',
+  'was',
+  'on',
+  'be',
+  'at',
+  'by',
+  'this',
+  'task',
+  'model',
+  'token',
+  'runtime',
+  'local',
+  'stream',
+  'text',
+  'hello',
+  'world',
+  'data',
+  'work',
+  'time',
+  'run',
 ];
 
 interface Vocab {
@@ -225,8 +253,7 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
     const data = uniform(embd * nVocab, 1);
     for (let t = 0; t < nVocab; t++) {
       const type = vocab.types[t];
-      const rowScale =
-        t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE_BYTE ? 1.5 : type === TOKEN_TYPE_NORMAL && t < vocab.textTokens ? 4 : 0.5;
+      const rowScale = t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE_BYTE ? 1.5 : type === TOKEN_TYPE_NORMAL && t < vocab.textTokens ? 4 : 0.5;
       const k = rowScale / Math.sqrt(embd);
       for (let i = 0; i < embd; i++) data[t * embd + i] *= k;
     }

@@ -88,7 +88,8 @@ class Translator {
       const types = 'type' in n ? this.types(n.type, `${path}.type`) : undefined;
       values.forEach((v, i) => {
         const at = kw === 'const' ? `${path}.const` : `${path}.enum[${i}]`;
-        if (v !== null && !['string', 'number', 'boolean'].includes(typeof v)) this.refuse(at, 'only string, number, boolean and null values can be enforced');
+        if (v !== null && !['string', 'number', 'boolean'].includes(typeof v))
+          this.refuse(at, 'only string, number, boolean and null values can be enforced');
         if (types && !types.some((t) => matchesType(v, t))) this.refuse(at, `the value does not match "type"`);
       });
       return kw === 'const' ? { ...base, const: n.const } : { ...base, enum: n.enum };
@@ -106,7 +107,15 @@ class Translator {
     // A type list: one alternative per type, each with the keywords that apply to it.
     return {
       ...base,
-      oneOf: types.map((t) => this.typed(n, t, path, keys.filter((k) => k === 'type' || ALLOWED[t]!.has(k) || !anyTypeAllows(k)), {})),
+      oneOf: types.map((t) =>
+        this.typed(
+          n,
+          t,
+          path,
+          keys.filter((k) => k === 'type' || ALLOWED[t]!.has(k) || !anyTypeAllows(k)),
+          {},
+        ),
+      ),
     };
   }
 
@@ -131,7 +140,8 @@ class Translator {
           if (typeof n.format !== 'string' || !FORMATS.has(n.format)) {
             this.refuse(`${path}.format`, `format ${JSON.stringify(n.format)} cannot be enforced (supported: ${[...FORMATS].join(', ')})`);
           }
-          if ('minLength' in n || 'maxLength' in n) this.refuse(`${path}.${'minLength' in n ? 'minLength' : 'maxLength'}`, 'lengths cannot be combined with "format"');
+          if ('minLength' in n || 'maxLength' in n)
+            this.refuse(`${path}.${'minLength' in n ? 'minLength' : 'maxLength'}`, 'lengths cannot be combined with "format"');
           return { ...out, format: n.format };
         }
         const min = this.count(n, 'minLength', path);
@@ -145,7 +155,10 @@ class Translator {
           ['maximum', (v: number) => v >= INTEGER_LIMIT],
         ] as const) {
           if (k in n && (typeof n[k] !== 'number' || !ok(n[k]))) {
-            this.refuse(`${path}.${k}`, `"${k}" cannot be enforced by the grammar (only bounds beyond ±${INTEGER_LIMIT}, which every generated integer keeps)`);
+            this.refuse(
+              `${path}.${k}`,
+              `"${k}" cannot be enforced by the grammar (only bounds beyond ±${INTEGER_LIMIT}, which every generated integer keeps)`,
+            );
           }
         }
         return { ...base, type: 'integer' };
@@ -164,13 +177,12 @@ class Translator {
     const props = n.properties ?? {};
     if (typeof props !== 'object' || props === null || Array.isArray(props)) this.refuse(`${path}.properties`, '"properties" must be an object');
     const names = Object.keys(props);
-    const properties = Object.fromEntries(
-      names.map((k) => [k, this.node((props as Node)[k], `${path}.properties${segment(k)}`)]),
-    );
+    const properties = Object.fromEntries(names.map((k) => [k, this.node((props as Node)[k], `${path}.properties${segment(k)}`)]));
     if ('required' in n) {
       if (!Array.isArray(n.required)) this.refuse(`${path}.required`, '"required" must be an array');
       n.required.forEach((r, i) => {
-        if (typeof r !== 'string' || !names.includes(r)) this.refuse(`${path}.required[${i}]`, `required property ${JSON.stringify(r)} is not in "properties"`);
+        if (typeof r !== 'string' || !names.includes(r))
+          this.refuse(`${path}.required[${i}]`, `required property ${JSON.stringify(r)} is not in "properties"`);
       });
     }
     const ap = n.additionalProperties;
@@ -181,8 +193,10 @@ class Translator {
     const max = this.count(n, 'maxProperties', path);
     if (names.length > 0) {
       // Exactly the listed properties are generated: extra keys never appear, so counts must admit that number.
-      if (min !== undefined && names.length < min) this.refuse(`${path}.minProperties`, `"minProperties" exceeds the ${names.length} properties generated`);
-      if (max !== undefined && names.length > max) this.refuse(`${path}.maxProperties`, `"maxProperties" is below the ${names.length} properties generated`);
+      if (min !== undefined && names.length < min)
+        this.refuse(`${path}.minProperties`, `"minProperties" exceeds the ${names.length} properties generated`);
+      if (max !== undefined && names.length > max)
+        this.refuse(`${path}.maxProperties`, `"maxProperties" is below the ${names.length} properties generated`);
       return { ...base, type: 'object', properties, additionalProperties: false };
     }
     if (ap === false) {

@@ -98,7 +98,12 @@ export function sequenceIdOf(sequence: LlamaContextSequence): number {
 export function grammarInternalsOf(state: LlamaGrammarEvaluationState): { sampler: GrammarSampler; handle: unknown } | undefined {
   const g = state as unknown as GrammarInternals;
   const sampler = g._llama?._bindings?.AddonSampler;
-  if (!sampler || typeof sampler.acceptGrammarEvaluationStateToken !== 'function' || typeof sampler.canBeNextTokenForGrammarEvaluationState !== 'function') return undefined;
+  if (
+    !sampler ||
+    typeof sampler.acceptGrammarEvaluationStateToken !== 'function' ||
+    typeof sampler.canBeNextTokenForGrammarEvaluationState !== 'function'
+  )
+    return undefined;
   if (g._state === undefined) return undefined;
   return { sampler: sampler as GrammarSampler, handle: g._state };
 }
@@ -112,7 +117,9 @@ export function missingSeams(context: LlamaContext, sequence?: LlamaContextSeque
   if (typeof c?._ctx?.sampleToken !== 'function') missing.push('context._ctx.sampleToken');
   if (!Array.isArray(c?._queuedDecodes)) missing.push('context._queuedDecodes');
   const consumer = c?._threadSplitterConsumer;
-  const consumerReady = consumer ? typeof consumer._wantedThreads === 'number' : !!c && '_threadSplitterConsumer' in c && typeof c._llama?._threadsSplitter?.createConsumer === 'function';
+  const consumerReady = consumer
+    ? typeof consumer._wantedThreads === 'number'
+    : !!c && '_threadSplitterConsumer' in c && typeof c._llama?._threadsSplitter?.createConsumer === 'function';
   if (!consumerReady) missing.push('context._threadSplitterConsumer._wantedThreads');
   if (sequence && sequenceIdOf(sequence) < 0) missing.push('sequence._sequenceId');
   if (grammarState) {

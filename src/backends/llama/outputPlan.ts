@@ -4,7 +4,9 @@
 // state to sample with (a function: the auto call grammar switches on and off mid-generation), and on resume the text
 // to re-feed in the model's own syntax with the grammar advanced over it. No plan (undefined): plain answer text.
 
-import type { ChatWrapper, Llama, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel, Token, TokenBias } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { ChatWrapper, Llama, LlamaGrammar, LlamaGrammarEvaluationState, LlamaModel, Token, TokenBias } from 'node-llama-cpp' with {
+  'resolution-mode': 'import',
+};
 import type { GenerateRequest, OutputSegment, ResumeFrom } from '../../runtime/backend';
 import { RequestRefusedError } from '../../runtime/backend';
 import { acceptDeliveredTokens } from './grammar';
@@ -41,7 +43,11 @@ export function checkTools(request: GenerateRequest): void {
   }
   if (choice === 'auto' && request.format) {
     // The answer's grammar would have to admit the call syntax too; not built.
-    throw new RequestRefusedError('unsupported_capability', 'A local model cannot combine text.format with tool_choice "auto"; use "required" or a named tool, or no format.', 'text.format');
+    throw new RequestRefusedError(
+      'unsupported_capability',
+      'A local model cannot combine text.format with tool_choice "auto"; use "required" or a named tool, or no format.',
+      'text.format',
+    );
   }
 }
 
@@ -108,7 +114,8 @@ export async function planOutput(
   });
   // Reasoning effort: a thought budget, then the thought suffix under grammar (the splitter leaves the thought there).
   const budget = thought && request.reasoningEffort ? THOUGHT_BUDGETS[request.reasoningEffort] : undefined;
-  const closeGrammar = budget !== undefined ? await loaded.llama.createGrammar({ grammar: `root ::= ${JSON.stringify(thought!.suffix)}` }) : undefined;
+  const closeGrammar =
+    budget !== undefined ? await loaded.llama.createGrammar({ grammar: `root ::= ${JSON.stringify(thought!.suffix)}` }) : undefined;
   let thoughtTokens = 0;
   let closing: LlamaGrammarEvaluationState | undefined;
   const current = (): LlamaGrammarEvaluationState | undefined => {

@@ -15,9 +15,7 @@ export interface FunctionCallItem {
 
 /** Structural slice of node-llama-cpp's ChatHistoryItem (the package is ESM-only; types stay local). */
 export type ChatHistoryItem =
-  | { type: 'system'; text: string }
-  | { type: 'user'; text: string }
-  | { type: 'model'; response: Array<string | FunctionCallItem | ThoughtSegment> };
+  { type: 'system'; text: string } | { type: 'user'; text: string } | { type: 'model'; response: Array<string | FunctionCallItem | ThoughtSegment> };
 
 /** Structural slice of node-llama-cpp's ChatModelSegment: earlier reasoning of a model turn. */
 export interface ThoughtSegment {
@@ -65,20 +63,25 @@ export function chatHistory(instructions: string | undefined, messages: readonly
     if (m.role === 'user') history.push({ type: 'user', text: m.content });
     else if (m.role === 'assistant') {
       // Earlier reasoning first, as the model wrote it; the chat wrapper decides whether its template keeps it.
-      const response: Array<string | FunctionCallItem | ThoughtSegment> = m.reasoning ? [{ type: 'segment', segmentType: 'thought', text: m.reasoning, ended: true }] : [];
+      const response: Array<string | FunctionCallItem | ThoughtSegment> = m.reasoning
+        ? [{ type: 'segment', segmentType: 'thought', text: m.reasoning, ended: true }]
+        : [];
       if (m.content) response.push(m.content);
       for (const c of m.toolCalls ?? []) {
         response.push({ type: 'functionCall', name: c.name, params: argumentsValue(c.arguments), result: results.get(c.callId) ?? '' });
       }
       history.push({ type: 'model', response });
-    } else if (m.role === 'tool' && unpaired.has(m)) history.push({ type: 'user', text: `Tool result${m.callId ? ` (${m.callId})` : ''}:\n${m.content}` });
+    } else if (m.role === 'tool' && unpaired.has(m))
+      history.push({ type: 'user', text: `Tool result${m.callId ? ` (${m.callId})` : ''}:\n${m.content}` });
   }
   history.push({ type: 'model', response: [] });
   return history;
 }
 
 /** node-llama-cpp's `availableFunctions` for the offered tools. */
-export function availableFunctions(tools: readonly ToolDefinition[] | undefined): Record<string, { description?: string; params?: unknown }> | undefined {
+export function availableFunctions(
+  tools: readonly ToolDefinition[] | undefined,
+): Record<string, { description?: string; params?: unknown }> | undefined {
   if (!tools || tools.length === 0) return undefined;
   return Object.fromEntries(
     tools.map((t) => [t.name, { ...(t.description ? { description: t.description } : {}), ...(t.parameters ? { params: t.parameters } : {}) }]),

@@ -28,7 +28,12 @@ export function commonPrefix(a: readonly Token[], b: readonly Token[]): number {
  * would erase more of that conversation than it saves this one (the header's reason). A fresh sequence also when no
  * kept one shares anything, so that kept prefixes stay for someone they fit.
  */
-export function pickSequence(candidates: readonly SequenceCandidate[], tokens: readonly Token[], cacheKey: string | undefined, freshAvailable: boolean): number {
+export function pickSequence(
+  candidates: readonly SequenceCandidate[],
+  tokens: readonly Token[],
+  cacheKey: string | undefined,
+  freshAvailable: boolean,
+): number {
   let best = -1;
   let bestScore: number[] | undefined;
   for (let i = 0; i < candidates.length; i++) {

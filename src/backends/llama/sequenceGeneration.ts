@@ -83,7 +83,9 @@ export async function runGeneration(
   // What checkRequest could not decide before the load (contextFit.ts), or a context fitted smaller at a reload.
   failStart(contextMisfit(loaded.contextSize, inputTokens, explicitBudget(request)));
   if (sequence.nextTokenIndex + input.length >= loaded.contextSize) {
-    throw new Error(`prompt and delivered text (${sequence.nextTokenIndex + input.length} tokens) do not fit the context of ${loaded.contextSize} tokens`);
+    throw new Error(
+      `prompt and delivered text (${sequence.nextTokenIndex + input.length} tokens) do not fit the context of ${loaded.contextSize} tokens`,
+    );
   }
   const room = loaded.contextSize - sequence.nextTokenIndex - input.length;
   const requested = request.maxOutputTokens ?? Number.POSITIVE_INFINITY;
@@ -153,8 +155,7 @@ export async function runGeneration(
 
   /** Output tokens the penalties look at (the delivered ones first, on resume). */
   const recent: Token[] = delivered.slice(-PENALTY_WINDOW);
-  const penalized =
-    request.repeatPenalty !== undefined || request.frequencyPenalty !== undefined || request.presencePenalty !== undefined;
+  const penalized = request.repeatPenalty !== undefined || request.frequencyPenalty !== undefined || request.presencePenalty !== undefined;
   const evaluateOptions: SequenceEvaluateOptions = {
     temperature: request.temperature ?? DEFAULT_TEMPERATURE,
     topP: request.topP,

@@ -52,10 +52,7 @@ export class SnapshotWriter {
    * tokens/s: `everyMs` since the last save, and re-evaluating what no save covers would take `minReevalMs` or more.
    */
   due(nextTokenIndex: number, reevalRate: number): boolean {
-    return (
-      Date.now() - this.last >= this.options.everyMs &&
-      ((nextTokenIndex - this.covered) / reevalRate) * 1000 >= this.options.minReevalMs
-    );
+    return Date.now() - this.last >= this.options.everyMs && ((nextTokenIndex - this.covered) / reevalRate) * 1000 >= this.options.minReevalMs;
   }
 
   /** Saves the state and reports it with what it covers: everything emitted so far. */

@@ -146,7 +146,13 @@ export type CallMode = 'forced' | 'auto';
  * The GBNF for calls. forced: the whole output (`prefix` first); auto: what follows a `prefix` the model wrote.
  * `argsGrammars` are node-llama-cpp's grammars of toolSchemas, hardened (same order as `names`).
  */
-export function callsGrammar(syntax: CallSyntax, names: readonly string[], argsGrammars: readonly string[], mode: CallMode, maxCalls: number): string {
+export function callsGrammar(
+  syntax: CallSyntax,
+  names: readonly string[],
+  argsGrammars: readonly string[],
+  mode: CallMode,
+  maxCalls: number,
+): string {
   const rules = argsGrammars.map((g, i) => namespaceGrammar(hardenGrammar(g), `t${i}`));
   const calls = names.map((n, i) => `${lit(n)} ${lit(syntax.paramsPrefix)} t${i}-root ${lit(syntax.suffix)}`);
   const call = `call ::= ${calls.map((c) => `(${c})`).join(' | ')}`;
@@ -162,7 +168,12 @@ export function callsGrammar(syntax: CallSyntax, names: readonly string[], argsG
 /** Compiled call grammars per tool set (per Llama instance), a few kept. */
 export class CallGrammarCache {
   private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
-  constructor(private readonly llama: { createGrammarForJsonSchema(s: never): Promise<{ grammar: string }>; createGrammar(o: { grammar: string }): Promise<LlamaGrammar> }) {}
+  constructor(
+    private readonly llama: {
+      createGrammarForJsonSchema(s: never): Promise<{ grammar: string }>;
+      createGrammar(o: { grammar: string }): Promise<LlamaGrammar>;
+    },
+  ) {}
 
   get(syntax: CallSyntax, tools: readonly ToolDefinition[], mode: CallMode, maxCalls: number): Promise<LlamaGrammar> {
     const schemas = toolSchemas(tools);
@@ -171,7 +182,15 @@ export class CallGrammarCache {
     if (!g) {
       g = (async () => {
         const args = await Promise.all(schemas.map(async (s) => (await this.llama.createGrammarForJsonSchema(s as never)).grammar));
-        return this.llama.createGrammar({ grammar: callsGrammar(syntax, tools.map((t) => t.name), args, mode, maxCalls) });
+        return this.llama.createGrammar({
+          grammar: callsGrammar(
+            syntax,
+            tools.map((t) => t.name),
+            args,
+            mode,
+            maxCalls,
+          ),
+        });
       })();
       g.catch(() => this.grammars.delete(key));
       if (this.grammars.size >= 16) this.grammars.delete(this.grammars.keys().next().value!);

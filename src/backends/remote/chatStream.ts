@@ -28,7 +28,15 @@ import { scrubKey } from './scrubKey';
 import { randomBytes } from 'node:crypto';
 import { BackendError, type FinishReason, type OutputChannel, type TokenLogprob } from '../../runtime/backend';
 import type { FailureCode } from '../../runtime/problems';
-import { engineErrorOf, FINISH_REASONS, isContextOverflow, isWrongRoute, REASONING_DELTA_FIELDS, STOP_SEQUENCE_FIELDS, type EngineErrorInfo } from './quirks';
+import {
+  engineErrorOf,
+  FINISH_REASONS,
+  isContextOverflow,
+  isWrongRoute,
+  REASONING_DELTA_FIELDS,
+  STOP_SEQUENCE_FIELDS,
+  type EngineErrorInfo,
+} from './quirks';
 import { SseLimitError, SseParser } from '../../protocols/http/sseParser';
 import { isObject } from '../../runtime/jsonValues';
 
@@ -155,7 +163,10 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
       } catch {
         /* unparsable location */
       }
-      throw fail('backend_error', `answered with a redirect (HTTP ${res.status} to ${engineText(where)}); redirects are not followed, so credentials are never sent elsewhere. Configure the engine's final URL.`);
+      throw fail(
+        'backend_error',
+        `answered with a redirect (HTTP ${res.status} to ${engineText(where)}); redirects are not followed, so credentials are never sent elsewhere. Configure the engine's final URL.`,
+      );
     }
     if (!res.ok) {
       const body = await readSmall(res, req.maxEventBytes).catch(() => '');
@@ -164,8 +175,10 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
       if (res.status === 429 || res.status === 503 || res.status === 502 || res.status === 504) {
         throw new EndpointUnreachable(`${label} is busy or unavailable (${detail}).`, retryAfterMs(res.headers.get('retry-after')));
       }
-      if (res.status === 401 || res.status === 403) throw fail('backend_error', `refused the request's credentials (${detail}); check the engine's API key.`);
-      if (isContextOverflow(info)) throw fail('context_length_exceeded', `refused the request: the prompt does not fit the model's context (${detail}).`);
+      if (res.status === 401 || res.status === 403)
+        throw fail('backend_error', `refused the request's credentials (${detail}); check the engine's API key.`);
+      if (isContextOverflow(info))
+        throw fail('context_length_exceeded', `refused the request: the prompt does not fit the model's context (${detail}).`);
       if (res.status === 404) throw fail('model_not_found', `does not know this model or the URL is not its OpenAI-style base (…/v1) (${detail}).`);
       if (res.status === 400 || res.status === 413 || res.status === 422) throw fail('invalid_request', `refused the request (${detail}).`);
       throw fail('backend_error', `failed (${detail}).`);
@@ -243,7 +256,8 @@ async function readStream(
         try {
           done = applyChatEvent(data, st, req.onDelta);
         } catch (e) {
-          if (e instanceof ChatEventError) throw e.info ? engineFailure(label, e.info, apiKey, 'reported an error mid-stream') : streamFailure(label, e, apiKey);
+          if (e instanceof ChatEventError)
+            throw e.info ? engineFailure(label, e.info, apiKey, 'reported an error mid-stream') : streamFailure(label, e, apiKey);
           throw e;
         }
         if (done) break;
@@ -388,13 +402,15 @@ function applyToolCallDelta(call: unknown, st: ChatStreamState, onDelta: DeltaHa
   const name = fn?.name;
   if (name !== undefined && name !== null && typeof name !== 'string') throw new ChatEventError('sent a tool call whose function name is not text.');
   const args = fn?.arguments;
-  if (args !== undefined && args !== null && typeof args !== 'string') throw new ChatEventError('sent tool call arguments that are not text (a JSON string).');
+  if (args !== undefined && args !== null && typeof args !== 'string')
+    throw new ChatEventError('sent tool call arguments that are not text (a JSON string).');
   const calls = (st.calls ??= []);
   const i = index as number;
   if (i === calls.length) {
     // A new call: its first delta names the function.
     if (typeof name !== 'string' || !name) throw new ChatEventError(`sent tool call ${i} without a function name.`);
-    if (name.length > MAX_TOOL_NAME || /[\u0000-\u001f\u007f]/.test(name)) throw new ChatEventError(`sent tool call ${i} with an invalid function name.`);
+    if (name.length > MAX_TOOL_NAME || /[\u0000-\u001f\u007f]/.test(name))
+      throw new ChatEventError(`sent tool call ${i} with an invalid function name.`);
     const engineId = typeof call.id === 'string' ? call.id : '';
     const usable = engineId && engineId.length <= MAX_CALL_ID && !/[\u0000-\u001f\u007f]/.test(engineId) && !calls.some((c) => c.callId === engineId);
     const callId = usable ? engineId : `call_${randomBytes(12).toString('hex')}`;
@@ -453,7 +469,8 @@ function streamFailure(label: string, e: ChatEventError, apiKey?: string): Backe
 /** The engine's own error (an HTTP 200 JSON body or an error event): context overflow, a wrong URL, or any other. */
 function engineFailure(label: string, info: EngineErrorInfo, apiKey: string | undefined, what: string): BackendError {
   const msg = engineText(info.message, apiKey);
-  if (isContextOverflow(info)) return new BackendError('failed', 'context_length_exceeded', `${label}: the prompt does not fit the model's context (${msg}).`);
+  if (isContextOverflow(info))
+    return new BackendError('failed', 'context_length_exceeded', `${label}: the prompt does not fit the model's context (${msg}).`);
   if (isWrongRoute(info)) {
     return new BackendError('failed', 'backend_error', `${label}: ${what}: ${msg}; the URL is probably not its OpenAI-style base (…/v1).`);
   }

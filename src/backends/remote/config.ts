@@ -63,7 +63,7 @@ export function normalizeEngineUrl(raw: string): string {
     throw new EngineConfigError(`engine URLs must be http or https, got "${u.protocol}".`);
   }
   if (u.username || u.password) {
-    throw new EngineConfigError('engine URLs must not contain credentials; give the API key in a key file (or the editor\'s secret storage).');
+    throw new EngineConfigError("engine URLs must not contain credentials; give the API key in a key file (or the editor's secret storage).");
   }
   if (u.search || u.hash) throw new EngineConfigError(`engine URL ${u.host} must not have a query or fragment.`);
   return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`;
@@ -90,7 +90,9 @@ export function checkEngineConfig(c: EngineConfig): EngineConfig {
   if (c.kind !== undefined) checkEngineKind(c.kind);
   const profile = ENGINE_PROFILES[c.kind ?? 'openai'];
   if (c.resume === true && profile.continuesFinalMessage === false) {
-    throw new EngineConfigError(`engine "${c.name}": on_restart "resume" cannot be offered: ${profile.noResumeReason ?? `${profile.label} does not continue a final assistant message`}.`);
+    throw new EngineConfigError(
+      `engine "${c.name}": on_restart "resume" cannot be offered: ${profile.noResumeReason ?? `${profile.label} does not continue a final assistant message`}.`,
+    );
   }
   if (!c.urls.length) throw new EngineConfigError(`engine "${c.name}" has no URL.`);
   const urls = c.urls.map(normalizeEngineUrl);

@@ -74,7 +74,9 @@ export function parseModelList(json: unknown): RemoteModel[] {
   if (isObject(json) && json.data === null && !engineErrorOf(json)) return [];
   if (!isObject(json) || !Array.isArray(json.data)) {
     const err = engineErrorOf(json);
-    throw new Error(`the answer to /models is not a model list${err ? ` (${err.message.slice(0, 200)}); is the URL the OpenAI-style base (…/v1)?` : ''}`);
+    throw new Error(
+      `the answer to /models is not a model list${err ? ` (${err.message.slice(0, 200)}); is the URL the OpenAI-style base (…/v1)?` : ''}`,
+    );
   }
   const out: RemoteModel[] = [];
   for (const m of json.data.slice(0, MAX_MODELS)) {
@@ -265,7 +267,13 @@ export class RemoteEngine {
 
   private pick(model: string, tried: Set<Endpoint>, cacheKey?: string): Endpoint | undefined {
     const last = cacheKey === undefined ? undefined : this.affinity.get(cacheKey);
-    if (last && !tried.has(last) && this.up.includes(last) && last.inFlight < last.concurrency && (!last.models || last.models.some((m) => m.id === model))) {
+    if (
+      last &&
+      !tried.has(last) &&
+      this.up.includes(last) &&
+      last.inFlight < last.concurrency &&
+      (!last.models || last.models.some((m) => m.id === model))
+    ) {
       return last;
     }
     let best: Endpoint | undefined;

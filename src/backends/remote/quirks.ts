@@ -147,7 +147,7 @@ export const ENGINE_PROFILES: Record<EngineKind, EngineProfile> = {
   ollama: {
     label: 'Ollama',
     continuesFinalMessage: false,
-    noResumeReason: 'Ollama has no continue_final_message; whether it continues a final assistant message depends on the model\'s template',
+    noResumeReason: "Ollama has no continue_final_message; whether it continues a final assistant message depends on the model's template",
     ownedBy: ['library'],
     // Request fields (docs/api/openai-compatibility.mdx, "Supported request fields"; openai/openai.go
     // ChatCompletionRequest): frequency_penalty, presence_penalty, response_format (JSON mode and json_schema), seed,
@@ -287,7 +287,8 @@ export const CONTEXT_OVERFLOW: ReadonlyArray<{ engine: string; test: (e: EngineE
   // context length of only M tokens…"; MLX: "Context size has been exceeded".
   {
     engine: 'LM Studio',
-    test: (e) => /greater than the context length|context length of only \d+|context size has been exceeded|reached context length of \d+/i.test(e.message),
+    test: (e) =>
+      /greater than the context length|context length of only \d+|context size has been exceeded|reached context length of \d+/i.test(e.message),
   },
 ];
 
@@ -316,7 +317,6 @@ export const FINISH_REASONS: Readonly<Record<string, 'stop' | 'max_output_tokens
   abort: 'interrupted',
   error: 'error',
 };
-
 
 function textOf(v: unknown): string | undefined {
   return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;

@@ -143,7 +143,11 @@ export class RemoteBackend implements ModelBackend {
       // The engine continues the text clients already have; only what follows it is streamed (and emitted). Text on
       // other channels (a call's arguments, reasoning) cannot be handed back as a message the engine continues.
       if (resume.segments?.some((s) => s.channel)) {
-        throw new BackendError('failed', 'backend_error', `Engine "${r.engine.name}" cannot resume inside a function call or reasoning; use on_restart "retry".`);
+        throw new BackendError(
+          'failed',
+          'backend_error',
+          `Engine "${r.engine.name}" cannot resume inside a function call or reasoning; use on_restart "retry".`,
+        );
       }
       messages.push({ role: 'assistant', content: resume.text });
       Object.assign(body, CONTINUE_FINAL_MESSAGE);
@@ -166,7 +170,12 @@ export class RemoteBackend implements ModelBackend {
         counted += n;
         if (channel) options.onText(text, n, undefined, channel);
         else if (top === undefined) options.onText(text, n);
-        else options.onText(text, n, (logprobs ?? []).map((l) => (l.top_logprobs.length > top ? { ...l, top_logprobs: l.top_logprobs.slice(0, top) } : l)));
+        else
+          options.onText(
+            text,
+            n,
+            (logprobs ?? []).map((l) => (l.top_logprobs.length > top ? { ...l, top_logprobs: l.top_logprobs.slice(0, top) } : l)),
+          );
       };
       const result = await r.engine.chat(r.model, body, options.signal, onDelta, top !== undefined, request.cacheKey);
       // The engine's word for which stop string it was, kept only when it is one of the request's.
@@ -209,7 +218,10 @@ export function checkForKind(kind: EngineKind, request: GenerateRequest): void {
   }
   const effort = request.reasoningEffort;
   if (effort !== undefined && !can.reasoningEffort?.values.includes(effort)) {
-    refuse(can.reasoningEffort ? `"reasoning.effort" "${effort}" (it takes ${can.reasoningEffort.values.join(', ')})` : '"reasoning.effort"', 'reasoning.effort');
+    refuse(
+      can.reasoningEffort ? `"reasoning.effort" "${effort}" (it takes ${can.reasoningEffort.values.join(', ')})` : '"reasoning.effort"',
+      'reasoning.effort',
+    );
   }
 }
 

@@ -29,7 +29,7 @@ export function scrubKey(text: string, key: string | undefined): string {
   }
   if (!any) return text;
   let out = '';
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     if (!covered[i]) {
       out += text[i++];
       continue;

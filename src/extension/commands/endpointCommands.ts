@@ -73,7 +73,9 @@ export class EndpointCommands extends Disposable {
    */
   async copyOpenAiEndpoint(): Promise<string | undefined> {
     const endpoint = this.requireEndpoint();
-    const question = t('Copy the OpenAI-compatible endpoint with the access token to the clipboard? Any program that reads the clipboard can then use the token.');
+    const question = t(
+      'Copy the OpenAI-compatible endpoint with the access token to the clipboard? Any program that reads the clipboard can then use the token.',
+    );
     if (!(await this.d.confirm(question, t('Copy with Token')))) return undefined;
     const snippet = JSON.stringify({ baseURL: endpoint.lmspUrl, apiKey: await this.d.tokens.get() }, null, 2);
     await vscode.env.clipboard.writeText(snippet);

@@ -80,7 +80,11 @@ export class EngineCommands extends Disposable {
         title: t('Add Remote Engine'),
         prompt: t('The OpenAI-style base URL (ending in /v1). Several URLs of one engine, separated by commas, form a pool.'),
         value: preset.preset.url,
-        validateInput: (v) => v.split(',').map((u) => checkUrl(u)).find((m) => m),
+        validateInput: (v) =>
+          v
+            .split(',')
+            .map((u) => checkUrl(u))
+            .find((m) => m),
       });
       if (!url) return undefined;
       let suggested: string = preset.preset.name;
@@ -94,7 +98,7 @@ export class EngineCommands extends Disposable {
       if (!name) return undefined;
       const apiKey = await vscode.window.showInputBox({
         title: t('Add Remote Engine'),
-        prompt: t('API key, if the server needs one (kept in the editor\'s secret storage, never in settings). Leave empty for none.'),
+        prompt: t("API key, if the server needs one (kept in the editor's secret storage, never in settings). Leave empty for none."),
         password: true,
         ignoreFocusOut: true,
       });

@@ -53,7 +53,10 @@ export class ModelCommands extends Disposable {
     if (arg !== undefined && (typeof arg !== 'object' || arg === null || !('kind' in arg))) {
       if (typeof arg !== 'string') throw new Error(t('Select Model takes a model URI (a string).'));
       const value = checkedModelArgument(arg);
-      const question = t('Switch the model of every new task to {0}? A command asked for it; the model is downloaded when a task first needs it.', value);
+      const question = t(
+        'Switch the model of every new task to {0}? A command asked for it; the model is downloaded when a task first needs it.',
+        value,
+      );
       if (!(await this.d.confirm(question, t('Switch Model')))) return undefined;
       await this.setModel(value);
       return value;

@@ -27,7 +27,10 @@ export const createTaskArgsSchema = z.strictObject({
   model: z.string().min(1).max(1000).optional(),
   onRestart: z.enum(RESTART_POLICIES).optional(),
   maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
-  temperature: z.number().refine((v) => fieldProblem('temperature', v) === undefined, { message: `temperature ${fieldProblem('temperature', -1)}` }).optional(),
+  temperature: z
+    .number()
+    .refine((v) => fieldProblem('temperature', v) === undefined, { message: `temperature ${fieldProblem('temperature', -1)}` })
+    .optional(),
   instructions: z.string().max(1_000_000).optional(),
 });
 export type CreateTaskArgs = z.infer<typeof createTaskArgsSchema>;
@@ -98,7 +101,8 @@ export class TaskCommands extends Disposable {
     let args: CreateTaskArgs;
     if (arg !== undefined && !(arg && typeof arg === 'object' && 'kind' in arg)) {
       const parsed = createTaskArgsSchema.safeParse(arg);
-      if (!parsed.success) throw new Error(t('Invalid Create Task arguments: {0}', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')));
+      if (!parsed.success)
+        throw new Error(t('Invalid Create Task arguments: {0}', parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')));
       args = parsed.data;
     } else {
       const asked = await this.askCreateArgs();
@@ -130,7 +134,15 @@ export class TaskCommands extends Disposable {
     let model: string | undefined;
     if (models.length > 1) {
       const pick = await vscode.window.showQuickPick(
-        [{ label: t('Default model'), id: undefined as string | undefined }, ...models.map((m) => ({ label: m.id, description: m.demo ? t('demo model') : m.source, detail: m.hardware, id: m.id as string | undefined }))],
+        [
+          { label: t('Default model'), id: undefined as string | undefined },
+          ...models.map((m) => ({
+            label: m.id,
+            description: m.demo ? t('demo model') : m.source,
+            detail: m.hardware,
+            id: m.id as string | undefined,
+          })),
+        ],
         { title: t('Create Task (2/3): model'), ignoreFocusOut: true },
       );
       if (!pick) return undefined;

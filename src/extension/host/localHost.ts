@@ -49,9 +49,7 @@ export async function openLocalHost(options: {
 }): Promise<LocalHost> {
   const { dataDir, settings, log } = options;
   mkdirSync(dataDir, { recursive: true });
-  const engines = await Promise.all(
-    settings.engines.map(async (e) => ({ ...e, apiKey: (await options.engineKey?.(e.name)) || undefined })),
-  );
+  const engines = await Promise.all(settings.engines.map(async (e) => ({ ...e, apiKey: (await options.engineKey?.(e.name)) || undefined })));
   const { backend } = await composeBackend({
     models: settings.model ? [settings.model] : [],
     engines,
@@ -84,7 +82,11 @@ export async function openLocalHost(options: {
       allowedOrigins: [...settings.allowedOrigins],
       reasoningKey: loadOrCreateReasoningKey(dataDir),
       // Other windows create tasks with the editor token; they may mark them as made in the editor.
-      lmsp: { editorPrincipals: [EDITOR_PRINCIPAL], backgroundOnRestart: settings.backgroundRestartPolicy, maxSseStreamsPerPrincipal: settings.maxStreamsPerPrincipal },
+      lmsp: {
+        editorPrincipals: [EDITOR_PRINCIPAL],
+        backgroundOnRestart: settings.backgroundRestartPolicy,
+        maxSseStreamsPerPrincipal: settings.maxStreamsPerPrincipal,
+      },
       mcp: { maxStreamsPerPrincipal: settings.maxStreamsPerPrincipal },
       log,
     });

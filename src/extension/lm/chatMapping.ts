@@ -120,9 +120,13 @@ export function toInputItems(messages: readonly ChatMessageLike[]): InputItem[] 
   const items: InputItem[] = [];
   for (const m of messages) {
     const role = roleOf(m.role);
-    const text = m.content.filter(isTextPart).map((p) => p.value).join('');
+    const text = m.content
+      .filter(isTextPart)
+      .map((p) => p.value)
+      .join('');
     for (const p of m.content) {
-      if (isToolResultPart(p) && !isToolCallPart(p)) items.push({ type: 'function_call_output', call_id: p.callId, output: toolResultText(p.content) });
+      if (isToolResultPart(p) && !isToolCallPart(p))
+        items.push({ type: 'function_call_output', call_id: p.callId, output: toolResultText(p.content) });
     }
     if (text) items.push(messageItem(role, text));
     for (const p of m.content) {
@@ -224,7 +228,7 @@ export async function fitToContext(
   }
   // 1. History, oldest first: items before the newest user message that are not system text. A call and its output
   //    go together (a dangling one would be refused).
-  for (let i = 0; i < lastUser && total() > budget; ) {
+  for (let i = 0; i < lastUser && total() > budget;) {
     const it = items[i]!;
     if (isSystem(it)) {
       i++;

@@ -91,7 +91,13 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
     if (token.isCancellationRequested) return;
     const info = await this.currentInfo(model.id);
     const required = options.toolMode === vscode.LanguageModelChatToolMode.Required;
-    const fit = await fitToContext(toInputItems(messages), toFunctionTools(options.tools), info.maxInputTokens, (text) => this.count(model.id, text), required);
+    const fit = await fitToContext(
+      toInputItems(messages),
+      toFunctionTools(options.tools),
+      info.maxInputTokens,
+      (text) => this.count(model.id, text),
+      required,
+    );
     if (fit.dropped.items || fit.dropped.tools || fit.dropped.cutTokens) {
       this.d.log(
         `chat request for ${model.id} trimmed to ${fit.tokens}/${info.maxInputTokens} tokens: ${fit.dropped.items} history item(s), ${fit.dropped.tools} tool(s), ${fit.dropped.cutTokens} token(s) of text`,

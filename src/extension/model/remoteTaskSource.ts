@@ -408,7 +408,8 @@ export function problemError(status: number, body: unknown): RuntimeError {
     : status === 404
       ? 'task_not_found'
       : 'invalid_request';
-  const detail = typeof problem['detail'] === 'string' ? problem['detail'] : typeof problem['title'] === 'string' ? problem['title'] : `HTTP ${status}`;
+  const detail =
+    typeof problem['detail'] === 'string' ? problem['detail'] : typeof problem['title'] === 'string' ? problem['title'] : `HTTP ${status}`;
   return new RuntimeError(code, detail);
 }
 

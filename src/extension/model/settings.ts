@@ -1,7 +1,15 @@
 // Reads and validates the extension's settings (pure: the caller passes a getter over the configuration).
 // Invalid values fall back to the default and are reported with a message naming the setting.
 import { fieldProblem } from '../../runtime/requestFields';
-import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, parseConcurrency, parseContextSize, type ConcurrencyChoice, type ContextSizeChoice } from '../../backends/llama/contextChoice';
+import {
+  MAX_CONCURRENCY,
+  MAX_CONTEXT_SIZE,
+  MIN_CONTEXT_SIZE,
+  parseConcurrency,
+  parseContextSize,
+  type ConcurrencyChoice,
+  type ContextSizeChoice,
+} from '../../backends/llama/contextChoice';
 import { DEFAULT_KEEP_ALIVE_MS, parseKeepAlive } from '../../backends/llama/keepAlive';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
@@ -127,15 +135,7 @@ export interface SettingsResult {
   problems: string[];
 }
 
-function integer(
-  get: (key: string) => unknown,
-  key: string,
-  min: number,
-  max: number,
-  fallback: number,
-  problems: string[],
-  t: Localize,
-): number {
+function integer(get: (key: string) => unknown, key: string, min: number, max: number, fallback: number, problems: string[], t: Localize): number {
   const v = get(key);
   if (v === undefined || v === null) return fallback;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
@@ -161,13 +161,24 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
   let defaultRestartPolicy = d.defaultRestartPolicy;
   if (policyRaw !== undefined && policyRaw !== null) {
     if (RESTART_POLICIES.includes(policyRaw as RestartPolicy)) defaultRestartPolicy = policyRaw as RestartPolicy;
-    else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.defaultRestartPolicy, RESTART_POLICIES.join(', '), d.defaultRestartPolicy));
+    else
+      p.push(
+        t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.defaultRestartPolicy, RESTART_POLICIES.join(', '), d.defaultRestartPolicy),
+      );
   }
   const backgroundRaw = get(k.backgroundRestartPolicy);
   let backgroundRestartPolicy = d.backgroundRestartPolicy;
   if (backgroundRaw !== undefined && backgroundRaw !== null) {
     if (RESTART_POLICIES.includes(backgroundRaw as RestartPolicy)) backgroundRestartPolicy = backgroundRaw as RestartPolicy;
-    else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.backgroundRestartPolicy, RESTART_POLICIES.join(', '), d.backgroundRestartPolicy));
+    else
+      p.push(
+        t(
+          'Setting taskRuntime.{0} must be one of {1}; using {2}.',
+          k.backgroundRestartPolicy,
+          RESTART_POLICIES.join(', '),
+          d.backgroundRestartPolicy,
+        ),
+      );
   }
   const notifyRaw = get(k.notifyOnCompletion);
   let notifyOnCompletion = d.notifyOnCompletion;
@@ -192,28 +203,58 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
   if (layersRaw !== undefined && layersRaw !== null) {
     const parsed = parseAutoOrInt(layersRaw, 0, MAX_GPU_LAYERS);
     if (parsed !== undefined) gpuLayers = parsed;
-    else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.gpuLayers, 0, MAX_GPU_LAYERS, String(d.gpuLayers)));
+    else
+      p.push(
+        t(
+          'Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.',
+          k.gpuLayers,
+          0,
+          MAX_GPU_LAYERS,
+          String(d.gpuLayers),
+        ),
+      );
   }
   const contextRaw = get(k.contextSize);
   let contextSize = d.contextSize;
   if (contextRaw !== undefined && contextRaw !== null) {
     const parsed = parseContextSize(contextRaw);
     if (parsed !== undefined) contextSize = parsed;
-    else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.contextSize, MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE, String(d.contextSize)));
+    else
+      p.push(
+        t(
+          'Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.',
+          k.contextSize,
+          MIN_CONTEXT_SIZE,
+          MAX_CONTEXT_SIZE,
+          String(d.contextSize),
+        ),
+      );
   }
   const concurrencyRaw = get(k.concurrency);
   let concurrency = d.concurrency;
   if (concurrencyRaw !== undefined && concurrencyRaw !== null) {
     const parsed = parseConcurrency(concurrencyRaw);
     if (parsed !== undefined) concurrency = parsed;
-    else p.push(t('Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.', k.concurrency, 1, MAX_CONCURRENCY, String(d.concurrency)));
+    else
+      p.push(
+        t(
+          'Setting taskRuntime.{0} must be "auto" or a whole number from {1} to {2}; using {3}.',
+          k.concurrency,
+          1,
+          MAX_CONCURRENCY,
+          String(d.concurrency),
+        ),
+      );
   }
   const keepAliveRaw = get(k.keepAliveMs);
   let keepAliveMs = d.keepAliveMs;
   if (keepAliveRaw !== undefined && keepAliveRaw !== null) {
     const parsed = parseKeepAlive(keepAliveRaw);
     if (parsed !== undefined) keepAliveMs = parsed;
-    else p.push(t('Setting taskRuntime.{0} must be 0 (never unload), seconds, or a duration such as "30s", "5m" or "1h"; using {1}.', k.keepAliveMs, '5m'));
+    else
+      p.push(
+        t('Setting taskRuntime.{0} must be 0 (never unload), seconds, or a duration such as "30s", "5m" or "1h"; using {1}.', k.keepAliveMs, '5m'),
+      );
   }
   const originsRaw = get(k.allowedOrigins);
   const allowedOrigins: string[] = [];
@@ -279,7 +320,8 @@ function readEngines(raw: unknown, p: string[], t: Localize): EngineSetting[] {
       const urls = Array.isArray(e.urls) ? e.urls : typeof e.url === 'string' ? [e.url] : [];
       if (!urls.every((u) => typeof u === 'string')) throw new Error('urls must be strings');
       const models = e.models === undefined ? undefined : e.models;
-      if (models !== undefined && (!Array.isArray(models) || !models.every((m) => typeof m === 'string'))) throw new Error('models must be a list of model ids');
+      if (models !== undefined && (!Array.isArray(models) || !models.every((m) => typeof m === 'string')))
+        throw new Error('models must be a list of model ids');
       const c = e.concurrency;
       const concurrency = c === undefined ? undefined : typeof c === 'number' ? [c] : c;
       if (concurrency !== undefined && (!Array.isArray(concurrency) || !concurrency.every((n) => typeof n === 'number'))) {

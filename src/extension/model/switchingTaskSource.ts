@@ -2,15 +2,7 @@
 // when this window takes over the store (or attaches to a new owner): change listeners move over, open event
 // streams resume from the last sequence they delivered, and listeners are told to reload.
 import type { IDisposable } from '../lifecycle';
-import type {
-  CreateTaskRequest,
-  EventStreamHandlers,
-  ModelSummary,
-  TaskInfo,
-  TaskListQuery,
-  TaskPage,
-  TaskSource,
-} from './taskSource';
+import type { CreateTaskRequest, EventStreamHandlers, ModelSummary, TaskInfo, TaskListQuery, TaskPage, TaskSource } from './taskSource';
 
 interface StreamEntry {
   id: string;
@@ -61,7 +53,11 @@ export class SwitchingTaskSource implements TaskSource {
     this.current = source;
     if (!source) return;
     for (const listener of this.changeListeners.keys()) this.changeListeners.set(listener, source.onDidChangeTask(listener));
-    if (source.onDidInvalidate) this.innerInvalidate.set(source, source.onDidInvalidate(() => this.fireInvalidate()));
+    if (source.onDidInvalidate)
+      this.innerInvalidate.set(
+        source,
+        source.onDidInvalidate(() => this.fireInvalidate()),
+      );
     for (const s of this.streams) if (!s.done) this.openStream(s, source);
     const waiters = this.waiters;
     this.waiters = [];

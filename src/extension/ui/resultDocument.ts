@@ -37,10 +37,12 @@ export class ResultDocumentProvider extends Disposable implements vscode.TextDoc
         if (this.open.has(task.id)) this._onDidChange.fire(resultUri(task));
       }),
     );
-    this._register(vscode.workspace.onDidCloseTextDocument((d) => {
-      const id = taskIdOfResultUri(d.uri);
-      if (id) this.open.delete(id);
-    }));
+    this._register(
+      vscode.workspace.onDidCloseTextDocument((d) => {
+        const id = taskIdOfResultUri(d.uri);
+        if (id) this.open.delete(id);
+      }),
+    );
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {

@@ -4,13 +4,7 @@
 // does it, with its own notice). Posts nothing before the webview's `ready`; then the whole state, at most every
 // REFRESH_MS while the view is visible.
 import * as vscode from 'vscode';
-import {
-  OVERVIEW_PROTOCOL_VERSION,
-  OVERVIEW_STRINGS,
-  parseOverviewMessage,
-  type OverviewHostMessage,
-  type OverviewState,
-} from './overviewProtocol';
+import { OVERVIEW_PROTOCOL_VERSION, OVERVIEW_STRINGS, parseOverviewMessage, type OverviewHostMessage, type OverviewState } from './overviewProtocol';
 import { Commands, OVERVIEW_VIEW_ID } from '../constants';
 import type { TaskService } from '../host/taskService';
 import { Disposable } from '../lifecycle';
@@ -50,7 +44,8 @@ export class OverviewViewProvider extends Disposable implements vscode.WebviewVi
           return;
         }
         this.throughput.record(task.id, task.status, task.outputTokens, Date.now());
-        if (task.status === 'running' || task.status === 'input_required') this.titles.set(task.id, { title: taskTitle(task), tokens: task.outputTokens });
+        if (task.status === 'running' || task.status === 'input_required')
+          this.titles.set(task.id, { title: taskTitle(task), tokens: task.outputTokens });
         else this.titles.delete(task.id);
       }),
     );

@@ -119,7 +119,8 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
         item.description = String(node.count);
         item.iconPath = groupIcon(node.id);
         item.contextValue = `group.${node.id}`;
-        if (node.id === 'running' || node.id === 'queued' || node.id === 'needsInput') item.collapsibleState = vscode.TreeItemCollapsibleState.Expanded;
+        if (node.id === 'running' || node.id === 'queued' || node.id === 'needsInput')
+          item.collapsibleState = vscode.TreeItemCollapsibleState.Expanded;
         return item;
       }
       case 'more': {

@@ -1,6 +1,16 @@
 // The events panel's pure state machine, run by the webview and by the host (for the state it restores): applies a snapshot and incremental events, dropping duplicates and
 // reporting a gap (the webview then asks the host to resync). No DOM, so it is unit-tested on Node.
-import type { AttemptTiming, OutputItemView, PanelState, ProblemView, SnapshotMessage, TaskView, TimelineEntry, UsageView, WireEvent } from './protocol';
+import type {
+  AttemptTiming,
+  OutputItemView,
+  PanelState,
+  ProblemView,
+  SnapshotMessage,
+  TaskView,
+  TimelineEntry,
+  UsageView,
+  WireEvent,
+} from './protocol';
 
 export const TIMELINE_LIMIT = 200;
 const TEXT_LIMIT = 2_000_000;
@@ -237,7 +247,12 @@ function applyOne(state: PanelState, e: WireEvent): void {
         resumed = true;
       } else if (last && attemptNo !== undefined && last.attempt < attemptNo) last.attempt = attemptNo;
       if (resumed) push(state, { seq: e.seq, kind: 'resume', ...stamp });
-      push(state, { seq: e.seq, kind: status, detail: typeof task?.['status_message'] === 'string' ? (task['status_message'] as string) : undefined, ...stamp });
+      push(state, {
+        seq: e.seq,
+        kind: status,
+        detail: typeof task?.['status_message'] === 'string' ? (task['status_message'] as string) : undefined,
+        ...stamp,
+      });
       const a = current(state, e);
       if (attemptNo !== undefined && a.attempt < attemptNo) a.attempt = attemptNo;
       if (status === 'queued') a.queuedAt ??= at;
@@ -247,7 +262,8 @@ function applyOne(state: PanelState, e: WireEvent): void {
     }
     case 'task_runtime:model.loading': {
       const progress = e.data['progress'];
-      const detail = typeof progress === 'number' && Number.isFinite(progress) ? `${Math.round(Math.min(1, Math.max(0, progress)) * 100)}%` : undefined;
+      const detail =
+        typeof progress === 'number' && Number.isFinite(progress) ? `${Math.round(Math.min(1, Math.max(0, progress)) * 100)}%` : undefined;
       push(state, { seq: e.seq, kind: 'loading', detail, ...stamp });
       const a = current(state, e);
       a.loadingAt ??= at;

@@ -2,14 +2,7 @@
 // with their sequence numbers; resyncs on request; restores from the webview's saved state after a reload.
 import * as vscode from 'vscode';
 import { applyEvents, initialState } from './eventLog';
-import {
-  PROTOCOL_VERSION,
-  WEBVIEW_STRINGS,
-  parseWebviewMessage,
-  type HostMessage,
-  type PanelState,
-  type WireEvent,
-} from './protocol';
+import { PROTOCOL_VERSION, WEBVIEW_STRINGS, parseWebviewMessage, type HostMessage, type PanelState, type WireEvent } from './protocol';
 import { Commands, EVENTS_PANEL_VIEW_TYPE } from '../constants';
 import { Disposable, type IDisposable } from '../lifecycle';
 import { taskTitle } from '../model/format';

@@ -10,7 +10,11 @@ export const INPUT_TEXT_LIMIT = 64_000;
 const INPUT_ITEM_LIMIT = 200;
 
 export function toTaskView(task: TaskInfo): TaskView {
-  const input = task.input ? inputView(task.input) : task.prompt ? { instructions: null, items: [{ kind: 'message' as const, role: 'user', text: cut(task.prompt) }], options: [], tools: [], toolChoice: null } : undefined;
+  const input = task.input
+    ? inputView(task.input)
+    : task.prompt
+      ? { instructions: null, items: [{ kind: 'message' as const, role: 'user', text: cut(task.prompt) }], options: [], tools: [], toolChoice: null }
+      : undefined;
   return {
     id: task.id,
     title: task.title,
@@ -23,7 +27,9 @@ export function toTaskView(task: TaskInfo): TaskView {
     attempt: task.attempt,
     outputTokens: task.outputTokens,
     usage: task.usage,
-    error: task.error ? { type: task.error.type, title: task.error.title, status: task.error.status, detail: task.error.detail, code: task.error.code } : null,
+    error: task.error
+      ? { type: task.error.type, title: task.error.title, status: task.error.status, detail: task.error.detail, code: task.error.code }
+      : null,
     ...(input ? { input } : {}),
   };
 }
@@ -60,7 +66,12 @@ export function inputView(req: ResponseRequest): InputView {
     if (!raw || typeof raw !== 'object') continue;
     const it = raw as Record<string, unknown>;
     if (it['type'] === 'function_call') {
-      items.push({ kind: 'function_call', callId: String(it['call_id'] ?? ''), name: String(it['name'] ?? ''), arguments: prettyJson(it['arguments'] ?? '') });
+      items.push({
+        kind: 'function_call',
+        callId: String(it['call_id'] ?? ''),
+        name: String(it['name'] ?? ''),
+        arguments: prettyJson(it['arguments'] ?? ''),
+      });
     } else if (it['type'] === 'function_call_output') {
       items.push({ kind: 'function_call_output', callId: String(it['call_id'] ?? ''), output: prettyJson(it['output'] ?? '') });
     } else if (typeof it['role'] === 'string') {
@@ -83,16 +94,19 @@ export function inputView(req: ResponseRequest): InputView {
   if (req.parallel_tool_calls !== undefined) add('parallel_tool_calls', req.parallel_tool_calls);
   const format = req.text?.format;
   if (format && format.type !== 'text') {
-    if (format.type === 'json_schema') options.push(['text.format', `json_schema ${format.name}${format.strict ? ' (strict)' : ''}\n${prettyJson(format.schema)}`]);
+    if (format.type === 'json_schema')
+      options.push(['text.format', `json_schema ${format.name}${format.strict ? ' (strict)' : ''}\n${prettyJson(format.schema)}`]);
     else add('text.format', format.type);
   }
   if (req.previous_response_id) add('previous_response_id', req.previous_response_id);
   // The tools as the model saw them (namespace members flattened, hosted tools left out: runtime/responseTools.ts).
-  const tools = modelToolsOf(req.tools).slice(0, INPUT_ITEM_LIMIT).map(({ definition: t }) => ({
-    name: t.name,
-    description: t.description ?? '',
-    parameters: t.parameters ? prettyJson(t.parameters) : '',
-  }));
+  const tools = modelToolsOf(req.tools)
+    .slice(0, INPUT_ITEM_LIMIT)
+    .map(({ definition: t }) => ({
+      name: t.name,
+      description: t.description ?? '',
+      parameters: t.parameters ? prettyJson(t.parameters) : '',
+    }));
   const choice = req.tool_choice;
   return {
     instructions: req.instructions ? cut(req.instructions) : null,

@@ -6,15 +6,7 @@ import type { TaskStatus } from '../../runtime/task';
 export const PROTOCOL_VERSION = 1;
 
 /** The runtime status as the panel receives it (spelled out: it is part of the message contract). */
-export type TaskViewStatus =
-  | 'queued'
-  | 'loading'
-  | 'running'
-  | 'input_required'
-  | 'cancelling'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled';
+export type TaskViewStatus = 'queued' | 'loading' | 'running' | 'input_required' | 'cancelling' | 'succeeded' | 'failed' | 'cancelled';
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type Assert<T extends true> = T;

@@ -49,7 +49,8 @@ export function createAnthropicDoor(deps: LmspDeps, forward: DoorHandler): Door 
     const path = ctx.url.pathname;
     if (path === MESSAGES_PREFIX) return post(req, () => createMessage(deps, req, res, ctx));
     if (path === COUNT_TOKENS_PATH) return post(req, () => countTokens(deps, req, res));
-    if (path.startsWith(`${MESSAGES_PREFIX}/`)) throw new HttpProblem(404, 'not_found', `No such endpoint: ${path} (message batches are not served).`);
+    if (path.startsWith(`${MESSAGES_PREFIX}/`))
+      throw new HttpProblem(404, 'not_found', `No such endpoint: ${path} (message batches are not served).`);
     if ((path === MODELS_PATH || path.startsWith(`${MODELS_PATH}/`)) && speaksAnthropic(req)) {
       try {
         return models(deps.runtime, res, ctx.url, path.slice(MODELS_PATH.length + 1));
@@ -70,7 +71,8 @@ export function createAnthropicDoor(deps: LmspDeps, forward: DoorHandler): Door 
 }
 
 async function post(req: IncomingMessage, run: () => Promise<void>): Promise<void> {
-  if (req.method !== 'POST') throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not allowed here; use POST.`, { headers: { Allow: 'POST' } });
+  if (req.method !== 'POST')
+    throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not allowed here; use POST.`, { headers: { Allow: 'POST' } });
   await run();
 }
 
@@ -201,7 +203,15 @@ function modelNotFound(id: string): HttpProblem {
 /** A model in Anthropic's ModelInfo shape: its context as both bounds (prompt and output share it). */
 function anthropicModel(m: ModelInfo): Record<string, unknown> {
   const context = m.contextLength ?? m.maxContextLength ?? null;
-  return { type: 'model', id: m.id, display_name: m.id, created_at: '1970-01-01T00:00:00Z', max_input_tokens: context, max_tokens: context, capabilities: null };
+  return {
+    type: 'model',
+    id: m.id,
+    display_name: m.id,
+    created_at: '1970-01-01T00:00:00Z',
+    max_input_tokens: context,
+    max_tokens: context,
+    capabilities: null,
+  };
 }
 
 /** GET /v1/models (limit, after_id, before_id) and GET /v1/models/{id}. */

@@ -54,10 +54,20 @@ export function stopOf(response: Obj): { stop_reason: StopReason; stop_sequence:
  * Anthropic usage from Responses usage: input_tokens are the tokens evaluated now, cache_read_input_tokens the kept
  * prefix (cached_tokens), so their sum is the prompt as Claude Code adds it up. Nothing is ever written to a cache.
  */
-export function usageOf(usage: unknown): { input_tokens: number; output_tokens: number; cache_creation_input_tokens: number; cache_read_input_tokens: number } {
+export function usageOf(usage: unknown): {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+} {
   const u = obj(usage);
   const cached = num(obj(u.input_tokens_details).cached_tokens);
-  return { input_tokens: Math.max(0, num(u.input_tokens) - cached), output_tokens: num(u.output_tokens), cache_creation_input_tokens: 0, cache_read_input_tokens: cached };
+  return {
+    input_tokens: Math.max(0, num(u.input_tokens) - cached),
+    output_tokens: num(u.output_tokens),
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: cached,
+  };
 }
 
 /** The call's arguments as the object `input` (a non-object document, which a grammar-bound call never gives, as {}). */
@@ -87,8 +97,18 @@ export function messageOf(task: TaskRecord, ctx: FormatContext): Obj {
   const text = answerText(response);
   for (const raw of list(response.output)) {
     const item = obj(raw);
-    if (item.type === 'reasoning') thinking.push(thinkingBlock(task.model, list(item.content).map((c) => str(obj(c).text)).join(''), ctx));
-    else if (item.type === 'function_call') calls.push({ type: 'tool_use', id: toolUseId(str(item.call_id)), name: str(item.name), input: inputOf(str(item.arguments)) });
+    if (item.type === 'reasoning')
+      thinking.push(
+        thinkingBlock(
+          task.model,
+          list(item.content)
+            .map((c) => str(obj(c).text))
+            .join(''),
+          ctx,
+        ),
+      );
+    else if (item.type === 'function_call')
+      calls.push({ type: 'tool_use', id: toolUseId(str(item.call_id)), name: str(item.name), input: inputOf(str(item.arguments)) });
   }
   return {
     id: messageId(task.id),
@@ -137,7 +157,16 @@ export class MessageStreamTranslator {
 
   private messageStart(): StreamEvent {
     const usage = { input_tokens: this.promptTokens, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-    const message = { id: messageId(this.task.id), type: 'message', role: 'assistant', model: this.task.model, content: [], stop_reason: null, stop_sequence: null, usage };
+    const message = {
+      id: messageId(this.task.id),
+      type: 'message',
+      role: 'assistant',
+      model: this.task.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage,
+    };
     return { event: 'message_start', data: { type: 'message_start', message } };
   }
 
@@ -209,7 +238,12 @@ export class MessageStreamTranslator {
     const open = this.open;
     if (open && open.kind === want.kind && (open.kind === 'text' || open.itemId === (want as { itemId: string }).itemId)) return [];
     const out = this.close();
-    const seed = want.kind === 'text' ? { type: 'text', text: '' } : want.kind === 'thinking' ? { type: 'thinking', thinking: '', signature: '' } : { type: 'tool_use', ...tool, input: {} };
+    const seed =
+      want.kind === 'text'
+        ? { type: 'text', text: '' }
+        : want.kind === 'thinking'
+          ? { type: 'thinking', thinking: '', signature: '' }
+          : { type: 'tool_use', ...tool, input: {} };
     this.open = want;
     out.push({ event: 'content_block_start', data: { type: 'content_block_start', index: this.next, content_block: seed } });
     return out;
@@ -223,7 +257,8 @@ export class MessageStreamTranslator {
     const open = this.open;
     if (!open) return [];
     const out: StreamEvent[] = [];
-    if (open.kind === 'thinking') out.push(this.delta({ type: 'signature_delta', signature: this.ctx.seal.seal({ model: this.task.model, text: open.text }) }));
+    if (open.kind === 'thinking')
+      out.push(this.delta({ type: 'signature_delta', signature: this.ctx.seal.seal({ model: this.task.model, text: open.text }) }));
     out.push({ event: 'content_block_stop', data: { type: 'content_block_stop', index: this.next } });
     this.open = undefined;
     this.next++;

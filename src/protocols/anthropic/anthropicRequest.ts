@@ -26,13 +26,26 @@ const UNSUPPORTED_BLOCKS = ['image', 'document', 'search_result', 'container_upl
 const textBlock = z.looseObject({ type: z.literal('text'), text });
 const unsupportedBlock = z.looseObject({ type: z.enum(UNSUPPORTED_BLOCKS) });
 const toolReference = z.looseObject({ type: z.literal('tool_reference'), tool_name: z.string().max(256) });
-const toolResultContent = z.union([text, z.array(z.discriminatedUnion('type', [textBlock, toolReference, unsupportedBlock])).max(DEFAULTS.maxInputItems)]);
+const toolResultContent = z.union([
+  text,
+  z.array(z.discriminatedUnion('type', [textBlock, toolReference, unsupportedBlock])).max(DEFAULTS.maxInputItems),
+]);
 
 const block = z.discriminatedUnion('type', [
   textBlock,
   unsupportedBlock,
-  z.looseObject({ type: z.literal('tool_use'), id: z.string().min(1).max(256), name: z.string().min(1).max(256), input: z.record(z.string(), z.unknown()) }),
-  z.looseObject({ type: z.literal('tool_result'), tool_use_id: z.string().min(1).max(256), content: toolResultContent.optional(), is_error: z.boolean().optional() }),
+  z.looseObject({
+    type: z.literal('tool_use'),
+    id: z.string().min(1).max(256),
+    name: z.string().min(1).max(256),
+    input: z.record(z.string(), z.unknown()),
+  }),
+  z.looseObject({
+    type: z.literal('tool_result'),
+    tool_use_id: z.string().min(1).max(256),
+    content: toolResultContent.optional(),
+    is_error: z.boolean().optional(),
+  }),
   z.looseObject({ type: z.literal('thinking'), thinking: text, signature: z.string().max(4_000_000) }),
   z.looseObject({ type: z.literal('redacted_thinking'), data: z.string().max(4_000_000) }),
 ]);
@@ -67,7 +80,10 @@ const thinking = z.discriminatedUnion('type', [
 
 const outputConfig = z.looseObject({
   effort: z.enum(['low', 'medium', 'high', 'xhigh', 'max']).nullable().optional(),
-  format: z.looseObject({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) }).nullable().optional(),
+  format: z
+    .looseObject({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) })
+    .nullable()
+    .optional(),
 });
 
 /** What this door reads of a Messages body; every other member is accepted and ignored. */
@@ -299,7 +315,11 @@ function toolResultText(content: z.infer<typeof toolResultContent> | undefined, 
     .map((c, k) => {
       if (c.type === 'text') return c.text;
       if (c.type === 'tool_reference') return `Tool "${c.tool_name}" is now available.`;
-      throw refusal('unsupported_capability', `Content blocks of type "${c.type}" are not supported by this server (text only).`, `${at}.content.${k}.type`);
+      throw refusal(
+        'unsupported_capability',
+        `Content blocks of type "${c.type}" are not supported by this server (text only).`,
+        `${at}.content.${k}.type`,
+      );
     })
     .join('\n');
 }

@@ -135,7 +135,12 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const instance = url.pathname;
     if (closing) {
       res.setHeader('Connection', 'close');
-      writeProblem(res, new HttpProblem(503, 'unavailable', REFUSALS.shuttingDown.text, { headers: retryAfterHeader(REFUSALS.shuttingDown) }), style, instance);
+      writeProblem(
+        res,
+        new HttpProblem(503, 'unavailable', REFUSALS.shuttingDown.text, { headers: retryAfterHeader(REFUSALS.shuttingDown) }),
+        style,
+        instance,
+      );
       return;
     }
     if (!isAllowedHost(req.headers.host, port)) {
@@ -219,14 +224,21 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   // CONNECT bypasses 'request'; without this Node drops the socket with no answer at all.
   server.on('connect', (req: IncomingMessage, socket: import('node:net').Socket) => {
     const body = JSON.stringify(problemBody(new HttpProblem(405, 'method_not_allowed', 'CONNECT is not supported.')));
-    socket.end(`HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    const status =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? '431 Request Header Fields Too Large'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? '408 Request Timeout'
+          : '400 Bad Request';
     socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });
 

@@ -18,13 +18,21 @@ export function exact(path: string): RegExp {
 }
 
 /** Runs the route for `path` (the part below the door's prefix) or throws the problem that says why none ran. */
-export async function dispatch(routes: readonly Route[], path: string, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
+export async function dispatch(
+  routes: readonly Route[],
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+): Promise<void> {
   for (const route of routes) {
     const m = route.pattern.exec(path);
     if (!m) continue;
     const handler = route.methods[req.method ?? 'GET'];
     if (!handler) {
-      throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not allowed here.`, { headers: { Allow: Object.keys(route.methods).join(', ') } });
+      throw new HttpProblem(405, 'method_not_allowed', `${req.method} is not allowed here.`, {
+        headers: { Allow: Object.keys(route.methods).join(', ') },
+      });
     }
     let param = '';
     if (m[1] !== undefined) {

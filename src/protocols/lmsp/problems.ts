@@ -39,7 +39,13 @@ export function fromRuntimeError(e: RuntimeError): HttpProblem {
         ? REFUSALS.unavailable.text
         : 'The server could not complete the request.';
   const refusal =
-    code === 'queue_full' ? REFUSALS.queueFull : code === 'unavailable' ? REFUSALS.unavailable : code === 'limit_exceeded' && e.limit?.unit !== 'bytes' ? REFUSALS.principalLimit : {};
+    code === 'queue_full'
+      ? REFUSALS.queueFull
+      : code === 'unavailable'
+        ? REFUSALS.unavailable
+        : code === 'limit_exceeded' && e.limit?.unit !== 'bytes'
+          ? REFUSALS.principalLimit
+          : {};
   const headers = retryAfterHeader(refusal);
   return lmspProblem(code, detail, { param: e.param ?? null, headers, ...(e.limit && { members: { limit: e.limit } }) });
 }

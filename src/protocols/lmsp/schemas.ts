@@ -8,7 +8,15 @@ import { flatToolName, isModelTool, MODEL_TOOL_TYPES } from '../../runtime/respo
 import { inputText } from '../../runtime/responses';
 import { BY_KIND_FIELDS, SAMPLING_FIELDS, type ByKindField } from '../../runtime/requestFields';
 import { numericSamplingZod, samplingZod } from '../shared/sampling';
-import { INCLUDE_OUTPUT_LOGPROBS, INCLUDE_REASONING_ENCRYPTED, RESTART_POLICIES, type ResponseNamespaceTool, type ResponseRequest, type ResponseSamplingExtras, type ResponseTool } from '../../runtime/task';
+import {
+  INCLUDE_OUTPUT_LOGPROBS,
+  INCLUDE_REASONING_ENCRYPTED,
+  RESTART_POLICIES,
+  type ResponseNamespaceTool,
+  type ResponseRequest,
+  type ResponseSamplingExtras,
+  type ResponseTool,
+} from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
 import { jsonSchemaArg } from '../jsonSchemaArg';
 import { DEFAULTS, EDITOR_ORIGIN, LMSP_TASK_STATUSES, TASK_TYPE_RESPONSE, VENDOR_MEMBER, type LmspTaskStatus } from './lmspConstants';
@@ -30,7 +38,13 @@ const messageItem = z.strictObject({
   id: z.string().max(256).optional(),
   status: z.enum(['in_progress', 'completed', 'incomplete']).optional(),
   role: z.enum(['user', 'assistant', 'system', 'developer']),
-  content: z.union([text, z.array(z.union([inputTextPart, outputTextPart])).min(1).max(DEFAULTS.maxInputItems)]),
+  content: z.union([
+    text,
+    z
+      .array(z.union([inputTextPart, outputTextPart]))
+      .min(1)
+      .max(DEFAULTS.maxInputItems),
+  ]),
 });
 
 /** Longest description of a tool or namespace (the Messages door cuts longer ones to it rather than refuse). */
@@ -84,8 +98,16 @@ const reasoningItem = z.strictObject({
   type: z.literal('reasoning'),
   id: z.string().max(256).optional(),
   status: itemStatus,
-  summary: z.array(z.strictObject({ type: z.literal('summary_text'), text })).max(DEFAULTS.maxInputItems).nullable().optional(),
-  content: z.array(z.strictObject({ type: z.literal('reasoning_text'), text })).max(DEFAULTS.maxInputItems).nullable().optional(),
+  summary: z
+    .array(z.strictObject({ type: z.literal('summary_text'), text }))
+    .max(DEFAULTS.maxInputItems)
+    .nullable()
+    .optional(),
+  content: z
+    .array(z.strictObject({ type: z.literal('reasoning_text'), text }))
+    .max(DEFAULTS.maxInputItems)
+    .nullable()
+    .optional(),
   encrypted_content: z.string().max(1_000_000).nullable().optional(),
 });
 
@@ -120,11 +142,20 @@ const namespaceTool = z.strictObject({
   type: z.literal('namespace'),
   name: toolName,
   description: z.string().max(MAX_TOOL_DESCRIPTION_CHARS).optional(),
-  tools: z.array(z.union([functionTool, customTool])).min(1).max(128),
+  tools: z
+    .array(z.union([functionTool, customTool]))
+    .min(1)
+    .max(128),
 });
 
 /** A tool type the model is not offered (OpenAI's hosted tools): accepted as sent and reported as ignored. */
-const hostedTool = z.looseObject({ type: z.string().min(1).max(64).refine((t) => !MODEL_TOOL_TYPES.has(t)) });
+const hostedTool = z.looseObject({
+  type: z
+    .string()
+    .min(1)
+    .max(64)
+    .refine((t) => !MODEL_TOOL_TYPES.has(t)),
+});
 
 /** Most tools one request may offer (OpenAI allows 128 functions). */
 export const MAX_TOOLS = 128;
@@ -167,8 +198,12 @@ const textFormat = z.discriminatedUnion('type', [
  * divides positive logits by it, so 0 is refused); frequency/presence penalties −2..2 as OpenAI's.
  */
 export const samplingExtrasSchema = z.strictObject({
-  ...(Object.fromEntries(BY_KIND_FIELDS.filter((f) => SAMPLING_FIELDS[f].vendor).map((f) => [SAMPLING_FIELDS[f].wire, samplingZod(f).optional()])) as {
-    [K in ByKindField as (typeof SAMPLING_FIELDS)[K]['wire']]: z.ZodOptional<z.ZodType<Exclude<ResponseSamplingExtras[(typeof SAMPLING_FIELDS)[K]['wire']], undefined>>>;
+  ...(Object.fromEntries(
+    BY_KIND_FIELDS.filter((f) => SAMPLING_FIELDS[f].vendor).map((f) => [SAMPLING_FIELDS[f].wire, samplingZod(f).optional()]),
+  ) as {
+    [K in ByKindField as (typeof SAMPLING_FIELDS)[K]['wire']]: z.ZodOptional<
+      z.ZodType<Exclude<ResponseSamplingExtras[(typeof SAMPLING_FIELDS)[K]['wire']], undefined>>
+    >;
   }),
   // Not sampling: max_output_tokens as an "up to" budget, capped to the room instead of refused (task.ts).
   cap_max_output_tokens: z.boolean().optional(),
@@ -188,17 +223,28 @@ export const responseCreateSchema = z.strictObject({
   background: z.boolean().nullable().optional(),
   previous_response_id: z.string().min(1).max(256).nullable().optional(),
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
-  tools: z.array(z.union([functionTool, customTool, namespaceTool, hostedTool])).max(MAX_TOOLS).nullable().optional(),
+  tools: z
+    .array(z.union([functionTool, customTool, namespaceTool, hostedTool]))
+    .max(MAX_TOOLS)
+    .nullable()
+    .optional(),
   tool_choice: toolChoice.nullable().optional(),
   parallel_tool_calls: z.boolean().nullable().optional(),
   reasoning: reasoning.nullable().optional(),
-  text: z.strictObject({ format: textFormat.optional(), verbosity: z.enum(['low', 'medium', 'high']).nullable().optional() }).nullable().optional(),
+  text: z
+    .strictObject({ format: textFormat.optional(), verbosity: z.enum(['low', 'medium', 'high']).nullable().optional() })
+    .nullable()
+    .optional(),
   top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
   include: z.array(z.string().max(256)).max(16).nullable().optional(),
   [VENDOR_MEMBER]: samplingExtrasSchema.optional(),
   user: z.string().max(256).optional(),
   // Accepted and kept on the task (its meta), never given to the model: Codex CLI sends them (docs/codex.md).
-  client_metadata: z.record(z.string().min(1).max(256), z.string().max(16_384)).refine((m) => Object.keys(m).length <= 64, { message: 'at most 64 keys' }).nullable().optional(),
+  client_metadata: z
+    .record(z.string().min(1).max(256), z.string().max(16_384))
+    .refine((m) => Object.keys(m).length <= 64, { message: 'at most 64 keys' })
+    .nullable()
+    .optional(),
   prompt_cache_key: z.string().max(256).nullable().optional(),
   safety_identifier: z.string().max(256).nullable().optional(),
   // Accepted; a local server has one tier, and every tool call is the model's to make.
@@ -228,9 +274,14 @@ export function rejectUnsupported(request: unknown, at = ''): void {
   const choice = request.tool_choice;
   // A choice that names a hosted tool asks for a call the model cannot make.
   if (isObject(choice) && typeof choice.type === 'string' && !['function', 'custom', 'allowed_tools'].includes(choice.type)) {
-    throw new HttpProblem(400, 'unsupported_capability', `tool_choice names the hosted tool type "${choice.type.slice(0, 64)}", which this server cannot run; only function, custom and namespace tools are offered to the model.`, {
-      param: `${at}tool_choice.type`,
-    });
+    throw new HttpProblem(
+      400,
+      'unsupported_capability',
+      `tool_choice names the hosted tool type "${choice.type.slice(0, 64)}", which this server cannot run; only function, custom and namespace tools are offered to the model.`,
+      {
+        param: `${at}tool_choice.type`,
+      },
+    );
   }
 }
 
@@ -242,16 +293,29 @@ export function rejectUnsupported(request: unknown, at = ''): void {
 export function checkRequestRules(body: ResponseCreateBody, at = ''): void {
   for (const [i, value] of (body.include ?? []).entries()) {
     if (value !== INCLUDE_OUTPUT_LOGPROBS && value !== INCLUDE_REASONING_ENCRYPTED) {
-      throw new HttpProblem(400, 'unsupported_capability', `The include value "${value}" is not supported by this server (only "${INCLUDE_OUTPUT_LOGPROBS}" and "${INCLUDE_REASONING_ENCRYPTED}").`, {
-        param: `${at}include.${i}`,
-      });
+      throw new HttpProblem(
+        400,
+        'unsupported_capability',
+        `The include value "${value}" is not supported by this server (only "${INCLUDE_OUTPUT_LOGPROBS}" and "${INCLUDE_REASONING_ENCRYPTED}").`,
+        {
+          param: `${at}include.${i}`,
+        },
+      );
     }
   }
   checkTools(body, at);
-  if (body.text?.format?.type === 'json_object' && !/json/i.test(`${body.instructions ?? ''}\n${inputText(body as Pick<ResponseRequest, 'input'>, { calls: true })}`)) {
-    throw new HttpProblem(400, 'invalid_request', "The input or instructions must contain the word 'json' in some form to use 'text.format' of type 'json_object'.", {
-      param: `${at}text.format`,
-    });
+  if (
+    body.text?.format?.type === 'json_object' &&
+    !/json/i.test(`${body.instructions ?? ''}\n${inputText(body as Pick<ResponseRequest, 'input'>, { calls: true })}`)
+  ) {
+    throw new HttpProblem(
+      400,
+      'invalid_request',
+      "The input or instructions must contain the word 'json' in some form to use 'text.format' of type 'json_object'.",
+      {
+        param: `${at}text.format`,
+      },
+    );
   }
 }
 
@@ -266,7 +330,10 @@ function checkTools(body: ResponseCreateBody, at: string): void {
   const kinds = new Map<string, string>();
   for (const [i, t] of tools.entries()) {
     if (!isModelTool(t)) continue;
-    const members = t.type === 'namespace' ? (t as ResponseNamespaceTool).tools.map((m, j) => ({ m, param: `${at}tools.${i}.tools.${j}.name`, ns: t.name })) : [{ m: t, param: `${at}tools.${i}.name`, ns: undefined }];
+    const members =
+      t.type === 'namespace'
+        ? (t as ResponseNamespaceTool).tools.map((m, j) => ({ m, param: `${at}tools.${i}.tools.${j}.name`, ns: t.name }))
+        : [{ m: t, param: `${at}tools.${i}.name`, ns: undefined }];
     for (const { m, param, ns } of members) {
       const flat = flatToolName(m.name, ns);
       if (kinds.has(flat)) {
@@ -278,20 +345,30 @@ function checkTools(body: ResponseCreateBody, at: string): void {
   }
   const choice = body.tool_choice;
   if (choice === 'required' && kinds.size === 0) {
-    throw new HttpProblem(400, 'invalid_request', 'tool_choice "required" needs at least one function, custom or namespace tool in "tools".', { param: `${at}tool_choice` });
+    throw new HttpProblem(400, 'invalid_request', 'tool_choice "required" needs at least one function, custom or namespace tool in "tools".', {
+      param: `${at}tool_choice`,
+    });
   }
   if (typeof choice === 'object' && choice !== null) {
     const c = choice as { type: string; name?: string; namespace?: string };
-    if (c.type === 'allowed_tools') throw new HttpProblem(400, 'unsupported_capability', 'tool_choice "allowed_tools" is not supported by this server.', { param: `${at}tool_choice.type` });
+    if (c.type === 'allowed_tools')
+      throw new HttpProblem(400, 'unsupported_capability', 'tool_choice "allowed_tools" is not supported by this server.', {
+        param: `${at}tool_choice.type`,
+      });
     const flat = flatToolName(String(c.name), c.namespace);
     if (kinds.get(flat) !== c.type) {
       const named = c.namespace ? `"${c.name}" of namespace "${c.namespace}"` : `"${c.name}"`;
-      throw new HttpProblem(400, 'invalid_request', `tool_choice names the ${c.type} tool ${named}, which is not in "tools"${kinds.has(flat) ? ` as a ${c.type} tool` : ''}.`, {
-        param: `${at}tool_choice.name`,
-      });
+      throw new HttpProblem(
+        400,
+        'invalid_request',
+        `tool_choice names the ${c.type} tool ${named}, which is not in "tools"${kinds.has(flat) ? ` as a ${c.type} tool` : ''}.`,
+        {
+          param: `${at}tool_choice.name`,
+        },
+      );
     }
   }
-  if (typeof body.input === 'string' || isObject(body) && typeof (body as Record<string, unknown>).previous_response_id === 'string') return;
+  if (typeof body.input === 'string' || (isObject(body) && typeof (body as Record<string, unknown>).previous_response_id === 'string')) return;
   const calls = new Set<string>();
   for (const [i, item] of body.input.entries()) {
     if (item.type === 'function_call' || item.type === 'custom_tool_call') calls.add(`${item.type}:${item.call_id}`);
@@ -322,7 +399,8 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   }
   if (issue.code === 'unrecognized_keys') path.push(...issue.keys.slice(0, 1));
   const param = path.length ? path.map(String).join('.') : null;
-  const detail = issue.code === 'unrecognized_keys' ? `Unknown field "${param}".` : `Invalid value${param ? ` for "${param}"` : ''}: ${issue.message}.`;
+  const detail =
+    issue.code === 'unrecognized_keys' ? `Unknown field "${param}".` : `Invalid value${param ? ` for "${param}"` : ''}: ${issue.message}.`;
   throw new HttpProblem(400, 'invalid_request', detail, { param });
 }
 
@@ -334,7 +412,10 @@ function withoutNulls<T extends object>(o: T): T {
 /** Idempotency-Key: an sf-string or a bare token of 1–255 visible ASCII characters (profile §9.2). */
 export function parseIdempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;
-  const invalid = () => new HttpProblem(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1-255 visible ASCII characters or a quoted string.', { param: 'Idempotency-Key' });
+  const invalid = () =>
+    new HttpProblem(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1-255 visible ASCII characters or a quoted string.', {
+      param: 'Idempotency-Key',
+    });
   if (Array.isArray(header)) throw invalid();
   const quoted = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(header);
   // A leading quote promises an sf-string; a bare token is any other run of visible ASCII.
@@ -346,7 +427,7 @@ export function parseIdempotencyKey(header: string | string[] | undefined): stri
 
 /** Last-Event-ID header (wins) or ?after=: a non-negative integer event id. */
 export function parseLastEventId(header: string | string[] | undefined, query: string | null): number | undefined {
-  const raw = header !== undefined ? header : query ?? undefined;
+  const raw = header !== undefined ? header : (query ?? undefined);
   if (raw === undefined) return undefined;
   const value = Array.isArray(raw) ? undefined : raw.trim();
   if (value === undefined || !/^(0|[1-9][0-9]{0,14})$/.test(value)) {

@@ -71,7 +71,12 @@ export function listTasks(deps: LmspDeps, res: ServerResponse, ctx: RequestConte
       limit: query.limit ?? 20,
     }),
   );
-  sendJson(res, 200, { object: OBJECTS.list, data: page.tasks.map((t) => toTaskObject(t)), next_cursor: page.nextCursor, has_more: page.nextCursor !== null });
+  sendJson(res, 200, {
+    object: OBJECTS.list,
+    data: page.tasks.map((t) => toTaskObject(t)),
+    next_cursor: page.nextCursor,
+    has_more: page.nextCursor !== null,
+  });
 }
 
 export function cancelTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): void {

@@ -28,11 +28,14 @@ export async function streamChanges(deps: LmspDeps, res: ServerResponse, ctx: Re
   const idleMs = deps.changeStreamIdleMs;
   const idleCheck =
     idleMs > 0
-      ? setInterval(() => {
-          if (deps.now() - lastChange < idleMs) return;
-          writer.comment('idle: reconnect to follow changes');
-          writer.close();
-        }, Math.max(1, Math.min(deps.heartbeatMs || idleMs, idleMs)))
+      ? setInterval(
+          () => {
+            if (deps.now() - lastChange < idleMs) return;
+            writer.comment('idle: reconnect to follow changes');
+            writer.close();
+          },
+          Math.max(1, Math.min(deps.heartbeatMs || idleMs, idleMs)),
+        )
       : undefined;
   idleCheck?.unref();
   await new Promise<void>((resolve) =>

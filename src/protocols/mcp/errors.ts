@@ -59,11 +59,10 @@ export function toMcpError(e: unknown): McpError {
         return invalidParams(e.message, { code: e.code, ...(e.param && { param: e.param }), limit: e.limit });
       case 'store_unwritable':
         // The runtime's message may carry an errno code; never a path. Said the way the LMSP door says it.
-        return new McpError(
-          STORE_UNWRITABLE,
-          REFUSALS.storeUnwritable.text,
-          { code: 'store_unwritable', retryAfterMs: retryAfterMs(REFUSALS.storeUnwritable) },
-        );
+        return new McpError(STORE_UNWRITABLE, REFUSALS.storeUnwritable.text, {
+          code: 'store_unwritable',
+          retryAfterMs: retryAfterMs(REFUSALS.storeUnwritable),
+        });
       default:
         return new McpError(ErrorCode.InternalError, `${e.code}: ${e.message}`);
     }

@@ -86,7 +86,13 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
         const era = classify(req, value, sessionId !== undefined);
         if (era === 'modern') return await modern.handle(req, res, rc, value);
         if (era === 'modern-header-only') {
-          return sendJsonRpcError(res, 400, -32602, 'Invalid params: missing _meta keys: io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities (the MCP-Protocol-Version header names 2026-07-28)', idOf(value));
+          return sendJsonRpcError(
+            res,
+            400,
+            -32602,
+            'Invalid params: missing _meta keys: io.modelcontextprotocol/protocolVersion, io.modelcontextprotocol/clientCapabilities (the MCP-Protocol-Version header names 2026-07-28)',
+            idOf(value),
+          );
         }
         if (sessionId === undefined) {
           if (!isInitialize(value)) {
@@ -114,7 +120,12 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
           const slot = streams.tryAcquire(rc.principal);
           if (typeof slot !== 'function') {
             const e = toMcpError(tooManyStreams(streams.countOf(rc.principal), streams.maxPerPrincipal));
-            return sendJson(res, 429, { jsonrpc: '2.0', id: null, error: { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, ''), data: e.data } }, retryAfterHeader(REFUSALS.principalLimit));
+            return sendJson(
+              res,
+              429,
+              { jsonrpc: '2.0', id: null, error: { code: e.code, message: e.message.replace(/^MCP error -?\d+: /, ''), data: e.data } },
+              retryAfterHeader(REFUSALS.principalLimit),
+            );
           }
           res.once('close', slot);
         }

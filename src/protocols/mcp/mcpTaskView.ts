@@ -89,7 +89,13 @@ export function toMcpTask(task: TaskRecord, queuePosition: number | null, opts: 
 }
 
 /** Runtime failure codes that mean the tools/call request itself was unacceptable: a JSON-RPC error, not a tool error. */
-const REQUEST_ERROR_CODES = new Set(['invalid_request', 'invalid_json_schema', 'context_length_exceeded', 'model_not_found', 'unsupported_capability']);
+const REQUEST_ERROR_CODES = new Set([
+  'invalid_request',
+  'invalid_json_schema',
+  'context_length_exceeded',
+  'model_not_found',
+  'unsupported_capability',
+]);
 
 /**
  * `_meta` key of a structured-output result: the task details that sit in structuredContent otherwise (there the

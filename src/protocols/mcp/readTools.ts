@@ -21,11 +21,7 @@ export function textSoFar(runtime: TaskRuntimeApi, task: TaskRecord): string {
   }
 }
 
-export function getTaskText(
-  runtime: TaskRuntimeApi,
-  principal: string,
-  args: { taskId: string; maxChars?: number },
-): CallToolResult {
+export function getTaskText(runtime: TaskRuntimeApi, principal: string, args: { taskId: string; maxChars?: number }): CallToolResult {
   const task = runtime.getTask(args.taskId, principal);
   if (!task) {
     // A tool execution error, so the calling model can correct the id itself.
@@ -62,7 +58,10 @@ export function getTaskText(
 
 export function listModels(runtime: TaskRuntimeApi): CallToolResult {
   const models = runtime.listModels();
-  const lines = models.map((m) => `${m.id} (${m.state}${m.engine ? `, remote engine ${m.engine}` : ''}${m.demo ? ', demo weights' : ''})${m.hardware ? `: ${describeHardware(m.hardware)}` : ''}`);
+  const lines = models.map(
+    (m) =>
+      `${m.id} (${m.state}${m.engine ? `, remote engine ${m.engine}` : ''}${m.demo ? ', demo weights' : ''})${m.hardware ? `: ${describeHardware(m.hardware)}` : ''}`,
+  );
   return {
     content: [{ type: 'text', text: lines.length ? lines.join('\n') : 'No models configured.' }],
     // Only what a client needs: never `source` (a local path names the user's folders; an engine URL its network).

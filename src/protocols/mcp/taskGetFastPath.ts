@@ -50,7 +50,14 @@ export function acceptsFastTaskGet(req: IncomingMessage, msg: unknown): string |
 }
 
 /** Writes the answer the SDK path would write for this tasks/get, as JSON. */
-export function answerFastTaskGet(ctx: McpContext, res: ServerResponse, id: string | number, params: unknown, principal: string, sessionId: string): void {
+export function answerFastTaskGet(
+  ctx: McpContext,
+  res: ServerResponse,
+  id: string | number,
+  params: unknown,
+  principal: string,
+  sessionId: string,
+): void {
   let body: string;
   try {
     body = `{"result":${getTaskJson(ctx, { principal }, params)},"jsonrpc":"2.0","id":${JSON.stringify(id)}}`;

@@ -9,7 +9,10 @@ import { describeIssues } from './tools';
 import { isMcpTerminal, mcpStatus, toMcpTask, toolOutcome } from './mcpTaskView';
 
 const TASK_ID_PARAMS = z.object({ taskId: z.string().min(1).max(200) }).passthrough();
-const LIST_PARAMS = z.object({ cursor: z.string().max(1000).optional() }).passthrough().optional();
+const LIST_PARAMS = z
+  .object({ cursor: z.string().max(1000).optional() })
+  .passthrough()
+  .optional();
 
 function parseTaskId(params: unknown): string {
   // The common case without zod (a poller's hot path); anything else gets zod's exact message.

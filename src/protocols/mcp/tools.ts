@@ -25,12 +25,7 @@ function generationArgs(defaultMaxTokens: number) {
   return z
     .object({
       prompt: z.string().min(1).max(MAX_PROMPT_CHARS).optional().describe('The user prompt. Give this or `messages`.'),
-      messages: z
-        .array(message)
-        .min(1)
-        .max(MAX_MESSAGES)
-        .optional()
-        .describe('A conversation to continue, oldest first. Give this or `prompt`.'),
+      messages: z.array(message).min(1).max(MAX_MESSAGES).optional().describe('A conversation to continue, oldest first. Give this or `prompt`.'),
       instructions: z.string().max(MAX_PROMPT_CHARS).optional().describe('System instructions for the model.'),
       model: z.string().min(1).max(256).optional().describe('Model id from list_models; default model when omitted.'),
       max_output_tokens: z

@@ -17,13 +17,16 @@ import { isObject } from '../../runtime/jsonValues';
 
 type Item = Record<string, unknown>;
 
-
 /** OpenAI keeps a background response only when it is stored: `background: true` with `store: false` is a 400. */
 export function checkBackgroundRules(body: { background?: boolean | null; store?: boolean }, at = ''): void {
   if (body.background === true && body.store === false) {
-    throw lmspProblem('invalid_request', "Background mode requires 'store' to be true (or absent): a background response is kept so it can be polled.", {
-      param: `${at}store`,
-    });
+    throw lmspProblem(
+      'invalid_request',
+      "Background mode requires 'store' to be true (or absent): a background response is kept so it can be polled.",
+      {
+        param: `${at}store`,
+      },
+    );
   }
 }
 
@@ -68,7 +71,8 @@ function isMessage(it: Item): boolean {
  * a repeated id is replaced by a derived one, so `after=<id>` always names one place.
  */
 export function inputItemsOf(task: Pick<TaskRecord, 'responseId' | 'request'>): Item[] {
-  const raw: unknown[] = typeof task.request.input === 'string' ? [{ type: 'message', role: 'user', content: task.request.input }] : task.request.input;
+  const raw: unknown[] =
+    typeof task.request.input === 'string' ? [{ type: 'message', role: 'user', content: task.request.input }] : task.request.input;
   const suffix = task.responseId.replace(/^resp_/, '');
   const seen = new Set<string>();
   return raw.map((item, i) => {
@@ -98,7 +102,8 @@ export function withPreviousResponse(runtime: TaskRuntimeApi, principal: string,
   const param = `${at}previous_response_id`;
   const previous = runtime.getTaskByResponseId(previousId, principal);
   // A `store: false` response was never kept to be continued (OpenAI: not found).
-  if (!previous || previous.request.store === false) throw lmspProblem('previous_response_not_found', `Previous response with id '${previousId.slice(0, 256)}' not found.`, { param });
+  if (!previous || previous.request.store === false)
+    throw lmspProblem('previous_response_not_found', `Previous response with id '${previousId.slice(0, 256)}' not found.`, { param });
   if (!isTerminal(previous.status)) {
     throw lmspProblem('invalid_request', `Previous response with id '${previousId}' has not finished yet; continue from it once it has.`, { param });
   }
@@ -127,7 +132,11 @@ export function listInputItems(task: TaskRecord, params: URLSearchParams): Recor
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const param = issue.code === 'unrecognized_keys' ? issue.keys[0] : String(issue.path[0] ?? '');
-    throw lmspProblem('invalid_request', issue.code === 'unrecognized_keys' ? `Unknown query parameter "${param}".` : `Invalid value for "${param}": ${issue.message}.`, { param });
+    throw lmspProblem(
+      'invalid_request',
+      issue.code === 'unrecognized_keys' ? `Unknown query parameter "${param}".` : `Invalid value for "${param}": ${issue.message}.`,
+      { param },
+    );
   }
   const q = parsed.data;
   const items = inputItemsOf(task);

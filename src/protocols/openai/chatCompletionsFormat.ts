@@ -20,7 +20,6 @@ export function taskIdOfChatCompletion(id: string): string | undefined {
   return id.startsWith(CHAT_COMPLETION_ID_PREFIX) ? TASK_ID_PREFIX + id.slice(CHAT_COMPLETION_ID_PREFIX.length) : undefined;
 }
 
-
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 
 /** What a completed or incomplete Responses object's end means in chat terms. */
@@ -91,7 +90,9 @@ export function chatCompletionOf(task: TaskRecord): Obj {
     object: OBJECTS.chatCompletion,
     created: Math.floor(task.createdAt / 1000),
     model: task.model,
-    choices: [{ index: 0, message, logprobs: wantsLogprobs(task) ? { content: out.logprobs, refusal: null } : null, finish_reason: finishReasonOf(response) }],
+    choices: [
+      { index: 0, message, logprobs: wantsLogprobs(task) ? { content: out.logprobs, refusal: null } : null, finish_reason: finishReasonOf(response) },
+    ],
     usage: chatUsage(response.usage),
     system_fingerprint: null,
   };
@@ -146,7 +147,13 @@ export class ChatChunkTranslator {
   private error: { code: string; message: string; param: unknown } | undefined;
 
   constructor(private readonly ctx: ChunkContext) {
-    this.base = { id: chatCompletionId(ctx.taskId), object: OBJECTS.chatCompletionChunk, created: Math.floor(ctx.createdAt / 1000), model: ctx.model, system_fingerprint: null };
+    this.base = {
+      id: chatCompletionId(ctx.taskId),
+      object: OBJECTS.chatCompletionChunk,
+      created: Math.floor(ctx.createdAt / 1000),
+      model: ctx.model,
+      system_fingerprint: null,
+    };
   }
 
   /** The chunks for one event (often none). */
@@ -183,7 +190,11 @@ export class ChatChunkTranslator {
         return out;
       }
       case 'response.failed': {
-        const e = this.error ?? { code: str(obj(obj(data.response).error).code) || 'internal_error', message: str(obj(obj(data.response).error).message) || 'The task failed.', param: null };
+        const e = this.error ?? {
+          code: str(obj(obj(data.response).error).code) || 'internal_error',
+          message: str(obj(obj(data.response).error).message) || 'The task failed.',
+          param: null,
+        };
         return [errorChunk(e.code, e.message, e.param)];
       }
       case 'response.cancelled':
@@ -212,7 +223,11 @@ export class ChatChunkTranslator {
     if (this.calls.has(at)) return done ? this.argumentChunks(data, args, true) : [];
     const state: CallState = { index: this.calls.size, sent: args };
     this.calls.set(at, state);
-    return [this.chunk({ tool_calls: [{ index: state.index, id: str(item.call_id), type: 'function', function: { name: str(item.name), arguments: args } }] })];
+    return [
+      this.chunk({
+        tool_calls: [{ index: state.index, id: str(item.call_id), type: 'function', function: { name: str(item.name), arguments: args } }],
+      }),
+    ];
   }
 
   /** A piece of a call's arguments; `whole`: the full arguments, of which only what was not sent yet goes out. */

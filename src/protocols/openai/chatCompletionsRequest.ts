@@ -78,7 +78,10 @@ export const chatCompletionSchema = z.strictObject({
   max_tokens: carried,
   max_completion_tokens: carried,
   // The sampling fields, OpenAI's and llama.cpp's server extras, by their chat names (runtime/requestFields.ts).
-  ...(Object.fromEntries(SAMPLING_FIELD_NAMES.map((f) => [SAMPLING_FIELDS[f].chat, carried])) as Record<(typeof SAMPLING_FIELDS)[SamplingField]['chat'], typeof carried>),
+  ...(Object.fromEntries(SAMPLING_FIELD_NAMES.map((f) => [SAMPLING_FIELDS[f].chat, carried])) as Record<
+    (typeof SAMPLING_FIELDS)[SamplingField]['chat'],
+    typeof carried
+  >),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: carried,
   response_format: responseFormat.optional(),

@@ -22,8 +22,14 @@ export function createOpenAiDoor(deps: LmspDeps): Door {
         DELETE: (_q, r, c, id) => deleteResponse(deps, r, c, checkResponseId(id)),
       },
     },
-    { pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.cancel}`), methods: { POST: (_q, r, c, id) => cancelResponse(deps, r, c, checkResponseId(id)) } },
-    { pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.inputItems}`), methods: { GET: (_q, r, c, id) => getInputItems(deps, r, c, checkResponseId(id)) } },
+    {
+      pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.cancel}`),
+      methods: { POST: (_q, r, c, id) => cancelResponse(deps, r, c, checkResponseId(id)) },
+    },
+    {
+      pattern: exact(`${PATHS.responses}/${seg}${RESPONSE_PATHS.inputItems}`),
+      methods: { GET: (_q, r, c, id) => getInputItems(deps, r, c, checkResponseId(id)) },
+    },
   ];
   const handler: DoorHandler = (req, res, ctx) => dispatch(routes, ctx.url.pathname.slice(LMSP_PREFIX.length), req, res, ctx);
   return {

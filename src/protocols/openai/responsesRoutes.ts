@@ -62,9 +62,22 @@ export async function createResponse(deps: LmspDeps, req: IncomingMessage, res: 
   checkBackgroundRules(request);
   const background = request.background === true;
   const input = withPreviousResponse(deps.runtime, ctx.principal, request);
-  const { task, replayed } = await startResponseTask(deps, res, ctx, { input, idempotency, route: 'responses', background, meta: requestMeta(req, input) });
+  const { task, replayed } = await startResponseTask(deps, res, ctx, {
+    input,
+    idempotency,
+    route: 'responses',
+    background,
+    meta: requestMeta(req, input),
+  });
   if (stream) {
-    await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: undefined, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly(deps, task) });
+    await streamTaskEvents(deps, res, {
+      taskId: task.id,
+      principal: ctx.principal,
+      afterSeq: undefined,
+      signal: ctx.signal,
+      noContentWhenDone: false,
+      ...responsesOnly(deps, task),
+    });
     return;
   }
   const view = new ResponsesView(task, deps.seal);
@@ -97,7 +110,14 @@ export interface StartResponseTask {
 export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, p: StartResponseTask): Promise<CreateTaskResult> {
   const create = (onRestart: RestartPolicy) =>
     translateAsync(() =>
-      deps.runtime.createTaskAsync({ origin: 'lmsp', principal: ctx.principal, input: p.input, onRestart, idempotency: p.idempotency, meta: { ...p.meta, lmsp_route: p.route } }),
+      deps.runtime.createTaskAsync({
+        origin: 'lmsp',
+        principal: ctx.principal,
+        input: p.input,
+        onRestart,
+        idempotency: p.idempotency,
+        meta: { ...p.meta, lmsp_route: p.route },
+      }),
     );
   // The stream opens (headers, then response.created) once the create is durable; the model starts meanwhile.
   let result: CreateTaskResult;
@@ -113,7 +133,9 @@ export async function startResponseTask(deps: LmspDeps, res: ServerResponse, ctx
   const task = result.task;
   if (result.replayed) {
     if (!p.background && !isTerminal(task.status)) {
-      throw lmspProblem('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed.', { param: 'Idempotency-Key' });
+      throw lmspProblem('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed.', {
+        param: 'Idempotency-Key',
+      });
     }
     res.setHeader(HEADERS.idempotentReplayed, 'true');
   } else if (!p.background) {
@@ -177,11 +199,19 @@ export async function getResponse(deps: LmspDeps, res: ServerResponse, ctx: Requ
   const startingAfter = sequenceQuery(q, QUERY.startingAfter);
   const task = mustGetResponse(deps, ctx, id);
   if (!stream) {
-    if (startingAfter !== undefined) throw lmspProblem('invalid_request', '"starting_after" is only meaningful with stream=true.', { param: QUERY.startingAfter });
+    if (startingAfter !== undefined)
+      throw lmspProblem('invalid_request', '"starting_after" is only meaningful with stream=true.', { param: QUERY.startingAfter });
     sendJson(res, 200, new ResponsesView(task, deps.seal).response(toResponseObject(task)));
     return;
   }
-  await streamTaskEvents(deps, res, { taskId: task.id, principal: ctx.principal, afterSeq: startingAfter, signal: ctx.signal, noContentWhenDone: false, ...responsesOnly(deps, task) });
+  await streamTaskEvents(deps, res, {
+    taskId: task.id,
+    principal: ctx.principal,
+    afterSeq: startingAfter,
+    signal: ctx.signal,
+    noContentWhenDone: false,
+    ...responsesOnly(deps, task),
+  });
 }
 
 /**
@@ -191,7 +221,9 @@ export async function getResponse(deps: LmspDeps, res: ServerResponse, ctx: Requ
 export async function cancelResponse(deps: LmspDeps, res: ServerResponse, ctx: RequestContext, id: string): Promise<void> {
   const task = mustGetResponse(deps, ctx, id);
   if (task.request.background !== true) {
-    throw lmspProblem('invalid_request', 'Cannot cancel a synchronous response; only a background response can be cancelled.', { param: 'response_id' });
+    throw lmspProblem('invalid_request', 'Cannot cancel a synchronous response; only a background response can be cancelled.', {
+      param: 'response_id',
+    });
   }
   if (isTerminal(task.status)) {
     sendJson(res, 200, toResponseObject(task));

@@ -15,7 +15,6 @@ import { isObject } from '../../runtime/jsonValues';
 
 type Item = Record<string, unknown>;
 
-
 /** Event types of a custom tool's input (OpenAI's names). */
 export const CUSTOM_INPUT_EVENT = { delta: 'response.custom_tool_call_input.delta', done: 'response.custom_tool_call_input.done' } as const;
 
@@ -59,7 +58,15 @@ export class ResponsesView {
       if (!target) return item;
       const ns = target.namespace !== undefined ? { namespace: target.namespace } : {};
       if (target.kind === 'function') return { ...item, name: target.name, ...ns };
-      return { id: item.id, type: 'custom_tool_call', status: item.status, call_id: item.call_id, name: target.name, ...ns, input: customCallInput(String(item.arguments ?? '')) };
+      return {
+        id: item.id,
+        type: 'custom_tool_call',
+        status: item.status,
+        call_id: item.call_id,
+        name: target.name,
+        ...ns,
+        input: customCallInput(String(item.arguments ?? '')),
+      };
     }
     if (item.type === 'reasoning' && final && this.sealReasoning) {
       const text = Array.isArray(item.content) ? item.content.map((c) => (isObject(c) && typeof c.text === 'string' ? c.text : '')).join('') : '';
@@ -75,7 +82,14 @@ export class ResponsesView {
       // A synchronous stream ends with one of OpenAI's terminal events (clients such as Codex CLI take any other end
       // for a dropped stream and send the request again): a cancel from elsewhere (the editor, /tasks) is a failure.
       const response = this.response(d.response);
-      return { ...event, type: EVENT.failed, data: { ...d, response: { ...response, error: response.error ?? { code: 'cancelled', message: 'The response was cancelled before it finished.' } } } };
+      return {
+        ...event,
+        type: EVENT.failed,
+        data: {
+          ...d,
+          response: { ...response, error: response.error ?? { code: 'cancelled', message: 'The response was cancelled before it finished.' } },
+        },
+      };
     }
     if (isObject(d.response)) return { ...event, data: { ...d, response: this.response(d.response) } };
     if ((event.type === EVENT.outputItemAdded || event.type === EVENT.outputItemDone) && isObject(d.item)) {
@@ -103,7 +117,11 @@ export class ResponsesView {
       if (!target) return event;
       if (target.kind === 'function') return { ...event, data: { ...d, name: target.name } };
       this.custom.delete(String(d.item_id));
-      return { ...event, type: CUSTOM_INPUT_EVENT.done, data: { item_id: d.item_id, output_index: d.output_index, input: customCallInput(String(d.arguments ?? '')) } };
+      return {
+        ...event,
+        type: CUSTOM_INPUT_EVENT.done,
+        data: { item_id: d.item_id, output_index: d.output_index, input: customCallInput(String(d.arguments ?? '')) },
+      };
     }
     return event;
   }

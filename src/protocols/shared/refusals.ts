@@ -10,7 +10,10 @@ export interface Refusal {
 
 export const REFUSALS = {
   /** The task store cannot be written; the request changed nothing. */
-  storeUnwritable: { text: 'The server cannot write its task store (disk full or not writable); nothing was changed. Retry later.', retryAfterSeconds: 1 },
+  storeUnwritable: {
+    text: 'The server cannot write its task store (disk full or not writable); nothing was changed. Retry later.',
+    retryAfterSeconds: 1,
+  },
   /** The runtime is closing or its store is locked. */
   unavailable: { text: 'The service is unavailable; retry shortly.', retryAfterSeconds: 1 },
   shuttingDown: { text: 'The server is shutting down.', retryAfterSeconds: 1 },

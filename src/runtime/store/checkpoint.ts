@@ -81,8 +81,8 @@ export async function warmSqlJs(): Promise<void> {
     applyPragmas(db);
     migrate(db);
     applyBatch(db, 1, [
-      ["INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", ['warm', '1']],
-      ["DELETE FROM meta WHERE key = ?", ['warm']],
+      ['INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value', ['warm', '1']],
+      ['DELETE FROM meta WHERE key = ?', ['warm']],
     ]);
     for (const [name] of db.exec("SELECT name FROM sqlite_master WHERE type = 'table'")[0]?.values ?? []) {
       const st = db.prepare(`SELECT * FROM "${String(name)}" LIMIT ?`);
@@ -245,9 +245,7 @@ export function openCheckedImage(SQL: SqlJsStatic, image: CheckedImage, expected
 export function applyPragmas(db: Database): void {
   // The in-memory image is made durable by our journal, not by SQLite's own.
   // Exclusive locking spares SQLite its per-transaction file checks on the in-memory file system.
-  db.exec(
-    'PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY;',
-  );
+  db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY;');
 }
 
 /** Replays one journal batch (recovery and the fold); sets meta.journal_seq so an image names its sequence. */

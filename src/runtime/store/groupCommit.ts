@@ -185,7 +185,9 @@ export class GroupCommit {
       this.journal.sync();
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      this.log?.(`store: journal sync failed (${errorCode(err)}); the batches it carried were rolled back; writes are refused until a probe write and sync succeed`);
+      this.log?.(
+        `store: journal sync failed (${errorCode(err)}); the batches it carried were rolled back; writes are refused until a probe write and sync succeed`,
+      );
       this.failUncommitted(err);
       throw new RuntimeError('store_unwritable', `The store could not be written (${errorCode(err)}).`);
     }
@@ -208,7 +210,9 @@ export class GroupCommit {
       if (target.epoch === this.epoch) {
         if (err) {
           if (this.durableSeq < this.seq || !this.unwritable) {
-            this.log?.(`store: journal sync failed (${errorCode(err)}); the batches it carried were rolled back; writes are refused until a probe write and sync succeed`);
+            this.log?.(
+              `store: journal sync failed (${errorCode(err)}); the batches it carried were rolled back; writes are refused until a probe write and sync succeed`,
+            );
             this.failUncommitted(err);
           }
           return;

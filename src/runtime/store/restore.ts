@@ -15,17 +15,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Database, SqlJsStatic } from 'sql.js';
 import { RuntimeError } from '../errors';
-import {
-  TEMP_RE,
-  applyBatch,
-  applyPragmas,
-  checkpointName,
-  fsyncDir,
-  journalName,
-  listFiles,
-  openCheckedImage,
-  readImage,
-} from './checkpoint';
+import { TEMP_RE, applyBatch, applyPragmas, checkpointName, fsyncDir, journalName, listFiles, openCheckedImage, readImage } from './checkpoint';
 import { damageEntry, describeDamage, type OpenReport } from './damageReport';
 import { keepFrames, readJournal } from './journal';
 import { migrate, SCHEMA_VERSION } from './migrations';
@@ -134,7 +124,9 @@ export async function restoreStore(SQL: SqlJsStatic, dir: string, log?: (msg: st
         // never acknowledged. Dropped, and said where.
         report.tornTail = true;
         report.torn.push({ journal: name, offset: read.torn.offset, bytes: read.torn.bytes });
-        log?.(`store: dropped a torn record at the end of ${name} (${read.torn.bytes} unreadable bytes at offset ${read.torn.offset}; never acknowledged)`);
+        log?.(
+          `store: dropped a torn record at the end of ${name} (${read.torn.bytes} unreadable bytes at offset ${read.torn.offset}; never acknowledged)`,
+        );
         fs.truncateSync(path, read.goodBytes);
       }
       continue;

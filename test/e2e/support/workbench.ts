@@ -53,7 +53,10 @@ export class Workbench {
 
   /** A group row ("Succeeded", "Cancelled", ...); expands it when collapsed. */
   async expandGroup(label: string): Promise<Locator> {
-    const group = this.page.locator('.sidebar .monaco-list-row').filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
+    const group = this.page
+      .locator('.sidebar .monaco-list-row')
+      .filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) })
+      .first();
     await group.waitFor({ timeout: 60_000 });
     if ((await group.getAttribute('aria-expanded')) === 'false') await group.click();
     return group;
@@ -75,7 +78,10 @@ export class Workbench {
    */
   async runCommand(title: string, tries = 4): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      await this.page.locator('.quick-input-widget[inert]').waitFor({ state: 'detached', timeout: 5_000 }).catch(() => {});
+      await this.page
+        .locator('.quick-input-widget[inert]')
+        .waitFor({ state: 'detached', timeout: 5_000 })
+        .catch(() => {});
       await this.page.keyboard.press('Control+Shift+P');
       const input = this.quickInput();
       try {
@@ -98,9 +104,16 @@ export class Workbench {
     const input = this.quickInput();
     await input.waitFor({ timeout: 30_000 });
     await input.fill(label);
-    await this.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: new RegExp(`^${label}`) }).first().waitFor({ timeout: 30_000 });
+    await this.page
+      .locator('.quick-input-list .monaco-list-row')
+      .filter({ hasText: new RegExp(`^${label}`) })
+      .first()
+      .waitFor({ timeout: 30_000 });
     await input.press('Enter');
-    await this.page.locator('.quick-input-widget:not([inert])').waitFor({ state: 'hidden', timeout: 30_000 }).catch(() => {});
+    await this.page
+      .locator('.quick-input-widget:not([inert])')
+      .waitFor({ state: 'hidden', timeout: 30_000 })
+      .catch(() => {});
   }
 
   /** Types into an open input box (showInputBox) and accepts it. */
@@ -183,10 +196,19 @@ export class Workbench {
     const seen: string[] = [];
     const until = Date.now() + timeoutMs;
     while (Date.now() < until) {
-      const group = this.page.locator('.sidebar .monaco-list-row[aria-expanded="false"]').filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^${final}$`) }) });
-      if (await group.count()) await group.first().click().catch(() => {});
+      const group = this.page
+        .locator('.sidebar .monaco-list-row[aria-expanded="false"]')
+        .filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^${final}$`) }) });
+      if (await group.count())
+        await group
+          .first()
+          .click()
+          .catch(() => {});
       for (const label of await this.row(`${title}, `).evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''))) {
-        const status = label.slice(title.length + 2).split(',')[0]!.trim();
+        const status = label
+          .slice(title.length + 2)
+          .split(',')[0]!
+          .trim();
         if (status && seen.at(-1) !== status) seen.push(status);
       }
       if (seen.at(-1) === final) return seen;

@@ -28,7 +28,11 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Polls until probe returns a value other than undefined/false; fails naming what it waited for. */
-export async function waitFor<T>(what: string | (() => string), probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(
+  what: string | (() => string),
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

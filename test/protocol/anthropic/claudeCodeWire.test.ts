@@ -9,7 +9,12 @@ import OpenAI from 'openai';
 import { call, removeDir, startServer, type Server } from '../lmsp/harness';
 
 /** One request outside /lmsp/v1 (the harness's `call` is relative to it): token A as Bearer unless `token` says otherwise. */
-async function raw(server: Server, method: string, p: string, opts: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {}) {
+async function raw(
+  server: Server,
+  method: string,
+  p: string,
+  opts: { token?: string | null; body?: unknown; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...opts.headers };
   const token = opts.token === undefined ? server.tokenA : opts.token;
   if (token !== null) headers.authorization = `Bearer ${token}`;
@@ -33,13 +38,21 @@ function frames(text: string): Array<{ event: string | undefined; data: any }> {
     .map((f) => {
       const lines = f.split('\n');
       const event = lines.find((l) => l.startsWith('event: '))?.slice(7);
-      const data = lines.filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('\n');
+      const data = lines
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
       return { event, data: JSON.parse(data) };
     });
 }
 
 function claudeCodeBody(model: string): Record<string, unknown> {
-  const schema = (props: Record<string, unknown>) => ({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: props, additionalProperties: false });
+  const schema = (props: Record<string, unknown>) => ({
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: props,
+    additionalProperties: false,
+  });
   return {
     model,
     max_tokens: 32000,
@@ -50,11 +63,21 @@ function claudeCodeBody(model: string): Record<string, unknown> {
       { type: 'text', text: 'You help with software tasks.', cache_control: { type: 'ephemeral' } },
     ],
     messages: [
-      { role: 'user', content: [{ type: 'text', text: '<system-reminder>context</system-reminder>' }, { type: 'text', text: 'List the files.' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: '<system-reminder>context</system-reminder>' },
+          { type: 'text', text: 'List the files.' },
+        ],
+      },
       { role: 'system', content: [{ type: 'text', text: 'Environment: cwd /tmp, today 2026-08-20.', cache_control: { type: 'ephemeral' } }] },
     ],
     tools: [
-      { name: 'Bash', description: 'Runs a command', input_schema: schema({ command: { type: 'string', maxLength: 200 }, timeout: { type: 'number', exclusiveMinimum: 0 } }) },
+      {
+        name: 'Bash',
+        description: 'Runs a command',
+        input_schema: schema({ command: { type: 'string', maxLength: 200 }, timeout: { type: 'number', exclusiveMinimum: 0 } }),
+      },
       { name: 'Read', description: 'Reads a file', input_schema: schema({ file_path: { type: 'string' } }) },
       { name: 'DeferredToolPlaceholder', defer_loading: true, input_schema: {} },
     ],
@@ -97,7 +120,10 @@ describe('Claude Code on the Anthropic door (raw HTTP)', () => {
     assert.match(String(r.headers['content-type']), /^text\/event-stream/);
     assert.match(String(r.headers['request-id']), /^req_/);
     const events = frames(r.text);
-    assert.ok(events.every((e) => e.event === e.data.type), 'every frame has its event: line');
+    assert.ok(
+      events.every((e) => e.event === e.data.type),
+      'every frame has its event: line',
+    );
     const types = events.map((e) => e.event).filter((t) => t !== 'ping');
     assert.equal(types[0], 'message_start');
     assert.deepEqual(types.slice(-2), ['message_delta', 'message_stop']);
@@ -150,7 +176,14 @@ describe('Claude Code on the Anthropic door (raw HTTP)', () => {
     assert.equal(tooMany.status, 400);
     assert.match(tooMany.json.error.message, /stop_sequences/);
     const prefill = await raw(server, 'POST', '/v1/messages', {
-      body: { model: server.model, max_tokens: 1, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: '{' }] },
+      body: {
+        model: server.model,
+        max_tokens: 1,
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: '{' },
+        ],
+      },
     });
     assert.equal(prefill.status, 400);
     assert.match(prefill.json.error.message, /^messages\.1: .*prefill/);

@@ -65,7 +65,13 @@ describe('Anthropic Messages door (@anthropic-ai/sdk)', () => {
   });
 
   it('messages.stream(): the SDK accumulator takes the stream and its finalMessage is the non-streamed Message', async () => {
-    const params = { model: server.model, max_tokens: 12, temperature: 1, messages: [{ role: 'user' as const, content: 'Hello there' }], ...seeded(42) };
+    const params = {
+      model: server.model,
+      max_tokens: 12,
+      temperature: 1,
+      messages: [{ role: 'user' as const, content: 'Hello there' }],
+      ...seeded(42),
+    };
     const stream = client.messages.stream(params as Anthropic.MessageStreamParams);
     const types: string[] = [];
     stream.on('streamEvent', (e) => types.push(e.type));
@@ -113,7 +119,12 @@ describe('Anthropic Messages door (@anthropic-ai/sdk)', () => {
   });
 
   it('beta.messages.create (?beta=true) and models.list / retrieve in Anthropic shape', async () => {
-    const m = await client.beta.messages.create({ model: server.model, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }], betas: ['context-management-2025-06-27'] });
+    const m = await client.beta.messages.create({
+      model: server.model,
+      max_tokens: 2,
+      messages: [{ role: 'user', content: 'hi' }],
+      betas: ['context-management-2025-06-27'],
+    });
     assert.equal(m.type, 'message');
     const task = await newestTask();
     const full = await call(server, 'GET', `/tasks/${task.id}`);
@@ -135,22 +146,34 @@ describe('Anthropic Messages door (@anthropic-ai/sdk)', () => {
       return true;
     });
     const image = { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'AAAA' } };
-    await assert.rejects(client.messages.create({ model: server.model, max_tokens: 1, messages: [{ role: 'user', content: [image] }] }), (e: unknown) => {
-      assert.ok(e instanceof Anthropic.BadRequestError, String(e));
-      assert.equal((e.error as any).error.type, 'invalid_request_error');
-      assert.match(e.message, /messages\.0\.content\.0\.type/);
-      return true;
-    });
-    await assert.rejects(client.messages.create({ model: server.model, messages: [{ role: 'user', content: 'x' }] } as unknown as Anthropic.MessageCreateParamsNonStreaming), (e: unknown) => {
-      assert.ok(e instanceof Anthropic.BadRequestError, String(e));
-      assert.match(e.message, /max_tokens/);
-      return true;
-    });
-    await assert.rejects(client.messages.create({ model: 'no-such-model', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }), (e: unknown) => {
-      assert.ok(e instanceof Anthropic.NotFoundError, String(e));
-      assert.equal((e.error as any).error.type, 'not_found_error');
-      return true;
-    });
+    await assert.rejects(
+      client.messages.create({ model: server.model, max_tokens: 1, messages: [{ role: 'user', content: [image] }] }),
+      (e: unknown) => {
+        assert.ok(e instanceof Anthropic.BadRequestError, String(e));
+        assert.equal((e.error as any).error.type, 'invalid_request_error');
+        assert.match(e.message, /messages\.0\.content\.0\.type/);
+        return true;
+      },
+    );
+    await assert.rejects(
+      client.messages.create({
+        model: server.model,
+        messages: [{ role: 'user', content: 'x' }],
+      } as unknown as Anthropic.MessageCreateParamsNonStreaming),
+      (e: unknown) => {
+        assert.ok(e instanceof Anthropic.BadRequestError, String(e));
+        assert.match(e.message, /max_tokens/);
+        return true;
+      },
+    );
+    await assert.rejects(
+      client.messages.create({ model: 'no-such-model', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }),
+      (e: unknown) => {
+        assert.ok(e instanceof Anthropic.NotFoundError, String(e));
+        assert.equal((e.error as any).error.type, 'not_found_error');
+        return true;
+      },
+    );
   });
 
   it('the attribution block is not in the prompt; a system message in the middle is folded into the user turn', async () => {
@@ -172,7 +195,10 @@ describe('Anthropic Messages door (@anthropic-ai/sdk)', () => {
     const items = await inputItems((await newestTask()).response_id);
     assert.equal(items.length, 1, JSON.stringify(items));
     assert.equal(items[0].role, 'user');
-    assert.deepEqual(items[0].content.map((c: any) => c.text), ['hello', 'Today is Monday.']);
+    assert.deepEqual(
+      items[0].content.map((c: any) => c.text),
+      ['hello', 'Today is Monday.'],
+    );
   });
 
   async function inputItems(responseId: string): Promise<any[]> {
@@ -185,7 +211,13 @@ describe('Anthropic Messages door (@anthropic-ai/sdk)', () => {
     const seal = new ReasoningSeal(fs.readFileSync(path.join(server.dataDir, REASONING_KEY_FILE)));
     const turn = (signature: string): Anthropic.MessageParam[] => [
       { role: 'user', content: 'Think first.' },
-      { role: 'assistant', content: [{ type: 'thinking', thinking: '', signature }, { type: 'text', text: 'Done.' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: '', signature },
+          { type: 'text', text: 'Done.' },
+        ],
+      },
       { role: 'user', content: 'Again.' },
     ];
     await client.messages.create({ model: server.model, max_tokens: 1, messages: turn(seal.seal({ model: server.model, text: 'the hidden plan' })) });

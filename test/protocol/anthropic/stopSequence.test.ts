@@ -82,7 +82,14 @@ describe('Anthropic Messages door: stop_sequence', () => {
     assert.equal(plain.response.task_runtime, undefined, 'no stop string matched: no vendor member');
 
     const chat = await call(server, 'POST', '/chat/completions', {
-      body: { model: server.model, max_tokens: 40, temperature: 1, seed: 42, stop: [stop], messages: [{ role: 'user', content: 'Tell me a story.' }] },
+      body: {
+        model: server.model,
+        max_tokens: 40,
+        temperature: 1,
+        seed: 42,
+        stop: [stop],
+        messages: [{ role: 'user', content: 'Tell me a story.' }],
+      },
     });
     assert.equal(chat.status, 200, chat.text);
     assert.equal(chat.json.choices[0].message.content, full.slice(0, full.indexOf(stop)), 'the stop string ended it');

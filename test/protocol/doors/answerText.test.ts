@@ -38,7 +38,9 @@ describe('answer text through every door', () => {
     runtime = await TaskRuntime.open({ dataDir, backend: new ScriptedBackend(thinksThenAnswers), deltaFlushMs: 0 });
     endpoint = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'alice']]) });
     mcp = new Client({ name: 'answer-text', version: '1.0.0' }, { capabilities: {} });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(endpoint.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(endpoint.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }),
+    );
   });
 
   after(async () => {

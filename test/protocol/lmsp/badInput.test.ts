@@ -94,7 +94,14 @@ describe('LMSP bad input', () => {
   it('oversized chunked bodies are cut off with 413 too', async () => {
     const r = await new Promise<CallResult>((resolve, reject) => {
       const req = httpRequest(
-        { host: '127.0.0.1', port: server.port, method: 'POST', path: '/lmsp/v1/tasks', agent: false, headers: { authorization: `Bearer ${server.tokenA}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        {
+          host: '127.0.0.1',
+          port: server.port,
+          method: 'POST',
+          path: '/lmsp/v1/tasks',
+          agent: false,
+          headers: { authorization: `Bearer ${server.tokenA}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        },
         (res) => {
           let text = '';
           res.on('data', (c) => (text += c));
@@ -107,7 +114,11 @@ describe('LMSP bad input', () => {
       let i = 0;
       const pump = () => {
         while (i < 6 && req.write(chunk)) i++;
-        if (i < 6) req.once('drain', () => { i++; pump(); });
+        if (i < 6)
+          req.once('drain', () => {
+            i++;
+            pump();
+          });
         else req.end('"}}');
       };
       pump();
@@ -119,7 +130,11 @@ describe('LMSP bad input', () => {
     const raw = JSON.stringify({ type: 'response', input: validInput() });
     expectProblem(await call(server, 'POST', '/tasks', { rawBody: raw, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
     expectProblem(await call(server, 'POST', '/tasks', { rawBody: raw }), 415, 'unsupported_media_type');
-    expectProblem(await call(server, 'POST', '/responses', { rawBody: raw, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    expectProblem(
+      await call(server, 'POST', '/responses', { rawBody: raw, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('bad ids are 404 with the right code', async () => {
@@ -149,7 +164,11 @@ describe('LMSP bad input', () => {
       assert.equal((await call(server, 'GET', '/capabilities', { headers: { host } })).status, 200, host);
     }
     expectProblem(await call(server, 'GET', '/capabilities', { headers: { origin: 'https://evil.example' } }), 403, 'forbidden');
-    expectProblem(await call(server, 'POST', '/tasks', { body: { type: 'response', input: validInput() }, headers: { origin: 'http://localhost:3000' } }), 403, 'forbidden');
+    expectProblem(
+      await call(server, 'POST', '/tasks', { body: { type: 'response', input: validInput() }, headers: { origin: 'http://localhost:3000' } }),
+      403,
+      'forbidden',
+    );
   });
 
   it('the MCP door answers auth failures in a form MCP clients understand', async () => {

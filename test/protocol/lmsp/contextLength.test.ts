@@ -35,10 +35,15 @@ describe('prompt + max_output_tokens beyond the context: 400 context_length_exce
   };
   const chatError = (r: CallResult, param: string) => {
     assert.equal(r.status, 400, r.text);
-    assert.deepEqual(r.json.error && [r.json.error.type, r.json.error.code, r.json.error.param], ['invalid_request_error', 'context_length_exceeded', param], r.text);
+    assert.deepEqual(
+      r.json.error && [r.json.error.type, r.json.error.code, r.json.error.param],
+      ['invalid_request_error', 'context_length_exceeded', param],
+      r.text,
+    );
   };
   const responses = (over: Record<string, unknown>) => call(lmsp, 'POST', '/responses', { body: { model: 'test-256', input: 'x', ...over } });
-  const tasks = (over: Record<string, unknown>) => call(lmsp, 'POST', '/tasks', { body: { type: 'response', input: { model: 'test-256', input: 'x', ...over } } });
+  const tasks = (over: Record<string, unknown>) =>
+    call(lmsp, 'POST', '/tasks', { body: { type: 'response', input: { model: 'test-256', input: 'x', ...over } } });
   const chat = (over: Record<string, unknown>) =>
     call(lmsp, 'POST', '/chat/completions', { body: { model: 'test-256', messages: [{ role: 'user', content: 'x' }], ...over } });
   const mcpRefusal = async (max: number) => {

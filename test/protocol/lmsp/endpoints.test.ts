@@ -6,7 +6,20 @@ import { until } from '../../support/wait';
 import { call, createTask, followEvents, removeDir, startRunningTask, startServer, waitForStatus, type Server } from './harness';
 
 // ch.7 §7.1 members, plus the vendor member the editor's other windows read (Responses clients ignore it).
-const TASK_KEYS = ['id', 'object', 'type', 'status', 'created_at', 'updated_at', 'response_id', 'events_url', 'on_restart', 'response', 'error', 'task_runtime'];
+const TASK_KEYS = [
+  'id',
+  'object',
+  'type',
+  'status',
+  'created_at',
+  'updated_at',
+  'response_id',
+  'events_url',
+  'on_restart',
+  'response',
+  'error',
+  'task_runtime',
+];
 
 function assertProblem(r: { status: number; headers: Record<string, unknown>; json: any }, status: number, code: string): void {
   assert.equal(r.status, status, JSON.stringify(r.json));
@@ -37,7 +50,8 @@ describe('LMSP endpoints', () => {
     assert.equal(r.json.capabilities.event_resume, true);
     assert.ok(r.json.capabilities.on_restart.includes('fail'));
     assert.ok(r.json.capabilities.on_restart.includes('retry'));
-    for (const k of ['event_history_seconds', 'task_retention_seconds', 'idempotency_key_ttl_seconds']) assert.equal(typeof r.json.limits[k], 'number');
+    for (const k of ['event_history_seconds', 'task_retention_seconds', 'idempotency_key_ttl_seconds'])
+      assert.equal(typeof r.json.limits[k], 'number');
   });
 
   it('lists models and reads one; an unknown model is 404 model_not_found', async () => {
@@ -123,10 +137,16 @@ describe('LMSP endpoints', () => {
     const page1 = await call(server, 'GET', '/tasks?limit=2', { token: server.tokenB });
     assert.equal(page1.status, 200);
     assert.equal(page1.json.object, 'list');
-    assert.deepEqual(page1.json.data.map((t: any) => t.id), [ids[2], ids[1]]);
+    assert.deepEqual(
+      page1.json.data.map((t: any) => t.id),
+      [ids[2], ids[1]],
+    );
     assert.equal(page1.json.has_more, true);
     const page2 = await call(server, 'GET', `/tasks?limit=2&cursor=${encodeURIComponent(page1.json.next_cursor)}`, { token: server.tokenB });
-    assert.deepEqual(page2.json.data.map((t: any) => t.id), [ids[0]]);
+    assert.deepEqual(
+      page2.json.data.map((t: any) => t.id),
+      [ids[0]],
+    );
     assert.equal(page2.json.next_cursor, null);
     const queued = await call(server, 'GET', '/tasks?status=queued,running', { token: server.tokenB });
     assert.deepEqual(queued.json.data, []);
@@ -193,7 +213,9 @@ describe('LMSP endpoints', () => {
   });
 
   it('POST /responses answers a Responses object; GET /responses/{id} reads it back', async () => {
-    const r = await call(server, 'POST', '/responses', { body: { model: server.model, input: [{ role: 'user', content: 'hi' }], max_output_tokens: 5 } });
+    const r = await call(server, 'POST', '/responses', {
+      body: { model: server.model, input: [{ role: 'user', content: 'hi' }], max_output_tokens: 5 },
+    });
     assert.equal(r.status, 200);
     assert.equal(r.json.object, 'response');
     assert.match(r.json.id, /^resp_/);
@@ -222,23 +244,33 @@ describe('LMSP endpoints', () => {
   it('refuses what it cannot honour: 400 unsupported_capability', async () => {
     const caps = (await call(server, 'GET', '/capabilities')).json;
     if (!caps.capabilities.on_restart.includes('resume')) {
-      const r = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x' }, on_restart: 'resume' } });
+      const r = await call(server, 'POST', '/tasks', {
+        body: { type: 'response', input: { model: server.model, input: 'x' }, on_restart: 'resume' },
+      });
       assertProblem(r, 400, 'unsupported_capability');
     } else {
-      const r = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x', max_output_tokens: 2 }, on_restart: 'resume' } });
+      const r = await call(server, 'POST', '/tasks', {
+        body: { type: 'response', input: { model: server.model, input: 'x', max_output_tokens: 2 }, on_restart: 'resume' },
+      });
       assert.equal(r.status, 202);
       assert.equal(r.json.on_restart, 'resume');
     }
     // A hosted tool (OpenAI's cloud ones) is left out of what the model sees, not refused; choosing it is refused.
-    const tools = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', max_output_tokens: 2, tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] } });
+    const tools = await call(server, 'POST', '/responses', {
+      body: { model: server.model, input: 'x', max_output_tokens: 2, tools: [{ type: 'function', name: 'f' }, { type: 'web_search' }] },
+    });
     assert.equal(tools.status, 200, tools.text);
     assert.deepEqual(tools.json.task_runtime, { ignored_tools: [{ index: 1, type: 'web_search' }] });
-    const chosen = await call(server, 'POST', '/responses', { body: { model: server.model, input: 'x', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } } });
+    const chosen = await call(server, 'POST', '/responses', {
+      body: { model: server.model, input: 'x', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } },
+    });
     assertProblem(chosen, 400, 'unsupported_capability');
     assert.equal(chosen.json.param, 'tool_choice.type');
     assert.match(chosen.json.detail, /web_search/);
     // A reasoning effort on a model whose template has no thought segment (the demo model's plain prompt).
-    const reasoning = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: 'x', reasoning: { effort: 'low' } } } });
+    const reasoning = await call(server, 'POST', '/tasks', {
+      body: { type: 'response', input: { model: server.model, input: 'x', reasoning: { effort: 'low' } } },
+    });
     assertProblem(reasoning, 400, 'unsupported_capability');
     assert.equal(reasoning.json.param, 'input.reasoning.effort');
   });
@@ -256,7 +288,8 @@ describe('LMSP endpoints', () => {
     let opened!: () => void;
     const isOpen = new Promise<void>((r) => (opened = r));
     const es = new EventSource(`${server.lmsp}/task_runtime/changes`, {
-      fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${server.tokenA}` } }),
+      fetch: (input, init) =>
+        fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), authorization: `Bearer ${server.tokenA}` } }),
     });
     es.addEventListener('open', () => opened());
     es.addEventListener('task_runtime:task.changed', (e: MessageEvent) => seen.push(JSON.parse(e.data)));
@@ -269,7 +302,10 @@ describe('LMSP endpoints', () => {
     await until(() => seen.some((c) => c.deleted && c.task.id === mine.id), 'the deletion on the change feed');
     es.close();
     // Other tasks of the same principal (earlier tests) may still report changes; another principal's never do.
-    assert.ok(seen.every((c) => c.task.id !== other.id), 'nothing of the other principal');
+    assert.ok(
+      seen.every((c) => c.task.id !== other.id),
+      'nothing of the other principal',
+    );
     const ofMine = seen.filter((c) => c.task.id === mine.id);
     assert.ok(ofMine.length >= 3, `saw ${ofMine.length} changes of the task`);
     assert.ok(ofMine.some((c) => c.task.status === 'succeeded' && !c.deleted));

@@ -2,7 +2,18 @@
 // late join, cursor errors.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { assertContiguous, call, createTask, followEvents, LONG_INPUT, removeDir, startServer, TERMINAL_TYPES, waitForStatus, type Server } from './harness';
+import {
+  assertContiguous,
+  call,
+  createTask,
+  followEvents,
+  LONG_INPUT,
+  removeDir,
+  startServer,
+  TERMINAL_TYPES,
+  waitForStatus,
+  type Server,
+} from './harness';
 
 describe('LMSP task event stream', () => {
   let server: Server;
@@ -23,10 +34,22 @@ describe('LMSP task event stream', () => {
     assert.equal(events[0].data.response.id, t.response_id);
     assert.equal(events.filter((e) => TERMINAL_TYPES.has(e.type)).length, 1);
     assert.ok(TERMINAL_TYPES.has(events.at(-1)!.type));
-    const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.data.delta).join('');
+    const text = events
+      .filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => e.data.delta)
+      .join('');
     assert.equal(text, done.response.output[0].content[0].text);
-    for (const order of ['response.output_item.added', 'response.content_part.added', 'response.output_text.done', 'response.content_part.done', 'response.output_item.done']) {
-      assert.ok(events.some((e) => e.type === order), order);
+    for (const order of [
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+    ]) {
+      assert.ok(
+        events.some((e) => e.type === order),
+        order,
+      );
     }
   });
 

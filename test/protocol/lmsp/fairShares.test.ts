@@ -69,7 +69,10 @@ describe('fair shares: per-principal caps on every door', () => {
       CreateTaskResultSchema,
     );
     assert.ok(bobLegacy.task.taskId);
-    const bobModern = await new ModernClient(server.url + '/mcp', server.tokenB).request('tools/call', { name: 'generate_long', arguments: { prompt: 'x', max_output_tokens: 2 } });
+    const bobModern = await new ModernClient(server.url + '/mcp', server.tokenB).request('tools/call', {
+      name: 'generate_long',
+      arguments: { prompt: 'x', max_output_tokens: 2 },
+    });
     assert.ok(bobModern.body.result?.taskId, JSON.stringify(bobModern.body));
 
     // Fair turns: once alice's running task ends, bob's first task runs before her two queued ones.
@@ -115,12 +118,22 @@ describe('fair shares: per-principal caps on every door', () => {
     const init = await fetch(server.url + '/mcp', {
       method: 'POST',
       headers: { authorization: `Bearer ${server.tokenA}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
     });
     const sessionId = init.headers.get('mcp-session-id')!;
     await init.text();
     const get = await fetch(server.url + '/mcp', {
-      headers: { authorization: `Bearer ${server.tokenA}`, accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+      headers: {
+        authorization: `Bearer ${server.tokenA}`,
+        accept: 'text/event-stream',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-11-25',
+      },
     });
     assert.equal(get.status, 429);
     const err = ((await get.json()) as any).error;
@@ -136,7 +149,9 @@ describe('fair shares: per-principal caps on every door', () => {
     // The tests before left alice long outputs: deleting them frees her share at once.
     const mine = await call(server, 'GET', '/tasks?limit=100');
     for (const t of mine.json.data) assert.equal((await call(server, 'DELETE', `/tasks/${t.id}`)).status, 200);
-    const tooBig = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: prompt(STORED_BYTES + 1), max_output_tokens: 1 } } });
+    const tooBig = await call(server, 'POST', '/tasks', {
+      body: { type: 'response', input: { model: server.model, input: prompt(STORED_BYTES + 1), max_output_tokens: 1 } },
+    });
     assert.equal(tooBig.status, 413);
     assert.equal(tooBig.json.code, 'payload_too_large');
     assert.equal(tooBig.json.limit.name, 'max_stored_bytes_per_principal');
@@ -144,7 +159,9 @@ describe('fair shares: per-principal caps on every door', () => {
     // Prompts of 1 500 bytes fill the share in a few tasks (their outputs count too).
     let stored = 0;
     for (;;) {
-      const r = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: server.model, input: prompt(1500), max_output_tokens: 1 } } });
+      const r = await call(server, 'POST', '/tasks', {
+        body: { type: 'response', input: { model: server.model, input: prompt(1500), max_output_tokens: 1 } },
+      });
       if (r.status === 429) {
         assert.equal(r.json.limit.name, 'max_stored_bytes_per_principal');
         assert.ok(r.json.limit.current > STORED_BYTES - 1600, JSON.stringify(r.json.limit));

@@ -134,7 +134,14 @@ export function call(server: Pick<Server, 'port' | 'tokenA'>, method: string, p:
   Object.assign(headers, opts.headers);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: '127.0.0.1', port: server.port, method, path: p.startsWith('/lmsp') || p.startsWith('/mcp') || p.startsWith('/metrics') || p === '/' ? p : `/lmsp/v1${p}`, headers, agent: false },
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        method,
+        path: p.startsWith('/lmsp') || p.startsWith('/mcp') || p.startsWith('/metrics') || p === '/' ? p : `/lmsp/v1${p}`,
+        headers,
+        agent: false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -245,7 +252,12 @@ export function followEvents(server: Server, taskId: string, opts: FollowOptions
   });
 }
 
-export async function createTask(server: Server, input: Record<string, unknown> = {}, extra: Record<string, unknown> = {}, token?: string): Promise<any> {
+export async function createTask(
+  server: Server,
+  input: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+  token?: string,
+): Promise<any> {
   const r = await call(server, 'POST', '/tasks', {
     token,
     body: { type: 'response', input: { model: server.model, input: 'hello', max_output_tokens: 8, ...input }, ...extra },
@@ -321,7 +333,11 @@ export function openAiServer(args: string[] = []): { readonly server: Server; re
  * A server with the demo model and a second one with the tool chat template (`tools`), and a client on it. `model`:
  * more options of the second (a longer context for a request with many tools).
  */
-export function toolsServer(model: Omit<TestModelOptions, 'chatTemplate'> = {}): { readonly server: Server; readonly client: OpenAI; readonly model: string } {
+export function toolsServer(model: Omit<TestModelOptions, 'chatTemplate'> = {}): {
+  readonly server: Server;
+  readonly client: OpenAI;
+  readonly model: string;
+} {
   const ctx: { server?: Server; client?: OpenAI; model?: string } = {};
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-tools-e2e-'));
   before(async () => {

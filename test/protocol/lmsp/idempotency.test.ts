@@ -41,7 +41,9 @@ describe('LMSP idempotency', () => {
 
   it('concurrent duplicates create one task', async () => {
     const key = 'key-concurrent';
-    const results = await Promise.all(Array.from({ length: 12 }, () => call(server, 'POST', '/tasks', { body: body('same'), headers: { 'idempotency-key': key } })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () => call(server, 'POST', '/tasks', { body: body('same'), headers: { 'idempotency-key': key } })),
+    );
     const ids = new Set(results.map((r) => r.json.id));
     assert.ok(results.every((r) => r.status === 202));
     assert.equal(ids.size, 1);

@@ -24,12 +24,23 @@ function assertNoPath(label: string, text: string): void {
 }
 
 test('no LMSP read route and no MCP read tool shows the model file path', async () => {
-  const created = await call(server, 'POST', '/tasks', { body: { type: 'response', input: { model: 'secret-project', input: 'hi', max_output_tokens: 4 } } });
+  const created = await call(server, 'POST', '/tasks', {
+    body: { type: 'response', input: { model: 'secret-project', input: 'hi', max_output_tokens: 4 } },
+  });
   assert.equal(created.status, 202, created.text);
   const task = created.json as { id: string; response_id: string };
   await waitForStatus(server, task.id, ['succeeded']);
 
-  for (const route of ['/models', '/models/secret-project', '/capabilities', '/tasks', `/tasks/${task.id}`, `/responses/${task.response_id}`, '/task_runtime/counts', `/tasks/${task.id}/events`]) {
+  for (const route of [
+    '/models',
+    '/models/secret-project',
+    '/capabilities',
+    '/tasks',
+    `/tasks/${task.id}`,
+    `/responses/${task.response_id}`,
+    '/task_runtime/counts',
+    `/tasks/${task.id}/events`,
+  ]) {
     const r = await call(server, 'GET', route);
     assert.ok(r.status < 500, `${route}: ${r.status}`);
     assertNoPath(`GET ${route}`, r.text);

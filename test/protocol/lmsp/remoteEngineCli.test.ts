@@ -103,22 +103,50 @@ describe('serve --engine arguments', () => {
       [['serve', '--engine', 'gpu=http://a/v1,http://b/v1', '--engine-concurrency', 'gpu=1,2,3'], /one per URL/],
       [['serve', '--engine', 'gpu=http://a/v1', '--engine-kind', 'gpu=tgi'], /must be one of llama\.cpp, vllm, ollama, lmstudio, openai/],
       [['serve', '--engine-kind', 'gpu=vllm'], /no --engine gpu=URL/],
-      [['serve', '--engine', 'ol=http://a/v1', '--engine-kind', 'ol=ollama', '--engine-resume', 'ol'], /resume" cannot be offered: Ollama has no continue_final_message/],
+      [
+        ['serve', '--engine', 'ol=http://a/v1', '--engine-kind', 'ol=ollama', '--engine-resume', 'ol'],
+        /resume" cannot be offered: Ollama has no continue_final_message/,
+      ],
       [['serve', '--engine', 'lm=http://a/v1', '--engine-kind', 'lm=lmstudio', '--engine-resume', 'lm'], /resume" cannot be offered: LM Studio/],
       [['serve', '--engine', 'gpu=http://a/v1', '--engine-resume', 'gpu=maybe'], /on or off/],
     ];
     for (const [argv, re] of bad) {
-      assert.throws(() => parseArgs(argv), (e: Error) => e instanceof UsageError && re.test(e.message) && !e.message.includes(KEY), argv.join(' '));
+      assert.throws(
+        () => parseArgs(argv),
+        (e: Error) => e instanceof UsageError && re.test(e.message) && !e.message.includes(KEY),
+        argv.join(' '),
+      );
     }
-    const ok = parseArgs(['serve', '--engine', 'gpu=http://a:8080/v1/,https://b/v1', '--engine-concurrency', 'gpu=2', '--engine', 'ol=http://127.0.0.1:11434/v1']);
+    const ok = parseArgs([
+      'serve',
+      '--engine',
+      'gpu=http://a:8080/v1/,https://b/v1',
+      '--engine-concurrency',
+      'gpu=2',
+      '--engine',
+      'ol=http://127.0.0.1:11434/v1',
+    ]);
     assert.equal(ok.command, 'serve');
     assert.deepEqual(ok.command === 'serve' && ok.engines, [
       { name: 'gpu', urls: ['http://a:8080/v1', 'https://b/v1'], concurrency: [2] },
       { name: 'ol', urls: ['http://127.0.0.1:11434/v1'] },
     ]);
     const kinds = parseArgs([
-      'serve', '--engine', 'v=http://a/v1', '--engine-kind', 'v=vllm', '--engine-resume', 'v=off',
-      '--engine', 'o=http://b/v1', '--engine-kind', 'o=ollama', '--engine', 'x=http://c/v1', '--engine-resume', 'x',
+      'serve',
+      '--engine',
+      'v=http://a/v1',
+      '--engine-kind',
+      'v=vllm',
+      '--engine-resume',
+      'v=off',
+      '--engine',
+      'o=http://b/v1',
+      '--engine-kind',
+      'o=ollama',
+      '--engine',
+      'x=http://c/v1',
+      '--engine-resume',
+      'x',
     ]);
     assert.deepEqual(kinds.command === 'serve' && kinds.engines.map((e) => [e.name, e.kind, e.resume]), [
       ['v', 'vllm', false],

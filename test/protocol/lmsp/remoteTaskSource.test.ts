@@ -82,6 +82,9 @@ test('events: replay from a sequence, then live, ending after the terminal event
   let restEnded = false;
   const again = source.subscribeEvents(task.id, 3, { onEvent: (e) => rest.push(e), onEnd: () => (restEnded = true) });
   await until(() => restEnded, 'replay end');
-  assert.deepEqual(rest.map((e) => e.seq), seen.slice(4).map((e) => e.seq));
+  assert.deepEqual(
+    rest.map((e) => e.seq),
+    seen.slice(4).map((e) => e.seq),
+  );
   again.dispose();
 });

@@ -2,7 +2,18 @@
 // and event ids that continue without reuse.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { assertContiguous, call, createTask, followEvents, LONG_INPUT, removeDir, startServer, TERMINAL_TYPES, waitForStatus, type SseEvent } from './harness';
+import {
+  assertContiguous,
+  call,
+  createTask,
+  followEvents,
+  LONG_INPUT,
+  removeDir,
+  startServer,
+  TERMINAL_TYPES,
+  waitForStatus,
+  type SseEvent,
+} from './harness';
 
 describe('LMSP restart semantics', () => {
   it('fail → failed/server_restarted, retry → runs again and succeeds, cancelling → cancelled', async () => {
@@ -40,7 +51,10 @@ describe('LMSP restart semantics', () => {
       assert.equal(retried.status, 'succeeded');
 
       // Event ids continue across the restart: what was streamed before the kill is a prefix of the history.
-      for (const [task, before] of [[failTask, seenFail.events], [retryTask, seenRetry.events]] as const) {
+      for (const [task, before] of [
+        [failTask, seenFail.events],
+        [retryTask, seenRetry.events],
+      ] as const) {
         const { events } = await followEvents(server, task.id);
         assertContiguous(events);
         assert.deepEqual(events.slice(0, before.length), before, `${task.id}: no id reused`);

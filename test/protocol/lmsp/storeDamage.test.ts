@@ -16,7 +16,10 @@ test('serve logs a warning naming the batches a damaged journal cost, keeps the 
     const end = Date.now() + 30_000;
     while (!/WARNING: /.test(server.stderr()) && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     assert.match(server.stderr(), /WARNING: The task store was damaged: 6 acknowledged write batches could not be restored/);
-    assert.match(server.stderr(), /journal-\d+\.log is damaged: unreadable bytes at offset \d+ \(\d+ bytes\); 1 batch missing \(seq 5\); 5 valid batches after it not replayed/);
+    assert.match(
+      server.stderr(),
+      /journal-\d+\.log is damaged: unreadable bytes at offset \d+ \(\d+ bytes\); 1 batch missing \(seq 5\); 5 valid batches after it not replayed/,
+    );
     assert.ok(fs.readdirSync(path.join(dataDir, 'store')).some((n) => n.includes('.corrupt-')));
     assert.equal((await call(server, 'GET', '/models')).status, 200);
   } finally {

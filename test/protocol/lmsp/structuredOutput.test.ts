@@ -80,7 +80,15 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
       if (e.type === 'response.output_text.done') done = e.text;
       if (e.type === 'response.completed' || e.type === 'response.incomplete') final = e.response;
     }
-    const order = ['response.created', 'response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.output_text.done', 'response.content_part.done', 'response.output_item.done'];
+    const order = [
+      'response.created',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+    ];
     let at = -1;
     for (const t of order) {
       const i = types.indexOf(t, at + 1);
@@ -95,9 +103,19 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
   });
 
   it('a schema keyword the backend cannot enforce is 400 invalid_json_schema naming it (backend check)', async () => {
-    const schema = { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' } }, required: ['code'], additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { code: { type: 'string', pattern: '^[A-Z]{3}$' } },
+      required: ['code'],
+      additionalProperties: false,
+    };
     await assert.rejects(
-      () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', text: { format: { type: 'json_schema', name: 'code', schema, strict: true } } }),
+      () =>
+        ctx.client.responses.create({
+          model: ctx.server.model,
+          input: 'x',
+          text: { format: { type: 'json_schema', name: 'code', schema, strict: true } },
+        }),
       (e: unknown) => {
         assert.ok(e instanceof OpenAI.BadRequestError, String(e));
         assert.equal(e.code, 'invalid_json_schema', e.message);
@@ -120,7 +138,10 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
       [{ type: 'json_schema', name: 'person', schema: personSchema, colour: 'red' }, 'text.format.colour'],
     ];
     for (const [format, param] of cases) {
-      await assert.rejects(() => ctx.client.responses.create({ model: ctx.server.model, input: 'x', text: { format: format as never } }), refused('invalid_request', param));
+      await assert.rejects(
+        () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', text: { format: format as never } }),
+        refused('invalid_request', param),
+      );
     }
   });
 
@@ -129,7 +150,13 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
       () => ctx.client.responses.create({ model: ctx.server.model, input: 'hello', text: { format: { type: 'json_object' } } }),
       refused('invalid_request', 'text.format'),
     );
-    const r = await ctx.client.responses.create({ model: ctx.server.model, input: 'hello', instructions: 'Answer in JSON.', max_output_tokens: 2, text: { format: { type: 'json_object' } } });
+    const r = await ctx.client.responses.create({
+      model: ctx.server.model,
+      input: 'hello',
+      instructions: 'Answer in JSON.',
+      max_output_tokens: 2,
+      text: { format: { type: 'json_object' } },
+    });
     assert.deepEqual(r.text?.format, { type: 'json_object' });
   });
 
@@ -155,19 +182,25 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
         refused('invalid_request', param),
       );
     }
-    await assert.rejects(() => ctx.client.responses.create({ model: ctx.server.model, input: 'x', ...({ top_logprobs: 21 } as object) }), refused('invalid_request', 'top_logprobs'));
+    await assert.rejects(
+      () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', ...({ top_logprobs: 21 } as object) }),
+      refused('invalid_request', 'top_logprobs'),
+    );
     const ok = await ctx.client.responses.create({
       model: ctx.server.model,
       input: 'x',
       max_output_tokens: 3,
-      ...({ task_runtime: { seed: 7, stop: ['\n\n'], top_k: 40, min_p: 0.05, repeat_penalty: 1.1, frequency_penalty: 0.5, presence_penalty: -0.5 } } as object),
+      ...({
+        task_runtime: { seed: 7, stop: ['\n\n'], top_k: 40, min_p: 0.05, repeat_penalty: 1.1, frequency_penalty: 0.5, presence_penalty: -0.5 },
+      } as object),
     });
     assert.ok(['completed', 'incomplete'].includes(ok.status!));
   });
 
   it('include: only message.output_text.logprobs and reasoning.encrypted_content; another value is 400 unsupported_capability naming it', async () => {
     await assert.rejects(
-      () => ctx.client.responses.create({ model: ctx.server.model, input: 'x', include: ['message.output_text.logprobs', 'file_search_call.results'] }),
+      () =>
+        ctx.client.responses.create({ model: ctx.server.model, input: 'x', include: ['message.output_text.logprobs', 'file_search_call.results'] }),
       (e: unknown) => refused('unsupported_capability', 'include.1')(e) && /file_search_call\.results/.test((e as Error).message),
     );
   });
@@ -194,7 +227,9 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
   it('POST /tasks: a backend refusal names the param under input. (backend check)', async () => {
     const input = { model: ctx.server.model, input: 'x', max_output_tokens: 2 };
     const pattern = { type: 'object', properties: { a: { type: 'string', pattern: 'x+' } }, required: ['a'], additionalProperties: false };
-    const r = await call(ctx.server, 'POST', '/tasks', { body: { type: 'response', input: { ...input, text: { format: { type: 'json_schema', name: 'p', schema: pattern } } } } });
+    const r = await call(ctx.server, 'POST', '/tasks', {
+      body: { type: 'response', input: { ...input, text: { format: { type: 'json_schema', name: 'p', schema: pattern } } } },
+    });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.json.code, 'invalid_json_schema');
     assert.match(r.json.param, /^input\.text\.format\.schema/);
@@ -202,9 +237,15 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
 
   it('the idempotency fingerprint covers text.format and the sampling member', async () => {
     const body = (extra: Record<string, unknown>) => ({ model: ctx.server.model, input: 'same', max_output_tokens: 2, ...extra });
-    const first = await call(ctx.server, 'POST', '/responses', { body: body({ task_runtime: { seed: 1 } }), headers: { 'idempotency-key': 'fp-sampling' } });
+    const first = await call(ctx.server, 'POST', '/responses', {
+      body: body({ task_runtime: { seed: 1 } }),
+      headers: { 'idempotency-key': 'fp-sampling' },
+    });
     assert.equal(first.status, 200, first.text);
-    const seed = await call(ctx.server, 'POST', '/responses', { body: body({ task_runtime: { seed: 2 } }), headers: { 'idempotency-key': 'fp-sampling' } });
+    const seed = await call(ctx.server, 'POST', '/responses', {
+      body: body({ task_runtime: { seed: 2 } }),
+      headers: { 'idempotency-key': 'fp-sampling' },
+    });
     assert.equal(seed.status, 422);
     assert.equal(seed.json.code, 'idempotency_key_reused');
     const format = await call(ctx.server, 'POST', '/responses', {
@@ -212,7 +253,10 @@ describe('structured output and sampling through LMSP (openai SDK)', () => {
       headers: { 'idempotency-key': 'fp-sampling' },
     });
     assert.equal(format.status, 422);
-    const again = await call(ctx.server, 'POST', '/responses', { body: body({ task_runtime: { seed: 1 } }), headers: { 'idempotency-key': 'fp-sampling' } });
+    const again = await call(ctx.server, 'POST', '/responses', {
+      body: body({ task_runtime: { seed: 1 } }),
+      headers: { 'idempotency-key': 'fp-sampling' },
+    });
     assert.equal(again.status, 200);
     assert.equal(again.json.id, first.json.id);
   });

@@ -60,9 +60,20 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
 
   it('round trip: required → a valid function_call → function_call_output in input → an answer; also via previous_response_id', async () => {
     const input: OpenAI.Responses.ResponseInputItem[] = [{ role: 'user', content: 'What is the weather in Oslo?' }];
-    const first = await ctx.client.responses.create({ model: ctx.model, input, tools: TOOLS, tool_choice: 'required', max_output_tokens: 600, temperature: 1, ...SEEDED });
+    const first = await ctx.client.responses.create({
+      model: ctx.model,
+      input,
+      tools: TOOLS,
+      tool_choice: 'required',
+      max_output_tokens: 600,
+      temperature: 1,
+      ...SEEDED,
+    });
     assert.equal(first.status, 'completed', JSON.stringify(first.incomplete_details));
-    assert.deepEqual(first.tools.map((t) => (t as OpenAI.Responses.FunctionTool).name), ['get_weather', 'noop']);
+    assert.deepEqual(
+      first.tools.map((t) => (t as OpenAI.Responses.FunctionTool).name),
+      ['get_weather', 'noop'],
+    );
     assert.equal(first.tool_choice, 'required');
     const made = calls(first);
     assert.ok(made.length >= 1, JSON.stringify(first.output));
@@ -71,7 +82,11 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
       assert.equal(c.status, 'completed');
       assertValidCall(c);
     }
-    const outputs = made.map((c): OpenAI.Responses.ResponseInputItem => ({ type: 'function_call_output', call_id: c.call_id, output: '{"temperature": 21}' }));
+    const outputs = made.map((c): OpenAI.Responses.ResponseInputItem => ({
+      type: 'function_call_output',
+      call_id: c.call_id,
+      output: '{"temperature": 21}',
+    }));
 
     // Stateless: the whole history again, the previous output items as given back.
     const second = await ctx.client.responses.create({
@@ -83,13 +98,23 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
     });
     assert.equal(second.status === 'completed' || second.status === 'incomplete', true, second.status);
     assert.equal(calls(second).length, 0, 'tool_choice none: no call');
-    assert.ok(second.output.some((o) => o.type === 'message'), JSON.stringify(second.output));
+    assert.ok(
+      second.output.some((o) => o.type === 'message'),
+      JSON.stringify(second.output),
+    );
     assert.equal(typeof second.output_text, 'string');
     const alone = await ctx.client.responses.create({ model: ctx.model, input, tools: TOOLS, tool_choice: 'none', max_output_tokens: 1 });
     assert.ok(second.usage!.input_tokens > alone.usage!.input_tokens, 'the call and its output are in the prompt');
 
     // Stateful: previous_response_id carries the call; only the outputs are new.
-    const third = await ctx.client.responses.create({ model: ctx.model, previous_response_id: first.id, input: outputs, tools: TOOLS, tool_choice: 'none', max_output_tokens: 16 });
+    const third = await ctx.client.responses.create({
+      model: ctx.model,
+      previous_response_id: first.id,
+      input: outputs,
+      tools: TOOLS,
+      tool_choice: 'none',
+      max_output_tokens: 16,
+    });
     assert.equal(third.previous_response_id, first.id);
     assert.equal(calls(third).length, 0);
     assert.ok(third.output.some((o) => o.type === 'message'));
@@ -97,17 +122,42 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
   });
 
   it('a named tool_choice gives exactly that call; parallel_tool_calls false gives one call', async () => {
-    const named = await ctx.client.responses.create({ model: ctx.model, input: 'Weather?', tools: TOOLS, tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 600, temperature: 1, ...SEEDED });
+    const named = await ctx.client.responses.create({
+      model: ctx.model,
+      input: 'Weather?',
+      tools: TOOLS,
+      tool_choice: { type: 'function', name: 'get_weather' },
+      max_output_tokens: 600,
+      temperature: 1,
+      ...SEEDED,
+    });
     assert.equal(calls(named).length, 1, JSON.stringify(named.output));
     assert.equal(calls(named)[0]!.name, 'get_weather');
     assertValidCall(calls(named)[0]!);
-    const one = await ctx.client.responses.create({ model: ctx.model, input: 'Weather?', tools: TOOLS, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 600, temperature: 1, ...SEEDED });
+    const one = await ctx.client.responses.create({
+      model: ctx.model,
+      input: 'Weather?',
+      tools: TOOLS,
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      max_output_tokens: 600,
+      temperature: 1,
+      ...SEEDED,
+    });
     assert.equal(calls(one).length, 1, JSON.stringify(one.output));
     assertValidCall(calls(one)[0]!);
   });
 
   it('streamed: the call events in order with strictly increasing sequence numbers; finalResponse() equals the stored response', async () => {
-    const stream = ctx.client.responses.stream({ model: ctx.model, input: 'Weather in Rome?', tools: TOOLS, tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 600, temperature: 1, ...SEEDED });
+    const stream = ctx.client.responses.stream({
+      model: ctx.model,
+      input: 'Weather in Rome?',
+      tools: TOOLS,
+      tool_choice: { type: 'function', name: 'get_weather' },
+      max_output_tokens: 600,
+      temperature: 1,
+      ...SEEDED,
+    });
     const events: OpenAI.Responses.ResponseStreamEvent[] = [];
     // Copies: the stream helper accumulates into the items it was given (an added call's arguments grow in place).
     for await (const e of stream) events.push(structuredClone(e));
@@ -128,13 +178,18 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
     assert.equal(addedItem.call_id, call.call_id);
     assert.equal(addedItem.name, 'get_weather');
     assert.equal(addedItem.arguments, '');
-    const deltas = events.filter((e): e is OpenAI.Responses.ResponseFunctionCallArgumentsDeltaEvent => e.type === 'response.function_call_arguments.delta');
+    const deltas = events.filter(
+      (e): e is OpenAI.Responses.ResponseFunctionCallArgumentsDeltaEvent => e.type === 'response.function_call_arguments.delta',
+    );
     assert.ok(deltas.length >= 1);
     const firstDelta = events.indexOf(deltas[0]!);
     const argsDone = at((e) => e.type === 'response.function_call_arguments.done', 'arguments done');
     const itemDone = at((e) => e.type === 'response.output_item.done' && e.item.type === 'function_call', 'the call done');
     const completed = at((e) => e.type === 'response.completed', 'completed');
-    assert.ok(added < firstDelta && events.indexOf(deltas.at(-1)!) < argsDone && argsDone < itemDone && itemDone < completed, events.map((e) => e.type).join(','));
+    assert.ok(
+      added < firstDelta && events.indexOf(deltas.at(-1)!) < argsDone && argsDone < itemDone && itemDone < completed,
+      events.map((e) => e.type).join(','),
+    );
     assert.equal(deltas.map((d) => d.delta).join(''), call.arguments);
     assert.equal((events[argsDone] as OpenAI.Responses.ResponseFunctionCallArgumentsDoneEvent).arguments, call.arguments);
     for (const d of deltas) assert.equal(d.item_id, call.id);
@@ -147,23 +202,52 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
 
   it('responses.parse with zodTextFormat: output_parsed validates', async () => {
     const Reading = z.object({ city: z.string().max(10), celsius: z.number(), tags: z.array(z.enum(['rain', 'sun'])).max(2) });
-    const r = await ctx.client.responses.parse({ model: ctx.model, input: 'A reading, please.', max_output_tokens: 600, text: { format: zodTextFormat(Reading, 'reading') } });
+    const r = await ctx.client.responses.parse({
+      model: ctx.model,
+      input: 'A reading, please.',
+      max_output_tokens: 600,
+      text: { format: zodTextFormat(Reading, 'reading') },
+    });
     assert.equal(r.status, 'completed');
     assert.ok(r.output_parsed, r.output_text);
     assert.deepEqual(Reading.parse(r.output_parsed), r.output_parsed);
   });
 
   it('bad tool definitions are 400 in OpenAI shape, naming the param', async () => {
-    const create = (body: Record<string, unknown>) => ctx.client.responses.create({ model: ctx.model, input: 'x', max_output_tokens: 8, ...body } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    const create = (body: Record<string, unknown>) =>
+      ctx.client.responses.create({
+        model: ctx.model,
+        input: 'x',
+        max_output_tokens: 8,
+        ...body,
+      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
     // A hosted tool is not refused (docs/lmsp.md, "Codex dialect"): it is left out, but a choice of it is a 400.
-    await assert.rejects(() => create({ tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search_preview' } }), refused('unsupported_capability', 'tool_choice.type', /web_search_preview/));
-    await assert.rejects(() => create({ tools: [TOOLS[0], { ...TOOLS[1], name: 'get_weather' }] }), refused('invalid_request', 'tools.1.name', /Duplicate/));
-    await assert.rejects(() => create({ tools: TOOLS, tool_choice: { type: 'function', name: 'missing' } }), refused('invalid_request', 'tool_choice.name', /missing/));
+    await assert.rejects(
+      () => create({ tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search_preview' } }),
+      refused('unsupported_capability', 'tool_choice.type', /web_search_preview/),
+    );
+    await assert.rejects(
+      () => create({ tools: [TOOLS[0], { ...TOOLS[1], name: 'get_weather' }] }),
+      refused('invalid_request', 'tools.1.name', /Duplicate/),
+    );
+    await assert.rejects(
+      () => create({ tools: TOOLS, tool_choice: { type: 'function', name: 'missing' } }),
+      refused('invalid_request', 'tool_choice.name', /missing/),
+    );
     await assert.rejects(() => create({ tool_choice: 'required' }), refused('invalid_request', 'tool_choice'));
     const patterned = { type: 'function', name: 'code', parameters: obj({ code: { type: 'string', pattern: '^[A-Z]+$' } }), strict: true };
-    await assert.rejects(() => create({ tools: [patterned] }), refused('invalid_json_schema', 'tools[0].parameters.properties.code.pattern', /pattern/));
     await assert.rejects(
-      () => create({ input: [{ role: 'user', content: 'x' }, { type: 'function_call_output', call_id: 'call_nowhere', output: '1' }] }),
+      () => create({ tools: [patterned] }),
+      refused('invalid_json_schema', 'tools[0].parameters.properties.code.pattern', /pattern/),
+    );
+    await assert.rejects(
+      () =>
+        create({
+          input: [
+            { role: 'user', content: 'x' },
+            { type: 'function_call_output', call_id: 'call_nowhere', output: '1' },
+          ],
+        }),
       refused('invalid_request', /^input\.1/, /call_nowhere/),
     );
   });
@@ -171,11 +255,22 @@ describe('function tools through /responses (openai SDK, tool chat template)', (
 
 describe('function tools through /chat/completions (openai SDK, tool chat template)', () => {
   const ctx = toolsServer();
-  const chatTools: OpenAI.Chat.ChatCompletionTool[] = TOOLS.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? undefined, strict: true } }));
+  const chatTools: OpenAI.Chat.ChatCompletionTool[] = TOOLS.map((t) => ({
+    type: 'function',
+    function: { name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? undefined, strict: true },
+  }));
 
   it('required: message.tool_calls with valid arguments and finish_reason tool_calls; the round trip with a tool message', async () => {
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Oslo?' }];
-    const c = await ctx.client.chat.completions.create({ model: ctx.model, messages, tools: chatTools, tool_choice: 'required', max_tokens: 600, temperature: 1, seed: SEED });
+    const c = await ctx.client.chat.completions.create({
+      model: ctx.model,
+      messages,
+      tools: chatTools,
+      tool_choice: 'required',
+      max_tokens: 600,
+      temperature: 1,
+      seed: SEED,
+    });
     const choice = c.choices[0]!;
     assert.equal(choice.finish_reason, 'tool_calls');
     const toolCalls = choice.message.tool_calls ?? [];
@@ -187,7 +282,11 @@ describe('function tools through /chat/completions (openai SDK, tool chat templa
     }
     const answer = await ctx.client.chat.completions.create({
       model: ctx.model,
-      messages: [...messages, choice.message, ...toolCalls.map((tc): OpenAI.Chat.ChatCompletionToolMessageParam => ({ role: 'tool', tool_call_id: tc.id, content: '{"temperature": 21}' }))],
+      messages: [
+        ...messages,
+        choice.message,
+        ...toolCalls.map((tc): OpenAI.Chat.ChatCompletionToolMessageParam => ({ role: 'tool', tool_call_id: tc.id, content: '{"temperature": 21}' })),
+      ],
       tools: chatTools,
       tool_choice: 'none',
       max_tokens: 16,
@@ -201,7 +300,16 @@ describe('function tools through /chat/completions (openai SDK, tool chat templa
   });
 
   it('streamed: delta.tool_calls assemble into a call with valid arguments, finish_reason tool_calls', async () => {
-    const stream = await ctx.client.chat.completions.create({ model: ctx.model, messages: [{ role: 'user', content: 'Weather?' }], tools: chatTools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 600, temperature: 1, seed: SEED, stream: true });
+    const stream = await ctx.client.chat.completions.create({
+      model: ctx.model,
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools: chatTools,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      max_tokens: 600,
+      temperature: 1,
+      seed: SEED,
+      stream: true,
+    });
     const assembled = new Map<number, { id?: string; name?: string; arguments: string }>();
     let finish: string | null | undefined;
     let deltas = 0;

@@ -32,7 +32,15 @@ describe('a forced function call across a SIGKILL (on_restart resume)', () => {
       const created = await call(server, 'POST', '/tasks', {
         body: {
           type: 'response',
-          input: { model, input: 'Write the lines.', tools: [TOOL], tool_choice: 'required', parallel_tool_calls: false, temperature: 1, task_runtime: { seed: 3 } },
+          input: {
+            model,
+            input: 'Write the lines.',
+            tools: [TOOL],
+            tool_choice: 'required',
+            parallel_tool_calls: false,
+            temperature: 1,
+            task_runtime: { seed: 3 },
+          },
           on_restart: 'resume',
         },
       });
@@ -62,11 +70,16 @@ describe('a forced function call across a SIGKILL (on_restart resume)', () => {
       assert.equal(opened.length, 1, 'the call is opened once across the restart');
       assert.equal(opened[0]!.data.item.call_id, item.call_id);
       assert.ok(opened[0]!.id < seen.length, 'opened before the kill');
-      const resumedAt = events.findIndex((e, i) => i >= seen.length && e.type === 'task_runtime:task.status' && JSON.stringify(e.data).includes('resuming'));
+      const resumedAt = events.findIndex(
+        (e, i) => i >= seen.length && e.type === 'task_runtime:task.status' && JSON.stringify(e.data).includes('resuming'),
+      );
       const closedAt = events.findIndex((e) => e.type === 'response.output_item.done' && e.data.item.type === 'function_call');
       assert.ok(resumedAt > 0 && resumedAt < closedAt, `resumed (${resumedAt}) inside the call, closed after (${closedAt})`);
       assert.equal(events.filter((e) => e.type === 'response.created').length, 1, 'resumed, not started again');
-      const deltas = events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.data.delta as string).join('');
+      const deltas = events
+        .filter((e) => e.type === 'response.function_call_arguments.delta')
+        .map((e) => e.data.delta as string)
+        .join('');
       assert.equal(deltas, item.arguments, 'the deltas across both attempts are the arguments, nothing twice');
       assert.equal(events.at(-1)!.type, 'response.completed');
     } finally {

@@ -86,11 +86,7 @@ export async function startInProcess(
       [TOKENS.bob, 'bob'],
     ]),
     allowedOrigins: opts.allowedOrigins,
-    doors: [
-      { prefix: '/mcp', handler: mcp.handle, problemStyle: 'jsonrpc' },
-      ...lmsp.mounts,
-      ...openai.mounts,
-    ],
+    doors: [{ prefix: '/mcp', handler: mcp.handle, problemStyle: 'jsonrpc' }, ...lmsp.mounts, ...openai.mounts],
   });
   return {
     url: listener.url,

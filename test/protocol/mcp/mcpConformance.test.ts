@@ -62,7 +62,11 @@ describe('MCP conformance suite (pinned versions, checked-in baselines)', { skip
       if (version.startsWith('0.2.')) args.push('--suite', 'all');
       const r = await run((NODE as { node: string }).node, args);
       assert.match(r.output, /dns-rebinding-protection: 2 passed, 0 failed/, 'our own loopback origin is accepted, a foreign Host refused');
-      assert.equal(r.code, 0, `conformance ${version} against the baseline:\n${verdict(r.output)}\n--- server log ---\n${server.stderr.join('').slice(-3000)}`);
+      assert.equal(
+        r.code,
+        0,
+        `conformance ${version} against the baseline:\n${verdict(r.output)}\n--- server log ---\n${server.stderr.join('').slice(-3000)}`,
+      );
     });
   }
 
@@ -76,7 +80,12 @@ describe('MCP conformance suite (pinned versions, checked-in baselines)', { skip
       };
       const res = await fetch(plain.mcpUrl, {
         method: 'POST',
-        headers: { authorization: `Bearer ${plain.token}`, 'content-type': 'application/json', 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'tools/list' },
+        headers: {
+          authorization: `Bearer ${plain.token}`,
+          'content-type': 'application/json',
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': 'tools/list',
+        },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }),
       });
       const names = ((await res.json()) as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name);

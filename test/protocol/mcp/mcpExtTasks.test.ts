@@ -170,7 +170,10 @@ describe('ext-tasks 0.2.2 answering input (conformance fixture tools)', { skip: 
     const { outcome } = await (await session.callTool('test_tool_with_task', {})).settle();
     assert.equal(outcome.status, 'completed', `${outcome.error?.message}`);
     assert.match(client.resultFromTaskOutcome(outcome).content[0].text, /Hello, Ext!/);
-    assert.deepEqual(asked.map((a) => a.delivery), ['request-retry']);
+    assert.deepEqual(
+      asked.map((a) => a.delivery),
+      ['request-retry'],
+    );
   });
 
   test('protocol_error_job: the library reports the task failed with the JSON-RPC error', async () => {

@@ -65,7 +65,10 @@ describe('MCP 2026-07-28 on /mcp', () => {
   test('tools/list in the 2026 shape: no execution field, resultType, ttlMs, cacheScope', async () => {
     const l = await bare.result('tools/list');
     assert.equal(l.resultType, 'complete');
-    assert.deepEqual(l.tools.map((t: { name: string }) => t.name), ['generate', 'generate_long', 'get_task_text', 'list_models']);
+    assert.deepEqual(
+      l.tools.map((t: { name: string }) => t.name),
+      ['generate', 'generate_long', 'get_task_text', 'list_models'],
+    );
     for (const t of l.tools) {
       assert.equal('execution' in t, false, `${t.name} has no execution in 2026-07-28`);
       assert.equal(t.inputSchema.type, 'object');
@@ -106,7 +109,11 @@ describe('MCP 2026-07-28 on /mcp', () => {
     assert.equal(noCaps.status, 400);
     assert.equal(noCaps.body.error.code, -32602);
     assert.match(noCaps.body.error.message, /clientCapabilities/);
-    const old = await alice.request('tools/list', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, headers: { 'mcp-protocol-version': '2099-01-01' } });
+    const old = await alice.request(
+      'tools/list',
+      {},
+      { meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' }, headers: { 'mcp-protocol-version': '2099-01-01' } },
+    );
     assert.equal(old.status, 400);
     assert.equal(old.body.error.code, -32022);
     assert.deepEqual(old.body.error.data, { supported: [V], requested: '2099-01-01' });
@@ -197,7 +204,9 @@ describe('MCP 2026-07-28 on /mcp', () => {
     assert.equal(end.status, 'cancelled');
     assert.equal('result' in end, false);
     assert.deepEqual(await strip(alice.result('tasks/cancel', { taskId: t.taskId })), { resultType: 'complete' }, 'terminal: still acked');
-    assert.deepEqual(await strip(alice.result('tasks/update', { taskId: t.taskId, inputResponses: { k: { action: 'cancel' } } })), { resultType: 'complete' });
+    assert.deepEqual(await strip(alice.result('tasks/update', { taskId: t.taskId, inputResponses: { k: { action: 'cancel' } } })), {
+      resultType: 'complete',
+    });
     const badUpdate = await alice.request('tasks/update', { taskId: t.taskId });
     assert.equal(badUpdate.body.error.code, -32602);
     assert.match(badUpdate.body.error.message, /inputResponses/);
@@ -221,7 +230,15 @@ describe('MCP 2026-07-28 on /mcp', () => {
       signal: gone.signal,
       body: JSON.stringify({ jsonrpc: '2.0', id: 's1', method: 'tools/call', params: { ...params, _meta: bare.envelope() } }),
     }).catch(() => undefined);
-    const task = await until(() => server.runtime.listTasks({ principal: 'alice', origin: 'mcp', limit: 50 }).tasks.find((t) => t.status === 'running' && t.outputTokens > 0 && t.meta['era'] === V && t.request.max_output_tokens === 1800 && !t.meta['asTask']), 'the synchronous task to generate');
+    const task = await until(
+      () =>
+        server.runtime
+          .listTasks({ principal: 'alice', origin: 'mcp', limit: 50 })
+          .tasks.find(
+            (t) => t.status === 'running' && t.outputTokens > 0 && t.meta['era'] === V && t.request.max_output_tokens === 1800 && !t.meta['asTask'],
+          ),
+      'the synchronous task to generate',
+    );
     gone.abort();
     await pending;
     const final = await server.runtime.waitForTerminal(task.id);
@@ -245,7 +262,9 @@ describe('one runtime task, both eras and LMSP', () => {
   });
 
   test('a legacy task is read and cancelled by a modern client, a modern task by a legacy client and LMSP, same id', async () => {
-    const fromLegacy = (await legacy.request({ method: 'tools/call', params: { name: 'generate_long', arguments: LONG, task: {} } }, CreateTaskResultSchema)).task;
+    const fromLegacy = (
+      await legacy.request({ method: 'tools/call', params: { name: 'generate_long', arguments: LONG, task: {} } }, CreateTaskResultSchema)
+    ).task;
     const seen = await modern.result('tasks/get', { taskId: fromLegacy.taskId });
     assert.equal(seen.taskId, fromLegacy.taskId);
     assert.equal(seen.status, 'working');

@@ -69,7 +69,11 @@ describe('MCP 2026-07-28: a task asking its client for input, protocol errors, M
     assert.equal(noCaps.status, 'input_required');
     assert.deepEqual(noCaps.inputRequests, {});
     // Another principal cannot see or answer it.
-    const foreign = await bob.request('tasks/update', { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { confirm: true } } } }, { meta });
+    const foreign = await bob.request(
+      'tasks/update',
+      { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { confirm: true } } } },
+      { meta },
+    );
     assert.equal(foreign.body.error.code, -32602);
 
     const bad = await update(created.taskId, { [key]: { action: 'maybe' } });
@@ -142,7 +146,9 @@ describe('MCP 2026-07-28: a task asking its client for input, protocol errors, M
     assert.match(result.error.message, /protocol_error_job: internal failure \(conformance fixture\)$/);
     assert.deepEqual(result.error.data._meta, { 'io.modelcontextprotocol/related-task': { taskId: created.taskId } });
 
-    const lmsp = (await (await fetch(`${server.url}/lmsp/v1/tasks/${created.taskId}`, { headers: { authorization: `Bearer ${TOKENS.alice}` } })).json()) as {
+    const lmsp = (await (
+      await fetch(`${server.url}/lmsp/v1/tasks/${created.taskId}`, { headers: { authorization: `Bearer ${TOKENS.alice}` } })
+    ).json()) as {
       status: string;
       error: Record<string, unknown>;
     };

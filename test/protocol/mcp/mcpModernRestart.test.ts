@@ -24,13 +24,19 @@ describe('MCP 2026-07-28 across SIGKILL (real process)', () => {
     proc = await startProcess(dataDir);
     let client = new ModernClient(proc.mcpUrl, proc.token);
 
-    const done = await client.result('tools/call', { name: 'generate_long', arguments: { prompt: 'keep me', temperature: 0, max_output_tokens: 12 } });
+    const done = await client.result('tools/call', {
+      name: 'generate_long',
+      arguments: { prompt: 'keep me', temperature: 0, max_output_tokens: 12 },
+    });
     const before = await until(async () => {
       const t = await client.result('tasks/get', { taskId: done.taskId });
       return t.status === 'completed' ? t : undefined;
     }, 'the short task');
 
-    const running = await client.result('tools/call', { name: 'generate_long', arguments: { prompt: 'long story please', temperature: 0, max_output_tokens: 1800 } });
+    const running = await client.result('tools/call', {
+      name: 'generate_long',
+      arguments: { prompt: 'long story please', temperature: 0, max_output_tokens: 1800 },
+    });
     await until(async () => {
       const t = await client.result('tasks/get', { taskId: running.taskId });
       if (t.status !== 'working') throw new Error(`finished too early: ${t.status}`);
@@ -51,7 +57,10 @@ describe('MCP 2026-07-28 across SIGKILL (real process)', () => {
     await proc.stop('SIGKILL');
     polling = false;
     await poller;
-    assert.ok(answers.every((s) => s === 'working'), `a task is never reported finished before the kill: ${answers.join(',')}`);
+    assert.ok(
+      answers.every((s) => s === 'working'),
+      `a task is never reported finished before the kill: ${answers.join(',')}`,
+    );
 
     proc = await startProcess(dataDir);
     client = new ModernClient(proc.mcpUrl, proc.token);
@@ -95,7 +104,11 @@ describe('MCP 2026-07-28 across SIGKILL (real process)', () => {
       assert.equal(after.status, 'input_required', 'still waiting after the kill (confirm_delete is on_restart "retry")');
       assert.deepEqual(after.inputRequests, parked.inputRequests, 'the same pending request, under the same key');
       const [key] = Object.keys(after.inputRequests);
-      const ack = await client.request('tasks/update', { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { confirm: true } } } }, { meta });
+      const ack = await client.request(
+        'tasks/update',
+        { taskId: created.taskId, inputResponses: { [key]: { action: 'accept', content: { confirm: true } } } },
+        { meta },
+      );
       assert.equal(ack.body.result.resultType, 'complete');
       const done = await until(async () => {
         const t = await get(created.taskId);

@@ -10,10 +10,31 @@ import { TASK_STATUSES, type TaskRecord } from '../../../src/runtime/task';
 
 function record(over: Partial<TaskRecord>): TaskRecord {
   return {
-    id: 'task_x', responseId: 'resp_x', origin: 'mcp', principal: 'p', title: 't', model: 'm', request: { input: 'hi' },
-    status: 'running', statusMessage: null, createdAt: 1_000, updatedAt: 2_000, onRestart: 'fail', attempt: 1,
-    ttlMs: 60_000.4, expiresAt: 61_000, deadlineAt: null, response: null, error: null, usage: null, outputTokens: 7,
-    meta: { tool: 'generate' }, nextSeq: 1, oldestSeq: 0, inputRequests: null, ...over,
+    id: 'task_x',
+    responseId: 'resp_x',
+    origin: 'mcp',
+    principal: 'p',
+    title: 't',
+    model: 'm',
+    request: { input: 'hi' },
+    status: 'running',
+    statusMessage: null,
+    createdAt: 1_000,
+    updatedAt: 2_000,
+    onRestart: 'fail',
+    attempt: 1,
+    ttlMs: 60_000.4,
+    expiresAt: 61_000,
+    deadlineAt: null,
+    response: null,
+    error: null,
+    usage: null,
+    outputTokens: 7,
+    meta: { tool: 'generate' },
+    nextSeq: 1,
+    oldestSeq: 0,
+    inputRequests: null,
+    ...over,
   };
 }
 
@@ -24,8 +45,14 @@ const response = { output: [{ type: 'message', content: [{ type: 'output_text', 
 
 test('modern status for every runtime state; integer ttlMs and pollIntervalMs (the latter only while unfinished)', () => {
   const expected: Record<string, string> = {
-    queued: 'working', loading: 'working', running: 'working', input_required: 'input_required',
-    cancelling: 'cancelled', succeeded: 'completed', failed: 'completed', cancelled: 'cancelled',
+    queued: 'working',
+    loading: 'working',
+    running: 'working',
+    input_required: 'input_required',
+    cancelling: 'cancelled',
+    succeeded: 'completed',
+    failed: 'completed',
+    cancelled: 'cancelled',
   };
   for (const s of TASK_STATUSES) {
     const t = modernTask(ctx, record({ status: s, error: s === 'failed' ? restart : null, response: s === 'succeeded' ? response : null }), true);

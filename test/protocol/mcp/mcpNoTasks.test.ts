@@ -44,7 +44,10 @@ function assertProgress(progress: Progress[], total: number): void {
     assert.equal(p.total, total);
     assert.ok(p.progress <= total);
   }
-  assert.ok(progress.some((p) => p.progress > 0 && /^(generating|completed): \d+ tokens?$/.test(p.message ?? '')), 'tokens are counted');
+  assert.ok(
+    progress.some((p) => p.progress > 0 && /^(generating|completed): \d+ tokens?$/.test(p.message ?? '')),
+    'tokens are counted',
+  );
 }
 
 describe('MCP tools for a client without tasks', () => {
@@ -75,14 +78,18 @@ describe('MCP tools for a client without tasks', () => {
   test('2025-11-25 tools/list: generate_long is optional and not described as task-only without tasks, unchanged with them', async () => {
     const plain = new Map((await claude.listTools()).tools.map((t) => [t.name, t]));
     const withTasks = new Map((await tasksClient.listTools()).tools.map((t) => [t.name, t]));
-    assert.deepEqual(
-      Object.fromEntries([...plain].map(([n, t]) => [n, t.execution?.taskSupport])),
-      { generate: 'optional', generate_long: 'optional', get_task_text: 'forbidden', list_models: 'forbidden' },
-    );
-    assert.deepEqual(
-      Object.fromEntries([...withTasks].map(([n, t]) => [n, t.execution?.taskSupport])),
-      { generate: 'optional', generate_long: 'required', get_task_text: 'forbidden', list_models: 'forbidden' },
-    );
+    assert.deepEqual(Object.fromEntries([...plain].map(([n, t]) => [n, t.execution?.taskSupport])), {
+      generate: 'optional',
+      generate_long: 'optional',
+      get_task_text: 'forbidden',
+      list_models: 'forbidden',
+    });
+    assert.deepEqual(Object.fromEntries([...withTasks].map(([n, t]) => [n, t.execution?.taskSupport])), {
+      generate: 'optional',
+      generate_long: 'required',
+      get_task_text: 'forbidden',
+      list_models: 'forbidden',
+    });
     assert.doesNotMatch(plain.get('generate_long')!.description ?? '', /as an MCP task|tasks\/result|tasks\/get/);
     assert.match(plain.get('generate_long')!.description ?? '', /Waits for the answer/);
     assert.match(withTasks.get('generate_long')!.description ?? '', /Always runs as an MCP task/);
@@ -130,7 +137,11 @@ describe('MCP tools for a client without tasks', () => {
       params: { name: 'generate_long', arguments: { prompt: 'x', temperature: 0, max_output_tokens: 40 }, _meta: { [TOOL_USE_ID_KEY]: 42 } },
     });
     assert.equal(r.status, 200);
-    assert.deepEqual(r.messages.map((m) => m.id), ['plain'], 'the answer alone, no notification');
+    assert.deepEqual(
+      r.messages.map((m) => m.id),
+      ['plain'],
+      'the answer alone, no notification',
+    );
     const { taskId, outputTokens } = r.messages[0].result.structuredContent as { taskId: string; outputTokens: number };
     assert.equal(outputTokens, 40);
     assert.equal('mcp_tool_use_id' in server.runtime.getTask(taskId, 'alice')!.meta, false);
@@ -160,7 +171,10 @@ describe('MCP tools for a client without tasks', () => {
     assert.equal(created.task.status, 'working');
     const countBefore = server.runtime.countTasks('alice').total;
     const plain = await rpcError(
-      tasksClient.request({ method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'x', temperature: 0, max_output_tokens: 8 } } }, CallToolResultSchema),
+      tasksClient.request(
+        { method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'x', temperature: 0, max_output_tokens: 8 } } },
+        CallToolResultSchema,
+      ),
     );
     assert.equal(plain.code, ErrorCode.MethodNotFound);
     assert.equal(server.runtime.countTasks('alice').total, countBefore, 'nothing ran');
@@ -202,7 +216,10 @@ describe('MCP tools for a client without tasks', () => {
       const notes = r.messages.filter((m) => m.method === 'notifications/progress');
       assert.equal(r.messages.at(-1), r.body, 'the answer is the last event');
       for (const n of notes) assert.equal(n.params.progressToken, 'p-modern');
-      assertProgress(notes.map((n) => n.params), 300);
+      assertProgress(
+        notes.map((n) => n.params),
+        300,
+      );
       const task = taskByUseId(id);
       assert.equal(task.id, result.structuredContent.taskId);
       assert.equal(task.meta['era'], '2026-07-28');
@@ -225,7 +242,12 @@ describe('MCP tools for a client without tasks', () => {
       const res = await fetch(bare.mcpUrl, {
         method: 'POST',
         headers: bare.headersFor('tools/call', params),
-        body: JSON.stringify({ jsonrpc: '2.0', id: 'cancel-me', method: 'tools/call', params: { ...params, _meta: bare.envelope({ progressToken: 7, [TOOL_USE_ID_KEY]: id }) } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'cancel-me',
+          method: 'tools/call',
+          params: { ...params, _meta: bare.envelope({ progressToken: 7, [TOOL_USE_ID_KEY]: id }) },
+        }),
         signal: abort.signal,
       });
       assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
@@ -244,7 +266,10 @@ describe('MCP tools for a client without tasks', () => {
     });
 
     test('with the extension generate_long is still a task', async () => {
-      const created = await declaring.result('tools/call', { name: 'generate_long', arguments: { prompt: 'x', temperature: 0, max_output_tokens: 8 } });
+      const created = await declaring.result('tools/call', {
+        name: 'generate_long',
+        arguments: { prompt: 'x', temperature: 0, max_output_tokens: 8 },
+      });
       assert.equal(created.resultType, 'task');
       const end = await server.runtime.waitForTerminal(created.taskId);
       assert.equal(end.status, 'succeeded');

@@ -14,16 +14,31 @@ function post(url: string, headers: Record<string, string>): Promise<{ status: n
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({
-      jsonrpc: '2.0', id: 1, method: 'initialize',
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
       params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'origins', version: '1' } },
     });
     const req = request(
-      { host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: {
-        'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${TOKENS.alice}`,
-        'content-length': Buffer.byteLength(body), ...headers } },
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${TOKENS.alice}`,
+          'content-length': Buffer.byteLength(body),
+          ...headers,
+        },
+      },
       (res) => {
         let text = '';
-        res.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res
+          .setEncoding('utf8')
+          .on('data', (d) => (text += d))
+          .on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
       },
     );
     req.on('error', reject);
@@ -93,9 +108,15 @@ describe('allow-list configuration', () => {
     assert.ok(a.command === 'serve');
     assert.deepEqual(a.allowedOrigins, ['http://localhost:5173', 'https://app.example.com']);
     // The fixtures are served by the test entry point only (test/fixtures/conformance/serve.ts), not by a flag.
-    assert.throws(() => parseArgs(['serve', '--conformance-fixtures']), (e: Error) => e instanceof UsageError && /Unknown option "--conformance-fixtures"/.test(e.message));
+    assert.throws(
+      () => parseArgs(['serve', '--conformance-fixtures']),
+      (e: Error) => e instanceof UsageError && /Unknown option "--conformance-fixtures"/.test(e.message),
+    );
     assert.deepEqual((parseArgs(['serve']) as { allowedOrigins: string[] }).allowedOrigins, []);
-    assert.throws(() => parseArgs(['serve', '--allow-origin', 'http://x.com/app']), (e: Error) => e instanceof UsageError && /--allow-origin "http:\/\/x.com\/app"/.test(e.message));
+    assert.throws(
+      () => parseArgs(['serve', '--allow-origin', 'http://x.com/app']),
+      (e: Error) => e instanceof UsageError && /--allow-origin "http:\/\/x.com\/app"/.test(e.message),
+    );
     assert.throws(() => parseArgs(['serve', '--allow-origin']), UsageError);
   });
 

@@ -94,7 +94,12 @@ describe('MCP door, raw JSON-RPC', () => {
     assert.equal(bad.status, 400);
     assert.equal(bad.messages[0].error.code, -32700);
 
-    const huge = await raw.post({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'generate', arguments: { prompt: 'a'.repeat(2 * 1024 * 1024) } } });
+    const huge = await raw.post({
+      jsonrpc: '2.0',
+      id: 99,
+      method: 'tools/call',
+      params: { name: 'generate', arguments: { prompt: 'a'.repeat(2 * 1024 * 1024) } },
+    });
     assert.equal(huge.status, 413);
     assert.equal(huge.messages[0].error.code, -32600);
 

@@ -63,10 +63,7 @@ describe('MCP door across a server restart (real process)', () => {
     assert.equal((failed.structuredContent as { status: string }).status, 'failed');
 
     const listed = await client.experimental.tasks.listTasks();
-    assert.deepEqual(
-      listed.tasks.map((t) => t.taskId).sort(),
-      [doneId, runningId].sort(),
-    );
+    assert.deepEqual(listed.tasks.map((t) => t.taskId).sort(), [doneId, runningId].sort());
 
     for (const id of [doneId, runningId]) {
       const res = await fetch(`${proc.url}/lmsp/v1/tasks/${id}`, { headers: { authorization: `Bearer ${proc.token}` } });

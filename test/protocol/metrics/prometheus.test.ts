@@ -48,7 +48,9 @@ function histogram(s: Scrape, name: string, model?: string) {
     f = parsePrometheusTextFormat(lines.join('\n') + '\n');
   }
   const found = family(f, name).metrics[0];
-  return found?.count !== undefined ? { count: Number(found.count), sum: Number(found.sum), buckets: found.buckets ?? {} } : { count: 0, sum: 0, buckets: {} };
+  return found?.count !== undefined
+    ? { count: Number(found.count), sum: Number(found.sum), buckets: found.buckets ?? {} }
+    : { count: 0, sum: 0, buckets: {} };
 }
 
 describe('/metrics (Prometheus text format)', () => {
@@ -68,7 +70,17 @@ describe('/metrics (Prometheus text format)', () => {
   it('counts real tasks: created, finished, tokens, first-token and speed histograms, queue wait, syncs, store size', async () => {
     const b = await scrape(ctx.server);
     const before = b.families;
-    for (const fam of ['tasks', 'tasks_created_total', 'tasks_finished_total', 'generated_tokens_total', 'time_to_first_token_seconds', 'generation_tokens_per_second', 'queue_wait_seconds', 'journal_sync_seconds', 'store_size_bytes']) {
+    for (const fam of [
+      'tasks',
+      'tasks_created_total',
+      'tasks_finished_total',
+      'generated_tokens_total',
+      'time_to_first_token_seconds',
+      'generation_tokens_per_second',
+      'queue_wait_seconds',
+      'journal_sync_seconds',
+      'store_size_bytes',
+    ]) {
       family(before, fam);
     }
     assert.equal(family(before, 'tasks').type, 'GAUGE');

@@ -27,7 +27,9 @@ describe('OpenAI background mode on /responses (openai npm client)', () => {
 
   /** Follows a response's stored events from the start (GET ?stream=true) to its terminal one. */
   const replay = async (id: string, startingAfter?: number) =>
-    collect(await ctx.client.responses.retrieve(id, startingAfter === undefined ? { stream: true } : { stream: true, starting_after: startingAfter }));
+    collect(
+      await ctx.client.responses.retrieve(id, startingAfter === undefined ? { stream: true } : { stream: true, starting_after: startingAfter }),
+    );
 
   it('create({background: true}) answers queued at once; retrieve reaches a terminal status; the task is on /tasks', async () => {
     const r = await ctx.client.responses.create({ model: ctx.server.model, input: 'Say hello', max_output_tokens: 8, background: true });
@@ -174,9 +176,16 @@ describe('OpenAI background mode on /responses (openai npm client)', () => {
     // The SDK's auto-pagination follows after=<last id> to the end.
     const all: any[] = [];
     for await (const item of ctx.client.responses.inputItems.list(r.id, { order: 'asc', limit: 1 })) all.push(item);
-    assert.deepEqual(all.map((i) => i.content[0].text), ['Be brief.', 'one', 'two']);
+    assert.deepEqual(
+      all.map((i) => i.content[0].text),
+      ['Be brief.', 'one', 'two'],
+    );
     assert.equal(new Set(all.map((i) => i.id)).size, 3, 'every item has its own id');
-    assert.deepEqual(all.map((i) => i.id), [...page.data].reverse().map((i: any) => i.id), 'ids are stable');
+    assert.deepEqual(
+      all.map((i) => i.id),
+      [...page.data].reverse().map((i: any) => i.id),
+      'ids are stable',
+    );
     const bad = await call(ctx.server, 'GET', `/responses/${r.id}/input_items?limit=101`);
     assert.equal(bad.status, 400);
     assert.equal(bad.json.error.param, 'limit');
@@ -184,7 +193,12 @@ describe('OpenAI background mode on /responses (openai npm client)', () => {
 
   it('previous_response_id builds the input from the stored chain, principal-bound; a deleted ancestor breaks nothing', async () => {
     const first = await ctx.client.responses.create({ model: ctx.server.model, input: 'My name is Ada.', max_output_tokens: 4 });
-    const second = await ctx.client.responses.create({ model: ctx.server.model, previous_response_id: first.id, input: 'What is my name?', max_output_tokens: 4 });
+    const second = await ctx.client.responses.create({
+      model: ctx.server.model,
+      previous_response_id: first.id,
+      input: 'What is my name?',
+      max_output_tokens: 4,
+    });
     assert.equal(second.previous_response_id, first.id);
     const firstInput = (await ctx.client.responses.inputItems.list(first.id)).data;
     const items = (await ctx.client.responses.inputItems.list(second.id, { order: 'asc' })).data as any[];
@@ -199,7 +213,13 @@ describe('OpenAI background mode on /responses (openai npm client)', () => {
     assert.equal(items[0].id, firstInput[0].id, 'an item keeps its id along the chain');
     assert.equal(items[1].id, first.output[0].id, 'the earlier output is the message it was');
     // Background and chained at once; then the chain goes on from it.
-    const third = await ctx.client.responses.create({ model: ctx.server.model, previous_response_id: second.id, input: 'And again?', max_output_tokens: 4, background: true });
+    const third = await ctx.client.responses.create({
+      model: ctx.server.model,
+      previous_response_id: second.id,
+      input: 'And again?',
+      max_output_tokens: 4,
+      background: true,
+    });
     assert.equal(third.previous_response_id, second.id);
     await replay(third.id);
     assert.equal((await ctx.client.responses.inputItems.list(third.id)).data.length, 5);
@@ -208,9 +228,15 @@ describe('OpenAI background mode on /responses (openai npm client)', () => {
     await ctx.client.responses.delete(first.id);
     assert.equal((await ctx.client.responses.inputItems.list(third.id)).data.length, 5);
     const notFound = (e: unknown) =>
-      e instanceof OpenAI.NotFoundError && e.code === 'previous_response_not_found' && e.param === 'previous_response_id' && /not found/.test(e.message);
+      e instanceof OpenAI.NotFoundError &&
+      e.code === 'previous_response_not_found' &&
+      e.param === 'previous_response_id' &&
+      /not found/.test(e.message);
     await assert.rejects(() => ctx.client.responses.create({ model: ctx.server.model, previous_response_id: first.id, input: 'x' }), notFound);
-    await assert.rejects(() => ctx.client.responses.create({ model: ctx.server.model, previous_response_id: 'resp_doesnotexist000', input: 'x' }), notFound);
+    await assert.rejects(
+      () => ctx.client.responses.create({ model: ctx.server.model, previous_response_id: 'resp_doesnotexist000', input: 'x' }),
+      notFound,
+    );
     // Another principal's response does not exist for bob, as a chain start or to read.
     const bob = new OpenAI({ apiKey: ctx.server.tokenB, baseURL: ctx.server.lmsp, maxRetries: 0 });
     await assert.rejects(() => bob.responses.create({ model: ctx.server.model, previous_response_id: second.id, input: 'x' }), notFound);

@@ -27,7 +27,12 @@ const clientOf = (server: Server) => new OpenAI({ apiKey: server.tokenA, baseURL
  */
 async function killMidStream(args: string[], input: Record<string, unknown>): Promise<{ server: Server; id: string; before: StreamEvent[] }> {
   const first = await startServer({ args });
-  const stream = await clientOf(first).responses.create({ model: first.model, ...input, background: true, stream: true } as OpenAI.Responses.ResponseCreateParamsStreaming);
+  const stream = await clientOf(first).responses.create({
+    model: first.model,
+    ...input,
+    background: true,
+    stream: true,
+  } as OpenAI.Responses.ResponseCreateParamsStreaming);
   const before = await collect(stream, (_e, all) => all.filter((x) => x.type === 'response.output_text.delta').length === 3);
   await first.kill();
   assert.ok(!before.some((e) => TERMINAL.has(e.type)), 'still running when killed');
@@ -45,7 +50,10 @@ describe('background responses across a SIGKILL of serve', () => {
       const resumed = await collect(await client.responses.retrieve(id, { stream: true, starting_after: last }));
       assert.ok(resumed[0].sequence_number > last);
       assert.ok(['response.completed', 'response.incomplete'].includes(resumed.at(-1)!.type), resumed.at(-1)!.type);
-      assert.ok(resumed.some((e) => e.type === 'response.created'), 'the new attempt starts with a fresh response.created');
+      assert.ok(
+        resumed.some((e) => e.type === 'response.created'),
+        'the new attempt starts with a fresh response.created',
+      );
       const full = await collect(await client.responses.retrieve(id, { stream: true }));
       assert.deepEqual([...before, ...resumed].map(key), full.map(key), 'seen before the kill + resumed = the whole stream');
       const done = await client.responses.retrieve(id);
@@ -75,7 +83,10 @@ describe('background responses across a SIGKILL of serve', () => {
       const last = before.at(-1)!.sequence_number;
       const resumed = await collect(await client.responses.retrieve(id, { stream: true, starting_after: last }));
       // Text the run wrote after the client left, then the end the restart gave it.
-      assert.deepEqual(resumed.slice(-2).map((e) => e.type), ['error', 'response.failed']);
+      assert.deepEqual(
+        resumed.slice(-2).map((e) => e.type),
+        ['error', 'response.failed'],
+      );
       assert.ok(resumed.slice(0, -2).every((e) => e.type === 'response.output_text.delta'));
       const full = await collect(await client.responses.retrieve(id, { stream: true }));
       assert.deepEqual([...before, ...resumed].map(key), full.map(key));

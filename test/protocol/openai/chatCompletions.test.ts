@@ -153,7 +153,11 @@ describe('chat completions with the openai npm client', () => {
       [{ max_tokens: 0 }, 'max_tokens', 'invalid_request'],
       [{ temperature: 9 }, 'temperature', 'invalid_request'],
       [{ messages: [] }, 'messages', 'invalid_request'],
-      [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }, 'messages.0.content.0.type', 'unsupported_capability'],
+      [
+        { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] },
+        'messages.0.content.0.type',
+        'unsupported_capability',
+      ],
       [{ stream_options: { include_usage: true } }, 'stream_options', 'invalid_request'],
       [{ response_format: { type: 'json_object' } }, 'response_format', 'invalid_request'],
       [{ logit_bias: { '5': 10 } }, 'logit_bias', 'unsupported_capability'],

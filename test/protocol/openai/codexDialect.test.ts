@@ -42,7 +42,15 @@ const CODEX_HEADERS = {
 
 const CODEX_INPUT = [
   { type: 'message', id: 'msg_0199a000-dev-1', role: 'developer', content: [{ type: 'input_text', text: 'Agent.' }] },
-  { type: 'message', id: 'msg_0199a000-dev-2', role: 'developer', content: [{ type: 'input_text', text: 'Skills.' }, { type: 'input_text', text: 'Read-only.' }] },
+  {
+    type: 'message',
+    id: 'msg_0199a000-dev-2',
+    role: 'developer',
+    content: [
+      { type: 'input_text', text: 'Skills.' },
+      { type: 'input_text', text: 'Read-only.' },
+    ],
+  },
   { type: 'message', id: 'msg_0199a000-user-1', role: 'user', content: [{ type: 'input_text', text: '<env>/tmp</env>' }] },
   { type: 'message', id: 'msg_0199a000-user-2', role: 'user', content: [{ type: 'input_text', text: 'Say hello.' }] },
 ];
@@ -105,7 +113,10 @@ describe("Codex CLI's Responses dialect (openai SDK, tool chat template)", () =>
     });
     const final = finalOf(events);
     assert.equal(final.status, 'completed');
-    assert.ok(listedWhileStreaming?.some((t) => t.response_id === final.id), JSON.stringify(listedWhileStreaming));
+    assert.ok(
+      listedWhileStreaming?.some((t) => t.response_id === final.id),
+      JSON.stringify(listedWhileStreaming),
+    );
     // The vendor member: the hosted tool left out, and the stop string that ended the noise when one did.
     const { ignored_tools, stop_sequence, ...rest } = (final as unknown as { task_runtime: Record<string, unknown> }).task_runtime;
     assert.deepEqual(ignored_tools, [{ index: WEB_SEARCH_INDEX, type: 'web_search' }]);
@@ -116,13 +127,19 @@ describe("Codex CLI's Responses dialect (openai SDK, tool chat template)", () =>
     assert.equal((final.text as { verbosity?: string }).verbosity, 'low');
     assert.equal(final.prompt_cache_key, '0199a000-0000-7000-8000-000000000001');
     // The tools come back as they were sent (namespace, hosted and custom ones included).
-    assert.deepEqual(final.tools.map((t) => t.type), CODEX_TOOLS.map((t) => t.type));
+    assert.deepEqual(
+      final.tools.map((t) => t.type),
+      CODEX_TOOLS.map((t) => t.type),
+    );
     const created = events[0];
     assert.equal(created.type, 'response.created');
     // Not retrievable afterwards (OpenAI: 404), nor continued from, nor listed as input items.
     await assert.rejects(() => ctx.client.responses.retrieve(final.id), notFound);
     await assert.rejects(() => ctx.client.responses.inputItems.list(final.id), notFound);
-    await assert.rejects(() => ctx.client.responses.create({ model: ctx.model, input: 'more', previous_response_id: final.id, max_output_tokens: 2 }), notFound);
+    await assert.rejects(
+      () => ctx.client.responses.create({ model: ctx.model, input: 'more', previous_response_id: final.id, max_output_tokens: 2 }),
+      notFound,
+    );
     // Still a task until its short retention passes (docs/lmsp.md, "store: false").
     const listed = (await call(ctx.server, 'GET', '/tasks')).json.data as Array<{ response_id: string; status: string }>;
     assert.equal(listed.find((t) => t.response_id === final.id)?.status, 'succeeded');
@@ -132,7 +149,9 @@ describe("Codex CLI's Responses dialect (openai SDK, tool chat template)", () =>
     const r = await call(ctx.server, 'POST', '/responses', { body: { model: ctx.model, ...codexBody({ stream: false, background: true }) } });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.json.param, 'store');
-    const hosted = await call(ctx.server, 'POST', '/responses', { body: { model: ctx.model, ...codexBody({ stream: false, tool_choice: { type: 'web_search' } }) } });
+    const hosted = await call(ctx.server, 'POST', '/responses', {
+      body: { model: ctx.model, ...codexBody({ stream: false, tool_choice: { type: 'web_search' } }) },
+    });
     assert.equal(hosted.status, 400, hosted.text);
     assert.equal(hosted.json.code, 'unsupported_capability');
     assert.equal(hosted.json.param, 'tool_choice.type');
@@ -158,7 +177,8 @@ describe("Codex CLI's Responses dialect (openai SDK, tool chat template)", () =>
     assert.equal(made.namespace, 'multi_agent_v1');
     assert.equal(typeof (JSON.parse(made.arguments) as { task: unknown }).task, 'string');
     for (const type of ['response.output_item.added', 'response.output_item.done'] as const) {
-      const item = events.find((e) => e.type === type && e.item.type === 'function_call') as OpenAI.Responses.ResponseOutputItemAddedEvent | undefined;
+      const item = events.find((e) => e.type === type && e.item.type === 'function_call') as
+        OpenAI.Responses.ResponseOutputItemAddedEvent | undefined;
       assert.equal(item?.item.type === 'function_call' && `${item.item.namespace}/${item.item.name}`, 'multi_agent_v1/spawn_agent', type);
     }
     const argsDone = events.find((e) => e.type === 'response.function_call_arguments.done');
@@ -176,30 +196,53 @@ describe("Codex CLI's Responses dialect (openai SDK, tool chat template)", () =>
   });
 
   it('a forced custom tool call: custom_tool_call with its raw input, streamed as custom_tool_call_input deltas; its replay is accepted', async () => {
-    const events = await codexStream(ctx.client, { model: ctx.model, ...codexBody({ tool_choice: { type: 'custom', name: 'apply_patch' }, parallel_tool_calls: false }) });
+    const events = await codexStream(ctx.client, {
+      model: ctx.model,
+      ...codexBody({ tool_choice: { type: 'custom', name: 'apply_patch' }, parallel_tool_calls: false }),
+    });
     const final = finalOf(events);
     const calls = final.output.filter((o): o is OpenAI.Responses.ResponseCustomToolCall => o.type === 'custom_tool_call');
     assert.equal(calls.length, 1, JSON.stringify(final.output));
     const made = calls[0];
     assert.equal(made.name, 'apply_patch');
     assert.equal(typeof made.input, 'string');
-    assert.equal(final.output.some((o) => o.type === 'function_call'), false);
-    const deltas = events.filter((e): e is OpenAI.Responses.ResponseCustomToolCallInputDeltaEvent => e.type === 'response.custom_tool_call_input.delta');
+    assert.equal(
+      final.output.some((o) => o.type === 'function_call'),
+      false,
+    );
+    const deltas = events.filter(
+      (e): e is OpenAI.Responses.ResponseCustomToolCallInputDeltaEvent => e.type === 'response.custom_tool_call_input.delta',
+    );
     const done = events.find((e): e is OpenAI.Responses.ResponseCustomToolCallInputDoneEvent => e.type === 'response.custom_tool_call_input.done');
     assert.equal(done?.input, made.input);
     assert.equal(deltas.map((d) => d.delta).join(''), made.input);
-    assert.equal(events.some((e) => e.type === 'response.function_call_arguments.delta'), false);
-    const itemDone = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'custom_tool_call') as OpenAI.Responses.ResponseOutputItemDoneEvent | undefined;
+    assert.equal(
+      events.some((e) => e.type === 'response.function_call_arguments.delta'),
+      false,
+    );
+    const itemDone = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'custom_tool_call') as
+      OpenAI.Responses.ResponseOutputItemDoneEvent | undefined;
     assert.deepEqual(itemDone?.item, made);
 
     const next = await call(ctx.server, 'POST', '/responses', {
-      body: { model: ctx.model, ...codexBody({ stream: false, max_output_tokens: 4, input: [...CODEX_INPUT, made, { type: 'custom_tool_call_output', call_id: made.call_id, output: 'Done!' }] }) },
+      body: {
+        model: ctx.model,
+        ...codexBody({
+          stream: false,
+          max_output_tokens: 4,
+          input: [...CODEX_INPUT, made, { type: 'custom_tool_call_output', call_id: made.call_id, output: 'Done!' }],
+        }),
+      },
       headers: CODEX_HEADERS,
     });
     assert.equal(next.status, 200, next.text);
     // An output answering no call is refused, as for functions.
     const orphan = await call(ctx.server, 'POST', '/responses', {
-      body: { model: ctx.model, input: [...CODEX_INPUT, { type: 'custom_tool_call_output', call_id: 'call_nowhere', output: 'x' }], max_output_tokens: 2 },
+      body: {
+        model: ctx.model,
+        input: [...CODEX_INPUT, { type: 'custom_tool_call_output', call_id: 'call_nowhere', output: 'x' }],
+        max_output_tokens: 2,
+      },
     });
     assert.equal(orphan.status, 400, orphan.text);
     assert.equal(orphan.json.param, 'input.4.call_id');
@@ -214,7 +257,10 @@ describe("Codex CLI's Responses dialect (openai SDK, tool chat template)", () =>
       { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hello.' }] },
       { type: 'message', role: 'user', content: 'Again.' },
     ];
-    const r = await call(ctx.server, 'POST', '/responses', { body: { model: ctx.model, ...codexBody({ stream: false, input, max_output_tokens: 2 }) }, headers: CODEX_HEADERS });
+    const r = await call(ctx.server, 'POST', '/responses', {
+      body: { model: ctx.model, ...codexBody({ stream: false, input, max_output_tokens: 2 }) },
+      headers: CODEX_HEADERS,
+    });
     assert.equal(r.status, 200, r.text);
   });
 });

@@ -70,7 +70,11 @@ describe('composeBackend', () => {
       assert.equal(demoModel, undefined);
       assert.ok(!fs.existsSync(path.join(dir, 'models', DEMO_MODEL_FILE)), 'the demo model is not even generated');
       assert.ok(backend instanceof RemoteBackend);
-      assert.deepEqual(backend.listModels().map((m) => m.id), ['one/m1', 'one/m2'], 'model lists known at once');
+      assert.deepEqual(
+        backend.listModels().map((m) => m.id),
+        ['one/m1', 'one/m2'],
+        'model lists known at once',
+      );
       assert.equal(engines.length, 1);
       assert.equal(engines[0].endpoints[0].state, 'up');
     } finally {
@@ -85,7 +89,7 @@ describe('composeBackend', () => {
     assert.equal(engines[0].endpoints[0].state, 'down');
   });
 
-  it('a model, an engine and an extra member: one composite, each model keeps its own backend\'s capabilities', async () => {
+  it("a model, an engine and an extra member: one composite, each model keeps its own backend's capabilities", async () => {
     const engine = await startFakeEngine(undefined, ['m1']);
     const dir = dataDir();
     try {
@@ -119,7 +123,10 @@ describe('composeBackend', () => {
     const { backend, demoModel } = await compose({ members: [new ConformanceFixtureBackend()] });
     assert.ok(demoModel);
     assert.ok(backend instanceof CompositeBackend);
-    assert.deepEqual(backend.listModels().map((m) => m.demo), [true, true]);
+    assert.deepEqual(
+      backend.listModels().map((m) => m.demo),
+      [true, true],
+    );
     assert.notEqual(backend.resolveModel(undefined), FIXTURE_MODEL, 'the demo model stays the default');
   });
 

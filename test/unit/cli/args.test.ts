@@ -17,7 +17,11 @@ test('--context-size takes auto or a whole number of tokens in range; absent lea
   assert.equal(serveArgs(['--context-size', String(MIN_CONTEXT_SIZE)]).contextSize, MIN_CONTEXT_SIZE);
   assert.equal(serveArgs(['--context-size', String(MAX_CONTEXT_SIZE)]).contextSize, MAX_CONTEXT_SIZE);
   for (const bad of ['0', String(MIN_CONTEXT_SIZE - 1), String(MAX_CONTEXT_SIZE + 1), '4k', '-1', '']) {
-    assert.throws(() => serveArgs(['--context-size', bad]), (e: Error) => e instanceof UsageError && /--context-size/.test(e.message), bad);
+    assert.throws(
+      () => serveArgs(['--context-size', bad]),
+      (e: Error) => e instanceof UsageError && /--context-size/.test(e.message),
+      bad,
+    );
   }
 });
 
@@ -25,6 +29,10 @@ test('--background-restart takes a restart policy; absent leaves the default to 
   assert.equal(serveArgs([]).backgroundRestart, undefined);
   for (const p of ['fail', 'retry', 'resume'] as const) assert.equal(serveArgs(['--background-restart', p]).backgroundRestart, p);
   for (const bad of ['never', 'RETRY', '']) {
-    assert.throws(() => serveArgs(['--background-restart', bad]), (e: Error) => e instanceof UsageError && /--background-restart/.test(e.message), bad);
+    assert.throws(
+      () => serveArgs(['--background-restart', bad]),
+      (e: Error) => e instanceof UsageError && /--background-restart/.test(e.message),
+      bad,
+    );
   }
 });

@@ -15,7 +15,10 @@ test('--concurrency takes auto or 1-64', () => {
   assert.equal(serveArgs(['--concurrency', 'auto']).concurrency, 'auto');
   assert.equal(serveArgs(['--concurrency', '8']).concurrency, 8);
   for (const bad of ['0', '65', 'many', '-1']) {
-    assert.throws(() => serveArgs([`--concurrency=${bad}`]), (e: Error) => e instanceof UsageError && /--concurrency must be "auto"/.test(e.message));
+    assert.throws(
+      () => serveArgs([`--concurrency=${bad}`]),
+      (e: Error) => e instanceof UsageError && /--concurrency must be "auto"/.test(e.message),
+    );
   }
 });
 
@@ -26,6 +29,9 @@ test('--keep-alive takes 0, seconds or a duration up to 24h', () => {
   assert.equal(serveArgs(['--keep-alive', '5m']).keepAliveMs, 300_000);
   assert.equal(serveArgs(['--keep-alive', '250ms']).keepAliveMs, 250);
   for (const bad of ['forever', '25h', '5d']) {
-    assert.throws(() => serveArgs([`--keep-alive=${bad}`]), (e: Error) => e instanceof UsageError && /--keep-alive must be/.test(e.message));
+    assert.throws(
+      () => serveArgs([`--keep-alive=${bad}`]),
+      (e: Error) => e instanceof UsageError && /--keep-alive must be/.test(e.message),
+    );
   }
 });

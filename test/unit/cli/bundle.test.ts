@@ -20,7 +20,17 @@ const BUNDLES = ['dist/extension.js', 'dist/cli.js'];
 /** What in a bundle would show a fixture: a tool name as a string literal, the fixture model id, the module paths. */
 function fixtureTraces(text: string): string[] {
   const found = FIXTURE_TOOL_NAMES.filter((name) => new RegExp(`(['"\`])${name}\\1`).test(text));
-  for (const mark of [FIXTURE_MODEL, 'fixtures/conformance', 'conformanceBackend', 'modern/fixtures', AGENT_SCRIPT_MODEL, 'fixtures/agents', ...TEMPLATE_MARKS, 'fixtures/chatTemplates', 'resultType: "input_required"']) {
+  for (const mark of [
+    FIXTURE_MODEL,
+    'fixtures/conformance',
+    'conformanceBackend',
+    'modern/fixtures',
+    AGENT_SCRIPT_MODEL,
+    'fixtures/agents',
+    ...TEMPLATE_MARKS,
+    'fixtures/chatTemplates',
+    'resultType: "input_required"',
+  ]) {
     if (text.includes(mark)) found.push(mark);
   }
   return found;
@@ -33,7 +43,9 @@ test('the fixture list the check looks for is the real one', () => {
   assert.deepEqual(fixtureTraces('const tools = [{ name: "greet" }]; // test/fixtures/conformance/tools.ts'), ['greet', 'fixtures/conformance']);
   assert.deepEqual(fixtureTraces('const m = "agent-script"; // test/fixtures/agents/backend.ts'), ['agent-script', 'fixtures/agents']);
   assert.deepEqual(fixtureTraces(`const t = ${JSON.stringify(TOOLS_CHAT_TEMPLATE)};`), TEMPLATE_MARKS);
-  assert.deepEqual(fixtureTraces('function inputRequiredResult(r) { return { resultType: "input_required", inputRequests: r }; }'), ['resultType: "input_required"']);
+  assert.deepEqual(fixtureTraces('function inputRequiredResult(r) { return { resultType: "input_required", inputRequests: r }; }'), [
+    'resultType: "input_required"',
+  ]);
 });
 
 for (const bundle of BUNDLES) {

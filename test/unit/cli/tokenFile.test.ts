@@ -28,7 +28,10 @@ test('a token file other users can read or write is refused, naming its mode', (
   fs.writeFileSync(file, 'alice 0123456789abcdef0123\n', { mode: 0o600 });
   for (const mode of [0o644, 0o604, 0o620]) {
     fs.chmodSync(file, mode);
-    assert.throws(() => loadOrCreateTokens(file), (e: Error) => e instanceof UsageError && e.message.includes(mode.toString(8)) && /chmod 600/.test(e.message));
+    assert.throws(
+      () => loadOrCreateTokens(file),
+      (e: Error) => e instanceof UsageError && e.message.includes(mode.toString(8)) && /chmod 600/.test(e.message),
+    );
   }
   fs.chmodSync(file, 0o600);
   assert.equal(loadOrCreateTokens(file).get('0123456789abcdef0123'), 'alice');

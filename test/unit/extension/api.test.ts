@@ -42,6 +42,11 @@ describe('extension API', () => {
 
   it('adds the test members when the harness sets the flag to 1', () => {
     const api = exportedApi(publicApi, testMembers, { [TEST_API_ENV]: '1' });
-    assert.deepEqual(Object.keys(api).filter((k) => TEST_ONLY.includes(k)).sort(), [...TEST_ONLY].sort());
+    assert.deepEqual(
+      Object.keys(api)
+        .filter((k) => TEST_ONLY.includes(k))
+        .sort(),
+      [...TEST_ONLY].sort(),
+    );
   });
 });

@@ -103,7 +103,10 @@ describe('manifest: commands', () => {
     assert.deepEqual(shownFor(Commands.cancelTask), [...CANCELLABLE_STATUSES]);
     assert.deepEqual(shownFor(Commands.fetchResult), [...TERMINAL_STATUSES]);
     assert.deepEqual(shownFor(Commands.deleteTask), [...TERMINAL_STATUSES]);
-    assert.deepEqual(shownFor(Commands.retryTask), TERMINAL_STATUSES.filter((s) => s !== 'succeeded'));
+    assert.deepEqual(
+      shownFor(Commands.retryTask),
+      TERMINAL_STATUSES.filter((s) => s !== 'succeeded'),
+    );
     assert.deepEqual(shownFor(Commands.openEvents), [...TASK_STATUSES]);
     assert.deepEqual(shownFor(Commands.copyTaskId), [...TASK_STATUSES]);
   });
@@ -112,17 +115,31 @@ describe('manifest: commands', () => {
 describe('manifest: views', () => {
   it('the view container, the tasks view, its welcome and the MCP provider use the code ids', () => {
     const containers = Object.values(contributes.viewsContainers).flat();
-    assert.deepEqual(containers.map((c) => c.id), [VIEW_CONTAINER_ID]);
+    assert.deepEqual(
+      containers.map((c) => c.id),
+      [VIEW_CONTAINER_ID],
+    );
     assert.deepEqual(Object.keys(contributes.views), [VIEW_CONTAINER_ID]);
-    assert.deepEqual(contributes.views[VIEW_CONTAINER_ID]!.map((v) => v.id), [TASKS_VIEW_ID, OVERVIEW_VIEW_ID]);
-    assert.deepEqual(contributes.viewsWelcome.map((w) => w.view), [TASKS_VIEW_ID]);
+    assert.deepEqual(
+      contributes.views[VIEW_CONTAINER_ID]!.map((v) => v.id),
+      [TASKS_VIEW_ID, OVERVIEW_VIEW_ID],
+    );
+    assert.deepEqual(
+      contributes.viewsWelcome.map((w) => w.view),
+      [TASKS_VIEW_ID],
+    );
     assert.deepEqual(contributes.mcpServerDefinitionProviders, [{ id: MCP_PROVIDER_ID, label: MCP_SERVER_LABEL }]);
-    assert.deepEqual(contributes.languageModelChatProviders.map((p) => p.vendor), [LM_VENDOR]);
+    assert.deepEqual(
+      contributes.languageModelChatProviders.map((p) => p.vendor),
+      [LM_VENDOR],
+    );
     assert.ok((pkg.activationEvents as string[]).includes(`onWebviewPanel:${EVENTS_PANEL_VIEW_TYPE}`));
   });
 
   it('menu conditions name the tasks view and the result document scheme', () => {
-    const whens = Object.values(contributes.menus).flat().flatMap((m) => (m.when ? [m.when] : []));
+    const whens = Object.values(contributes.menus)
+      .flat()
+      .flatMap((m) => (m.when ? [m.when] : []));
     const views = whens.flatMap((w) => [...w.matchAll(/\bview == ([\w.-]+)/g)].map((m) => m[1]!));
     const schemes = whens.flatMap((w) => [...w.matchAll(/\bresourceScheme == ([\w.-]+)/g)].map((m) => m[1]!));
     assert.ok(views.length > 0 && schemes.length > 0);
@@ -156,7 +173,10 @@ describe('manifest: settings', () => {
       const type = jsonType(value);
       // A duration setting is contributed in its readable spelling ("5m") and read into milliseconds.
       const contributed = typeof schema.default === 'string' && type !== 'string' ? read(key, schema.default).settings[field] : schema.default;
-      assert.ok(types.includes(type) || (type === 'integer' && types.includes('number')), `taskRuntime.${key}: default ${type}, contributed ${types.join('|')}`);
+      assert.ok(
+        types.includes(type) || (type === 'integer' && types.includes('number')),
+        `taskRuntime.${key}: default ${type}, contributed ${types.join('|')}`,
+      );
       assert.deepEqual(contributed, value, `taskRuntime.${key} default`);
     }
     assert.deepEqual(read('', undefined).problems, [], 'the probe baseline is valid');
@@ -176,7 +196,10 @@ describe('manifest: settings', () => {
       }
       for (const bad of [minimum - step, maximum + step]) {
         const r = read(key, bad);
-        assert.ok(r.problems.some((p) => p.includes(`taskRuntime.${key}`)), `taskRuntime.${key} = ${bad} was accepted: ${JSON.stringify(r.problems)}`);
+        assert.ok(
+          r.problems.some((p) => p.includes(`taskRuntime.${key}`)),
+          `taskRuntime.${key} = ${bad} was accepted: ${JSON.stringify(r.problems)}`,
+        );
       }
     }
     assert.ok(probed >= 8, `only ${probed} ranged settings`);
@@ -192,7 +215,10 @@ describe('manifest: settings', () => {
         assert.deepEqual(r.problems, [], `taskRuntime.${key} = ${String(choice)}`);
         assert.equal(r.settings[field], choice);
       }
-      assert.ok(read(key, 'no-such-choice').problems.some((p) => p.includes(`taskRuntime.${key}`)), `taskRuntime.${key} takes any string`);
+      assert.ok(
+        read(key, 'no-such-choice').problems.some((p) => p.includes(`taskRuntime.${key}`)),
+        `taskRuntime.${key} takes any string`,
+      );
     }
     assert.deepEqual(schemaOf(SETTING_KEYS.gpu).enum, [...GPU_CHOICES]);
     assert.deepEqual(schemaOf(SETTING_KEYS.defaultRestartPolicy).enum, [...RESTART_POLICIES]);
@@ -206,8 +232,16 @@ describe('manifest: translations', () => {
     it(`${file} has every %key% package.json uses, and no other`, () => {
       const nls = readJson(file) as Record<string, unknown>;
       assert.ok(used.length > 0);
-      assert.deepEqual(used.filter((k) => typeof nls[k] !== 'string' || !nls[k]), [], 'missing');
-      assert.deepEqual(Object.keys(nls).filter((k) => !used.includes(k)), [], 'unused');
+      assert.deepEqual(
+        used.filter((k) => typeof nls[k] !== 'string' || !nls[k]),
+        [],
+        'missing',
+      );
+      assert.deepEqual(
+        Object.keys(nls).filter((k) => !used.includes(k)),
+        [],
+        'unused',
+      );
     });
   }
 });

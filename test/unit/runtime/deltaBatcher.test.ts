@@ -30,7 +30,11 @@ function batcher(opts: { minWindowMs?: number; writeCostMs?: number; failAt?: nu
   });
   // Answer text pieces, as most tests add them.
   const add = (text: string) => b.add([{ kind: 'text', delta: text }]);
-  return { b: { add, addSteps: (steps: OutputStep[]) => b.add(steps), flush: (s?: GenerationSnapshot) => b.flush(s), close: () => b.close() }, writes, errors };
+  return {
+    b: { add, addSteps: (steps: OutputStep[]) => b.add(steps), flush: (s?: GenerationSnapshot) => b.flush(s), close: () => b.close() },
+    writes,
+    errors,
+  };
 }
 
 const snap = (n: number): GenerationSnapshot => ({ statePath: `/snap/${n}`, text: 'x'.repeat(n), outputTokens: n });
@@ -42,7 +46,11 @@ describe('DeltaBatcher', () => {
   it('writes the first piece at once, then holds pieces until the window since the last write has passed', () => {
     const { b, writes } = batcher();
     b.add('a');
-    assert.deepEqual(writes.map((w) => w.text), ['a'], 'first text goes out at once');
+    assert.deepEqual(
+      writes.map((w) => w.text),
+      ['a'],
+      'first text goes out at once',
+    );
     mock.timers.tick(5);
     b.add('b');
     mock.timers.tick(5);
@@ -51,7 +59,10 @@ describe('DeltaBatcher', () => {
     mock.timers.tick(10);
     assert.equal(writes.length, 1, 'held until 16 ms after the first held piece');
     mock.timers.tick(1);
-    assert.deepEqual(writes.map((w) => w.text), ['a', 'bc']);
+    assert.deepEqual(
+      writes.map((w) => w.text),
+      ['a', 'bc'],
+    );
     assert.equal(writes[1].at - writes[0].at, 5 + 16);
   });
 
@@ -60,7 +71,10 @@ describe('DeltaBatcher', () => {
     b.add('a');
     mock.timers.tick(16);
     b.add('b');
-    assert.deepEqual(writes.map((w) => w.text), ['a', 'b']);
+    assert.deepEqual(
+      writes.map((w) => w.text),
+      ['a', 'b'],
+    );
   });
 
   it('flush writes what is pending now, with the snapshot that covers it; with nothing pending it writes nothing', () => {
@@ -126,8 +140,14 @@ describe('DeltaBatcher', () => {
     b.add('a');
     b.add('b');
     mock.timers.tick(16);
-    assert.deepEqual(writes.map((w) => w.text), ['a']);
-    assert.deepEqual(errors.map((e) => e.message), ['disk full']);
+    assert.deepEqual(
+      writes.map((w) => w.text),
+      ['a'],
+    );
+    assert.deepEqual(
+      errors.map((e) => e.message),
+      ['disk full'],
+    );
     b.add('c');
     b.flush(snap(1));
     mock.timers.tick(1000);
@@ -141,18 +161,30 @@ describe('DeltaBatcher', () => {
     b.add('b');
     b.close();
     mock.timers.tick(1000);
-    assert.deepEqual(writes.map((w) => w.text), ['a']);
+    assert.deepEqual(
+      writes.map((w) => w.text),
+      ['a'],
+    );
   });
   it('joins deltas of the same target and keeps an item opened or closed in its place', () => {
     const { b, writes } = batcher();
     const call: OutputItem = { type: 'function_call', id: 'fc_1', callId: 'call_1', name: 'f', arguments: '', done: false };
     b.add('a');
     b.add('b');
-    b.addSteps([{ kind: 'open', index: 1, item: call }, { kind: 'delta', index: 1, item: call, delta: '{"x"' }]);
-    b.addSteps([{ kind: 'delta', index: 1, item: call, delta: ':1}' }, { kind: 'close', index: 1, item: { ...call, done: true } }]);
+    b.addSteps([
+      { kind: 'open', index: 1, item: call },
+      { kind: 'delta', index: 1, item: call, delta: '{"x"' },
+    ]);
+    b.addSteps([
+      { kind: 'delta', index: 1, item: call, delta: ':1}' },
+      { kind: 'close', index: 1, item: { ...call, done: true } },
+    ]);
     b.add('c');
     b.add('d');
     b.flush();
-    assert.deepEqual(writes.map((w) => w.text), ['a', 'b<open 1>{"x":1}<close 1>cd']);
+    assert.deepEqual(
+      writes.map((w) => w.text),
+      ['a', 'b<open 1>{"x":1}<close 1>cd'],
+    );
   });
 });

@@ -107,7 +107,11 @@ test(`SIGKILL at random moments, ${ITERATIONS} times: acknowledged work survives
     const rt = await openRuntime(dataDir);
     try {
       assert.equal(rt.storeReport.quarantined.length, 0, 'nothing had to be set aside');
-      assert.deepEqual(fs.readdirSync(join(dataDir, 'store')).filter((n) => n.endsWith('.tmp')), [], 'no half-written image is left');
+      assert.deepEqual(
+        fs.readdirSync(join(dataDir, 'store')).filter((n) => n.endsWith('.tmp')),
+        [],
+        'no half-written image is left',
+      );
       for (const id of allTasks) {
         const task = rt.getTask(id);
         assert.ok(task, `acknowledged task ${id} exists after kill #${i}`);
@@ -124,8 +128,10 @@ test(`SIGKILL at random moments, ${ITERATIONS} times: acknowledged work survives
         assert.ok(task.nextSeq - 1 >= prev, `sequence of ${id} did not go back`);
         maxSeqSeen.set(id, task.nextSeq - 1);
         // Interrupted work was resolved by policy: nothing is left half-run.
-        assert.ok(isTerminal(task.status) || task.status === 'queued' || task.status === 'loading' || task.status === 'running',
-          `${id} is ${task.status}`);
+        assert.ok(
+          isTerminal(task.status) || task.status === 'queued' || task.status === 'loading' || task.status === 'running',
+          `${id} is ${task.status}`,
+        );
         if (acks.cancelling.has(id)) assert.equal(isTerminal(task.status), true, `${id} was cancelling: now final`);
         if (task.status === 'failed' && task.error?.code === 'server_restarted') assert.equal(task.onRestart, 'fail');
       }

@@ -4,7 +4,14 @@
 // replay of answered rounds on a new attempt, deadlines, concurrency, and a backend's protocol-level error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RequestError, type GenerateOptions, type GenerateRequest, type GenerateResult, type ModelBackend, type ModelInfo } from '../../../src/runtime/backend';
+import {
+  RequestError,
+  type GenerateOptions,
+  type GenerateRequest,
+  type GenerateResult,
+  type ModelBackend,
+  type ModelInfo,
+} from '../../../src/runtime/backend';
 import { isRuntimeError } from '../../../src/runtime/errors';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import type { InputRequest, InputResponse, RestartPolicy, TaskEvent } from '../../../src/runtime/task';
@@ -69,7 +76,12 @@ const text = (events: TaskEvent[]) =>
     .join('');
 
 const waiting = (rt: TaskRuntime, id: string, keys: string[]) =>
-  taskReaches(rt, id, (t) => t.status === 'input_required' && JSON.stringify(Object.keys(t.inputRequests ?? {}).sort()) === JSON.stringify(keys), `${id} waiting for ${keys}`);
+  taskReaches(
+    rt,
+    id,
+    (t) => t.status === 'input_required' && JSON.stringify(Object.keys(t.inputRequests ?? {}).sort()) === JSON.stringify(keys),
+    `${id} waiting for ${keys}`,
+  );
 
 test('running → input_required with the requests, partial answers keep it waiting, the last one resumes the run', async () => {
   const dataDir = tempDir();
@@ -87,8 +99,14 @@ test('running → input_required with the requests, partial answers keep it wait
   assert.equal(rt.getTask(task.id)?.status, 'input_required');
 
   // Another principal does not see it; an answer that is not an object is refused and nothing is recorded.
-  assert.throws(() => rt.provideInput(task.id, { 'first.1': accept('x') }, 'bob'), (e) => isRuntimeError(e, 'task_not_found'));
-  assert.throws(() => rt.provideInput(task.id, { 'first.1': 12 }, 'alice'), (e) => isRuntimeError(e, 'invalid_request'));
+  assert.throws(
+    () => rt.provideInput(task.id, { 'first.1': accept('x') }, 'bob'),
+    (e) => isRuntimeError(e, 'task_not_found'),
+  );
+  assert.throws(
+    () => rt.provideInput(task.id, { 'first.1': 12 }, 'alice'),
+    (e) => isRuntimeError(e, 'invalid_request'),
+  );
   assert.deepEqual(Object.keys(rt.getTask(task.id)!.inputRequests!), ['first.1', 'second.1']);
 
   // Unknown keys are ignored; a partial answer keeps the task input_required with only the open key.
@@ -164,7 +182,11 @@ test('restart while waiting, on_restart "retry": still input_required with the s
   const events = rt.readEvents(task.id);
   const attempt2 = events.slice(events.map((e) => e.type).lastIndexOf('response.created'));
   assert.equal(text(attempt2), 'before got A+B then C');
-  assert.ok(!attempt2.some((e) => e.type === 'task_runtime:task.status' && /waiting for input/.test(String((e.data.task as { status_message: string }).status_message))));
+  assert.ok(
+    !attempt2.some(
+      (e) => e.type === 'task_runtime:task.status' && /waiting for input/.test(String((e.data.task as { status_message: string }).status_message)),
+    ),
+  );
   await rt.close();
 });
 

@@ -7,7 +7,17 @@ import { newTaskRecord } from '../../../src/runtime/newTask';
 import type { TaskRecord } from '../../../src/runtime/task';
 
 function task(): TaskRecord {
-  return newTaskRecord({ origin: 'mcp', principal: 'p', title: 't', input: { model: 'tiny', input: 'x' }, onRestart: 'retry', ttlMs: null, deadlineAt: null, meta: {}, now: 0 });
+  return newTaskRecord({
+    origin: 'mcp',
+    principal: 'p',
+    title: 't',
+    input: { model: 'tiny', input: 'x' },
+    onRestart: 'retry',
+    ttlMs: null,
+    deadlineAt: null,
+    meta: {},
+    now: 0,
+  });
 }
 
 describe('RuntimeMetrics', () => {

@@ -30,7 +30,20 @@ describe('OutputAssembler', () => {
     ];
     assert.deepEqual(
       steps.map((s) => (s.kind === 'text' ? `text:${s.delta}` : `${s.kind}:${s.index}${s.kind === 'delta' ? `:${s.delta}` : ''}`)),
-      ['open:1', 'delta:1:think', 'delta:1:ing', 'close:1', 'text:Answer', 'open:2', 'delta:2:{"x":', 'delta:2:1}', 'close:2', 'open:3', 'delta:3:{"y":2}', 'close:3'],
+      [
+        'open:1',
+        'delta:1:think',
+        'delta:1:ing',
+        'close:1',
+        'text:Answer',
+        'open:2',
+        'delta:2:{"x":',
+        'delta:2:1}',
+        'close:2',
+        'open:3',
+        'delta:3:{"y":2}',
+        'close:3',
+      ],
     );
     assert.equal(a.text, 'Answer');
     assert.deepEqual(
@@ -43,7 +56,10 @@ describe('OutputAssembler', () => {
     );
     // The segments give the same items back, with the same ids (what a restart reads).
     const again = itemsOf('msg_abc', a.segments);
-    assert.deepEqual(again, a.items.map((i) => (i.id === 'fc_2' ? { ...i, done: false } : i)));
+    assert.deepEqual(
+      again,
+      a.items.map((i) => (i.id === 'fc_2' ? { ...i, done: false } : i)),
+    );
   });
 
   it('has no segments when everything was answer text', () => {
@@ -128,7 +144,14 @@ describe('a run with items', () => {
       // The one reader of the answer (MCP results, get_task_text, the editor's Open Result and Copy Text): the
       // message's text only, never the reasoning or the call's arguments.
       assert.equal(answerText(done.response), 'Calling.');
-      assert.deepEqual(output[2], { id: 'fc_a', type: 'function_call', status: 'completed', call_id: 'call_a', name: 'weather', arguments: '{"city":"Paris"}' });
+      assert.deepEqual(output[2], {
+        id: 'fc_a',
+        type: 'function_call',
+        status: 'completed',
+        call_id: 'call_a',
+        name: 'weather',
+        arguments: '{"city":"Paris"}',
+      });
       assert.deepEqual(done.response!.tools, [{ type: 'function', name: 'weather', description: null, parameters: null, strict: null }]);
       assert.equal(done.response!.tool_choice, 'auto');
     } finally {

@@ -11,7 +11,12 @@ import { ScriptedBackend, says } from '../../fixtures/scriptedBackend';
 import { openParts, types, type Parts } from '../../fixtures/runtimeParts';
 
 /** A task that got as far as `stage` in its first attempt, delivering `text` when it ran. */
-function leave(parts: Parts, onRestart: RestartPolicy, stage: 'queued' | 'loading' | 'running' | 'input' | 'cancelling', text = 'so far'): TaskRecord {
+function leave(
+  parts: Parts,
+  onRestart: RestartPolicy,
+  stage: 'queued' | 'loading' | 'running' | 'input' | 'cancelling',
+  text = 'so far',
+): TaskRecord {
   const { transitions } = parts;
   const t = parts.add({ onRestart });
   if (stage === 'queued') return t;

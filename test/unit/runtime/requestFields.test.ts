@@ -5,7 +5,15 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { samplingZod } from '../../../src/protocols/shared/sampling';
 import { isRuntimeError } from '../../../src/runtime/errors';
-import { checkRequest, fieldProblem, paramOf, SAMPLING_FIELD_NAMES, samplingOf, withSampling, type SamplingField } from '../../../src/runtime/requestFields';
+import {
+  checkRequest,
+  fieldProblem,
+  paramOf,
+  SAMPLING_FIELD_NAMES,
+  samplingOf,
+  withSampling,
+  type SamplingField,
+} from '../../../src/runtime/requestFields';
 import { generateRequestOf } from '../../../src/runtime/responses';
 import { TaskRuntime } from '../../../src/runtime/runtime';
 import { ScriptedBackend, says } from '../../fixtures/scriptedBackend';
@@ -13,19 +21,60 @@ import { tempDir } from './helpers';
 
 /** Values at and just beyond each field's bounds, with whether the table allows them. */
 const PROBES: Record<SamplingField, Array<[unknown, boolean]>> = {
-  temperature: [[0, true], [2, true], [2.01, false], [-0.1, false], ['1', false]],
-  topP: [[0, true], [1, true], [1.5, false]],
-  seed: [[42, true], [-7, true], [1.5, false], [Number.MAX_SAFE_INTEGER + 2, false]],
-  stop: [['END', true], [['a', 'b', 'c', 'd'], true], [['a', 'b', 'c', 'd', 'e'], false], ['', false], [[], false]],
-  topK: [[0, true], [1000, true], [1001, false], [2.5, false]],
-  minP: [[0, true], [1, true], [1.1, false]],
-  repeatPenalty: [[0.0001, true], [2, true], [0, false]],
-  frequencyPenalty: [[-2, true], [2, true], [2.5, false]],
-  presencePenalty: [[-2, true], [-2.5, false]],
+  temperature: [
+    [0, true],
+    [2, true],
+    [2.01, false],
+    [-0.1, false],
+    ['1', false],
+  ],
+  topP: [
+    [0, true],
+    [1, true],
+    [1.5, false],
+  ],
+  seed: [
+    [42, true],
+    [-7, true],
+    [1.5, false],
+    [Number.MAX_SAFE_INTEGER + 2, false],
+  ],
+  stop: [
+    ['END', true],
+    [['a', 'b', 'c', 'd'], true],
+    [['a', 'b', 'c', 'd', 'e'], false],
+    ['', false],
+    [[], false],
+  ],
+  topK: [
+    [0, true],
+    [1000, true],
+    [1001, false],
+    [2.5, false],
+  ],
+  minP: [
+    [0, true],
+    [1, true],
+    [1.1, false],
+  ],
+  repeatPenalty: [
+    [0.0001, true],
+    [2, true],
+    [0, false],
+  ],
+  frequencyPenalty: [
+    [-2, true],
+    [2, true],
+    [2.5, false],
+  ],
+  presencePenalty: [
+    [-2, true],
+    [-2.5, false],
+  ],
 };
 
 describe('request fields', () => {
-  it('every field is probed, and the doors\' zod type agrees with the runtime\'s check on every probe', () => {
+  it("every field is probed, and the doors' zod type agrees with the runtime's check on every probe", () => {
     assert.deepEqual(Object.keys(PROBES).sort(), [...SAMPLING_FIELD_NAMES].sort());
     for (const field of SAMPLING_FIELD_NAMES) {
       for (const [value, ok] of PROBES[field]) {

@@ -31,7 +31,13 @@ test('answerText: the message items only, never reasoning or call arguments', ()
     output: [
       { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'SECRET' }] },
       { type: 'function_call', arguments: '{"a":1}' },
-      { type: 'message', content: [{ type: 'output_text', text: 'Hi' }, { type: 'refusal', refusal: 'no' }] },
+      {
+        type: 'message',
+        content: [
+          { type: 'output_text', text: 'Hi' },
+          { type: 'refusal', refusal: 'no' },
+        ],
+      },
       { type: 'message', content: [{ type: 'output_text', text: ' there' }] },
     ],
   };

@@ -24,7 +24,15 @@ interface Seen {
  * Runs the child until every task has delivered `deltas` text deltas and at least `afterMs` passed since the first,
  * then SIGKILLs it; what each task delivered, in creation order.
  */
-function runAndKillAll(dataDir: string, onRestart: string, max: number | 'none', deltas: number, afterMs: number, minReevalMs?: number, tasks = 1): Promise<Seen[]> {
+function runAndKillAll(
+  dataDir: string,
+  onRestart: string,
+  max: number | 'none',
+  deltas: number,
+  afterMs: number,
+  minReevalMs?: number,
+  tasks = 1,
+): Promise<Seen[]> {
   return new Promise((resolve, reject) => {
     const args = [CHILD, dataDir, testModelPath(), onRestart, String(max), minReevalMs !== undefined ? String(minReevalMs) : '-', String(tasks)];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -56,17 +64,29 @@ function runAndKillAll(dataDir: string, onRestart: string, max: number | 'none',
       }
     });
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    child.on('exit', (_code, signal) => (signal === 'SIGKILL' ? resolve([...seen.values()]) : reject(new Error(`child ended before the kill: ${err}`))));
+    child.on('exit', (_code, signal) =>
+      signal === 'SIGKILL' ? resolve([...seen.values()]) : reject(new Error(`child ended before the kill: ${err}`)),
+    );
   });
 }
 
-async function runAndKill(dataDir: string, onRestart: string, max: number | 'none', deltas: number, afterMs: number, minReevalMs?: number): Promise<Seen> {
+async function runAndKill(
+  dataDir: string,
+  onRestart: string,
+  max: number | 'none',
+  deltas: number,
+  afterMs: number,
+  minReevalMs?: number,
+): Promise<Seen> {
   return (await runAndKillAll(dataDir, onRestart, max, deltas, afterMs, minReevalMs))[0]!;
 }
 
 /** A resumed task after the restart: the same attempt and output item, gap-free events, each text part once. */
 async function assertResumed(rt: TaskRuntime, seen: Seen): Promise<void> {
-  const deliveredBefore = seen.events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('');
+  const deliveredBefore = seen.events
+    .filter((e) => e.type === 'response.output_text.delta')
+    .map((e) => e.delta)
+    .join('');
   assert.ok(deliveredBefore.length > 0);
   const done = await rt.waitForTerminal(seen.taskId);
   assert.equal(done.status, 'succeeded');
@@ -75,8 +95,13 @@ async function assertResumed(rt: TaskRuntime, seen: Seen): Promise<void> {
   events.forEach((e, i) => assert.equal(e.seq, i, 'gap-free across the restart'));
   for (const e of seen.events) assert.equal(events[e.seq].type, e.type, `event ${e.seq} unchanged`);
   assert.equal(events.filter((e) => e.type === 'response.created').length, 1, 'no new attempt announced');
-  assert.ok(events.some((e) => e.type === 'task_runtime:task.status' && /resum/.test(String((e.data.task as { status_message?: string }).status_message))));
-  const allText = events.filter((e) => e.type === 'response.output_text.delta').map((e) => String(e.data.delta)).join('');
+  assert.ok(
+    events.some((e) => e.type === 'task_runtime:task.status' && /resum/.test(String((e.data.task as { status_message?: string }).status_message))),
+  );
+  const allText = events
+    .filter((e) => e.type === 'response.output_text.delta')
+    .map((e) => String(e.data.delta))
+    .join('');
   const finalText = (done.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0].text;
   assert.equal(finalText, allText, 'the final response holds the whole text, each part once');
   assert.ok(finalText.startsWith(deliveredBefore), 'what clients saw before the crash is the start of the result');
@@ -106,8 +131,7 @@ async function killAndResume(withSnapshots: boolean) {
 
 test('resume: killed mid-generation, the task continues from its snapshot with no text generated twice', () => killAndResume(true));
 
-test('resume: killed before any snapshot, prompt + delivered text are evaluated again and the same item goes on', () =>
-  killAndResume(false));
+test('resume: killed before any snapshot, prompt + delivered text are evaluated again and the same item goes on', () => killAndResume(false));
 
 test('retry after SIGKILL starts a new attempt in the same sequence; fail ends with server_restarted', async () => {
   for (const policy of ['retry', 'fail'] as const) {
@@ -127,7 +151,10 @@ test('retry after SIGKILL starts a new attempt in the same sequence; fail ends w
       } else {
         assert.equal(done.status, 'failed');
         assert.equal(done.error?.code, 'server_restarted');
-        assert.deepEqual(events.slice(-2).map((e) => e.type), ['error', 'response.failed']);
+        assert.deepEqual(
+          events.slice(-2).map((e) => e.type),
+          ['error', 'response.failed'],
+        );
       }
     } finally {
       await rt.close();
@@ -135,19 +162,28 @@ test('retry after SIGKILL starts a new attempt in the same sequence; fail ends w
   }
 });
 
-test('SIGKILL while 8 tasks decode in one batch: each resume task continues its own text; nothing delivered is lost', { timeout: 240_000 }, async () => {
-  // Issue #20 item 7. Eight sequences of one context (concurrency 8), each with its own prompt, every one of them
-  // past its first deltas when the process dies; snapshots every 30 ms where they fit, re-evaluation where not.
-  const dataDir = tempDir('tr-resume8-');
-  const seen = await runAndKillAll(dataDir, 'resume', 400, 3, 150, 0, 8);
-  assert.equal(seen.length, 8);
-  const texts = seen.map((s) => s.events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join(''));
-  assert.ok(new Set(texts).size > 1, 'the tasks had texts of their own before the kill');
-  const rt = await openRuntime(dataDir, { limits: { maxConcurrentTasks: 8 } });
-  try {
-    assert.equal(rt.recovery.resumed, 8, 'all eight recovered by resuming');
-    for (const s of seen) await assertResumed(rt, s);
-  } finally {
-    await rt.close();
-  }
-});
+test(
+  'SIGKILL while 8 tasks decode in one batch: each resume task continues its own text; nothing delivered is lost',
+  { timeout: 240_000 },
+  async () => {
+    // Issue #20 item 7. Eight sequences of one context (concurrency 8), each with its own prompt, every one of them
+    // past its first deltas when the process dies; snapshots every 30 ms where they fit, re-evaluation where not.
+    const dataDir = tempDir('tr-resume8-');
+    const seen = await runAndKillAll(dataDir, 'resume', 400, 3, 150, 0, 8);
+    assert.equal(seen.length, 8);
+    const texts = seen.map((s) =>
+      s.events
+        .filter((e) => e.type === 'response.output_text.delta')
+        .map((e) => e.delta)
+        .join(''),
+    );
+    assert.ok(new Set(texts).size > 1, 'the tasks had texts of their own before the kill');
+    const rt = await openRuntime(dataDir, { limits: { maxConcurrentTasks: 8 } });
+    try {
+      assert.equal(rt.recovery.resumed, 8, 'all eight recovered by resuming');
+      for (const s of seen) await assertResumed(rt, s);
+    } finally {
+      await rt.close();
+    }
+  },
+);

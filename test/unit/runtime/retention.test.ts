@@ -18,7 +18,10 @@ test('a task past its ttl is deleted whatever its status, and a running one is s
   parts.bus.onTaskChange((t, gone) => gone && deleted.push(t.id));
   const stopped: string[] = [];
 
-  assert.deepEqual(sweep(parts.store, parts.bus, policy, parts.clock.now(), (id) => stopped.push(id)), { expired: 0, deleted: 0, historyPurged: 0 });
+  assert.deepEqual(
+    sweep(parts.store, parts.bus, policy, parts.clock.now(), (id) => stopped.push(id)),
+    { expired: 0, deleted: 0, historyPurged: 0 },
+  );
   parts.clock.advance(60_000);
   const r = sweep(parts.store, parts.bus, policy, parts.clock.now(), (id) => stopped.push(id));
   assert.equal(r.expired, 1);

@@ -40,7 +40,10 @@ test('a task runs queued → loading → running → succeeded with one gap-free
   const response = done.response as { status: string; output: Array<{ content: Array<{ text: string }> }>; usage: { output_tokens: number } };
   assert.equal(response.status, 'incomplete');
   assert.equal(response.usage.output_tokens, 12);
-  const streamed = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.data.delta).join('');
+  const streamed = events
+    .filter((e) => e.type === 'response.output_text.delta')
+    .map((e) => e.data.delta)
+    .join('');
   assert.equal(response.output[0].content[0].text, streamed);
   await rt.close();
 });
@@ -73,7 +76,10 @@ test('cancel: queued → cancelled at once, running → cancelling → cancelled
   assert.equal(events[events.length - 1].type, 'response.cancelled');
   assert.ok(events.some((e) => e.type === 'task_runtime:task.status' && (e.data.task as { status: string }).status === 'cancelling'));
   // The partial text is kept in the cancelled response.
-  const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.data.delta).join('');
+  const text = events
+    .filter((e) => e.type === 'response.output_text.delta')
+    .map((e) => e.data.delta)
+    .join('');
   assert.equal((end.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0].text, text);
   await rt.close();
 });
@@ -82,9 +88,18 @@ test('cancel on a finished task is task_not_cancelable; unknown ids are task_not
   const rt = await openRuntime();
   const { task } = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('x', 3) });
   await rt.waitForTerminal(task.id);
-  assert.throws(() => rt.cancelTask(task.id), (e) => isRuntimeError(e, 'task_not_cancelable'));
-  assert.throws(() => rt.cancelTask('task_nope'), (e) => isRuntimeError(e, 'task_not_found'));
-  assert.throws(() => rt.readEvents('task_nope'), (e) => isRuntimeError(e, 'task_not_found'));
+  assert.throws(
+    () => rt.cancelTask(task.id),
+    (e) => isRuntimeError(e, 'task_not_cancelable'),
+  );
+  assert.throws(
+    () => rt.cancelTask('task_nope'),
+    (e) => isRuntimeError(e, 'task_not_found'),
+  );
+  assert.throws(
+    () => rt.readEvents('task_nope'),
+    (e) => isRuntimeError(e, 'task_not_found'),
+  );
   await rt.close();
 });
 
@@ -123,11 +138,26 @@ test('subscribe replays then goes live with no gap and no duplicate, from any po
   const late = collect(rt, task.id, 3);
   const all = rt.readEvents(task.id);
   assertGapFree(all);
-  assert.deepEqual(early.events.map((e) => e.seq), all.map((e) => e.seq));
-  assert.deepEqual(mid.events.map((e) => e.seq), all.slice(6).map((e) => e.seq));
-  assert.deepEqual(late.events.map((e) => e.seq), all.slice(4).map((e) => e.seq));
-  assert.throws(() => rt.subscribe(task.id, all.length, () => {}), (e) => isRuntimeError(e, 'invalid_last_event_id'));
-  assert.throws(() => rt.subscribe(task.id, -2, () => {}), (e) => isRuntimeError(e, 'invalid_last_event_id'));
+  assert.deepEqual(
+    early.events.map((e) => e.seq),
+    all.map((e) => e.seq),
+  );
+  assert.deepEqual(
+    mid.events.map((e) => e.seq),
+    all.slice(6).map((e) => e.seq),
+  );
+  assert.deepEqual(
+    late.events.map((e) => e.seq),
+    all.slice(4).map((e) => e.seq),
+  );
+  assert.throws(
+    () => rt.subscribe(task.id, all.length, () => {}),
+    (e) => isRuntimeError(e, 'invalid_last_event_id'),
+  );
+  assert.throws(
+    () => rt.subscribe(task.id, -2, () => {}),
+    (e) => isRuntimeError(e, 'invalid_last_event_id'),
+  );
   // Many text deltas are batched: far fewer delta events than tokens.
   const deltas = all.filter((e) => e.type === 'response.output_text.delta').length;
   assert.ok(deltas < 300, `${deltas} delta events for 300 tokens`);
@@ -164,7 +194,10 @@ test('principals see only their own tasks; lists page newest first with an opaqu
   const bobs = rt.createTask({ origin: 'lmsp', principal: 'bob', input: prompt('b', 1) }).task;
   assert.equal(rt.getTask(bobs.id, 'alice'), undefined);
   assert.equal(rt.getTask(bobs.id, 'bob')?.id, bobs.id);
-  assert.throws(() => rt.cancelTask(bobs.id, 'alice'), (e) => isRuntimeError(e, 'task_not_found'));
+  assert.throws(
+    () => rt.cancelTask(bobs.id, 'alice'),
+    (e) => isRuntimeError(e, 'task_not_found'),
+  );
   const seen: string[] = [];
   let cursor: string | undefined;
   do {
@@ -174,7 +207,10 @@ test('principals see only their own tasks; lists page newest first with an opaqu
   } while (cursor);
   assert.deepEqual(new Set(seen), new Set(ids));
   assert.equal(seen.length, 7);
-  assert.throws(() => rt.listTasks({ cursor: 'not a cursor!' }), (e) => isRuntimeError(e, 'invalid_request'));
+  assert.throws(
+    () => rt.listTasks({ cursor: 'not a cursor!' }),
+    (e) => isRuntimeError(e, 'invalid_request'),
+  );
   assert.equal(rt.countTasks('alice').total, 7);
   await Promise.all(ids.map((id) => rt.waitForTerminal(id)));
   await rt.waitForTerminal(bobs.id);
@@ -211,8 +247,14 @@ test('retention on the runtime clock purges old event history (→ event_history
   assert.deepEqual(rt.sweepNow(), { expired: 0, deleted: 0, historyPurged: 0 }, 'inside both windows');
   clock.advance(1);
   assert.equal(rt.sweepNow().historyPurged, 1);
-  assert.throws(() => rt.readEvents(task.id), (e) => isRuntimeError(e, 'event_history_expired'));
-  assert.throws(() => rt.readEvents(task.id, 2), (e) => isRuntimeError(e, 'event_history_expired'));
+  assert.throws(
+    () => rt.readEvents(task.id),
+    (e) => isRuntimeError(e, 'event_history_expired'),
+  );
+  assert.throws(
+    () => rt.readEvents(task.id, 2),
+    (e) => isRuntimeError(e, 'event_history_expired'),
+  );
   assert.deepEqual(rt.readEvents(task.id, done.nextSeq - 1), [], 'nothing after the last id is fine');
   assert.equal(rt.getTask(task.id)?.status, 'succeeded');
   clock.advance(399);
@@ -241,7 +283,10 @@ test('finished tasks are read from a cache of frozen records that history purges
   const purged = rt.getTask(task.id)!;
   assert.notEqual(purged, first, 'the purge dropped the cached record');
   assert.equal(purged.oldestSeq, purged.nextSeq, 'the purge is visible at once');
-  assert.throws(() => rt.readEvents(task.id), (e) => isRuntimeError(e, 'event_history_expired'));
+  assert.throws(
+    () => rt.readEvents(task.id),
+    (e) => isRuntimeError(e, 'event_history_expired'),
+  );
   assert.equal(rt.getTask(task.id), purged);
   rt.deleteTask(task.id, 'p');
   assert.equal(rt.getTask(task.id), undefined, 'deleted → gone, not served from the cache');
@@ -262,7 +307,10 @@ test('a deadline fails a task that runs too long with deadline_exceeded', async 
   assert.equal(end.status, 'failed');
   assert.equal(end.error?.code, 'deadline_exceeded');
   const events = rt.readEvents(task.id);
-  assert.deepEqual(events.slice(-2).map((e) => e.type), ['error', 'response.failed']);
+  assert.deepEqual(
+    events.slice(-2).map((e) => e.type),
+    ['error', 'response.failed'],
+  );
   await rt.close();
 });
 

@@ -42,7 +42,11 @@ const status = (parts: Parts, t: TaskRecord) => parts.store.getTask(t.id)?.statu
 test('tasks of one model run one at a time in the order they were queued; positions count from 1', async () => {
   const gate = new Gate();
   const s = await setup(gate.script);
-  const [a, b, c] = [s.add({ title: 'a', input: { model: 'm', input: 'a' } }), s.add({ input: { model: 'm', input: 'b' } }), s.add({ input: { model: 'm', input: 'c' } })];
+  const [a, b, c] = [
+    s.add({ title: 'a', input: { model: 'm', input: 'a' } }),
+    s.add({ input: { model: 'm', input: 'b' } }),
+    s.add({ input: { model: 'm', input: 'c' } }),
+  ];
   await gate.started(1);
   assert.deepEqual([status(s.parts, a), status(s.parts, b), status(s.parts, c)], ['running', 'queued', 'queued']);
   assert.deepEqual([s.scheduler.position(a.id), s.scheduler.position(b.id), s.scheduler.position(c.id)], [null, 1, 2]);
@@ -77,7 +81,11 @@ test('a busy model does not hold up another; a shared capacity group counts both
 
   const shared = new Gate();
   const g = await setup(shared.script, { models: ['a', 'b'], concurrency: () => ({ group: 'engine', limit: 2 }) });
-  const tasks = [g.add({ input: { model: 'a', input: '1' } }), g.add({ input: { model: 'b', input: '2' } }), g.add({ input: { model: 'a', input: '3' } })];
+  const tasks = [
+    g.add({ input: { model: 'a', input: '1' } }),
+    g.add({ input: { model: 'b', input: '2' } }),
+    g.add({ input: { model: 'a', input: '3' } }),
+  ];
   await shared.started(2);
   assert.deepEqual(
     tasks.map((t) => status(g.parts, t)),
@@ -105,7 +113,10 @@ test('an unavailable backend: the task waits queued with a status message, is re
   assert.equal(failed.error?.code, 'backend_unavailable');
   assert.match(failed.error?.detail ?? '', /The engine did not answer\. Gave up after 2 retries\./);
   assert.equal(s.backend.runs, 3, 'the first run and two retries');
-  const messages = s.parts.events(t.id).filter((e) => e.type === EVENT.taskStatus).map((e) => (e.data.task as { status_message: string }).status_message);
+  const messages = s.parts
+    .events(t.id)
+    .filter((e) => e.type === EVENT.taskStatus)
+    .map((e) => (e.data.task as { status_message: string }).status_message);
   assert.ok(messages.includes('waiting for the backend: The engine did not answer. (retry 1 of 2 in 1 ms)'), messages.join('\n'));
   // Each run had opened its output item (the model was loaded): each retry is a new attempt, with a new response.
   assert.equal(failed.attempt, 3);
@@ -227,7 +238,14 @@ test('fair shares: three principals are served in turn; a principal whose tasks 
   const add = (principal: string, input: string) => s.add({ principal, input: { model: 'm', input } });
   add('A', 'a1');
   await gate.started(1);
-  for (const [p, i] of [['A', 'a2'], ['A', 'a3'], ['B', 'b1'], ['B', 'b2'], ['C', 'c1']]) add(p, i);
+  for (const [p, i] of [
+    ['A', 'a2'],
+    ['A', 'a3'],
+    ['B', 'b1'],
+    ['B', 'b2'],
+    ['C', 'c1'],
+  ])
+    add(p, i);
   const order = ['a1'];
   for (let n = 2; n <= 6; n++) {
     gate.release(1);

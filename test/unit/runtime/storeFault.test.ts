@@ -56,14 +56,18 @@ test('disk full (ENOSPC, tmpfs): the task fails with store_unwritable once space
   });
 });
 
-test('no file can grow (EFBIG, RLIMIT_FSIZE 0, no mount): the task fails with store_unwritable once writes work', { skip: skipOutsideCi(rlimitError) }, async () => {
-  requireFault(rlimitError, 'limiting the file size with prlimit');
-  await diskFull(path.join(tempDir('tr-store-fsize-'), 'data'), {
-    code: 'EFBIG',
-    fill: () => limitFileSize(process.pid, 0),
-    free: () => limitFileSize(process.pid, 'unlimited'),
-  });
-});
+test(
+  'no file can grow (EFBIG, RLIMIT_FSIZE 0, no mount): the task fails with store_unwritable once writes work',
+  { skip: skipOutsideCi(rlimitError) },
+  async () => {
+    requireFault(rlimitError, 'limiting the file size with prlimit');
+    await diskFull(path.join(tempDir('tr-store-fsize-'), 'data'), {
+      code: 'EFBIG',
+      fill: () => limitFileSize(process.pid, 0),
+      free: () => limitFileSize(process.pid, 'unlimited'),
+    });
+  },
+);
 
 async function diskFull(dataDir: string, fault: Fault): Promise<void> {
   const logs: string[] = [];
@@ -82,7 +86,10 @@ async function diskFull(dataDir: string, fault: Fault): Promise<void> {
       () => rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('refused') }),
       (e: unknown) => isRuntimeError(e, 'store_unwritable'),
     );
-    assert.ok(logs.some((l) => l.includes(`journal write failed (${fault.code})`)), logs.join('\n'));
+    assert.ok(
+      logs.some((l) => l.includes(`journal write failed (${fault.code})`)),
+      logs.join('\n'),
+    );
     fault.free();
 
     await waitFor(() => rt.getTask(task.id)?.status === 'failed', 'the orphaned task to be failed');
@@ -91,10 +98,16 @@ async function diskFull(dataDir: string, fault: Fault): Promise<void> {
     assert.equal(failed.error?.status, 503);
     const stored = rt.readEvents(task.id);
     stored.forEach((e, i) => assert.equal(e.seq, i, 'gap-free sequence'));
-    assert.deepEqual(stored.slice(-2).map((e) => e.type), ['error', 'response.failed']);
+    assert.deepEqual(
+      stored.slice(-2).map((e) => e.type),
+      ['error', 'response.failed'],
+    );
     // Every event a subscriber saw is stored with the same seq and type, and the response keeps that text.
     for (const e of seen.events) assert.equal(stored[e.seq]?.type, e.type);
-    const received = stored.filter((e) => e.type === 'response.output_text.delta').map((e) => String(e.data.delta)).join('');
+    const received = stored
+      .filter((e) => e.type === 'response.output_text.delta')
+      .map((e) => String(e.data.delta))
+      .join('');
     assert.ok(received.length > 0);
     const out = (failed.response as { output: Array<{ content: Array<{ text: string }> }> }).output;
     assert.equal(out[0]?.content[0]?.text, received);

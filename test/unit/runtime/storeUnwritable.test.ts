@@ -28,7 +28,15 @@ const insert = (i: number, pad = 0) =>
   ] as Array<[string, Array<string | number | null>]>;
 
 const count = (db: DurableDatabase) => Number(db.get('SELECT COUNT(*) AS n FROM idempotency_keys')?.n);
-const newestJournal = (dir: string) => join(dir, fs.readdirSync(dir).filter((n) => /^journal-\d+\.log$/.test(n)).sort().pop()!);
+const newestJournal = (dir: string) =>
+  join(
+    dir,
+    fs
+      .readdirSync(dir)
+      .filter((n) => /^journal-\d+\.log$/.test(n))
+      .sort()
+      .pop()!,
+  );
 const refused = (e: unknown) => isRuntimeError(e, 'store_unwritable');
 
 test('after a failed append the store refuses writes until a probe write and sync succeed', { skip }, async () => {
@@ -63,7 +71,10 @@ test('after a failed append the store refuses writes until a probe write and syn
 
     // On disk: exactly the acknowledged records, then zeros (nothing of the refused batch is left to surface).
     const read = readJournal(path);
-    assert.deepEqual(read.records.map((r) => r.seq), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      read.records.map((r) => r.seq),
+      [1, 2, 3, 4, 5, 6],
+    );
     assert.equal(read.torn, undefined);
     assert.deepEqual(read.damaged, []);
     const reopened = await DurableDatabase.open(dir);

@@ -9,7 +9,13 @@ import { openParts } from '../../fixtures/runtimeParts';
 
 test('a task written by the create batch reads back the same, also after a reopen', async () => {
   const parts = await openParts();
-  const t = parts.add({ principal: 'alice', title: 'hello', input: { model: 'm', input: 'hi', temperature: 0.5 }, ttlMs: 60_000, meta: { tool: 'x' } });
+  const t = parts.add({
+    principal: 'alice',
+    title: 'hello',
+    input: { model: 'm', input: 'hi', temperature: 0.5 },
+    ttlMs: 60_000,
+    meta: { tool: 'x' },
+  });
   const read = parts.store.getTask(t.id);
   assert.deepEqual(read, t);
   assert.equal(parts.store.getTaskByResponseId(t.responseId)?.id, t.id);
@@ -71,7 +77,11 @@ test('events read after a sequence; idempotency keys found by principal and scop
     parts.store.readEvents(t.id, 3).map((e) => e.seq),
     [4, 5],
   );
-  assert.deepEqual(parts.store.readEvents(t.id, 1, 2).map((e) => e.seq), [2, 3], 'limit');
+  assert.deepEqual(
+    parts.store.readEvents(t.id, 1, 2).map((e) => e.seq),
+    [2, 3],
+    'limit',
+  );
 
   parts.db.write(parts.store.insertIdempotencyOps('alice', 'lmsp', 'k1', 'fp', t.id, parts.clock.now()));
   assert.deepEqual(parts.store.findIdempotencyKey('alice', 'lmsp', 'k1'), { fingerprint: 'fp', taskId: t.id, createdAt: parts.clock.now() });

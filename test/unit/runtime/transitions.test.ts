@@ -30,12 +30,16 @@ test('one run: create → loading → running → progress → succeeded, one ga
   const running = transitions.startRunning(task.id, { messageId: 'msg_1' });
   assert.equal(running?.status, 'running');
   assert.equal(running?.statusMessage, 'generating');
-  transitions.progress(task.id, { messageId: 'msg_1', tokens: 2, output: [{ kind: 'text', delta: 'Hel'  }]});
-  transitions.progress(task.id, { messageId: 'msg_1', tokens: 3, output: [{ kind: 'text', delta: 'lo'  }]});
+  transitions.progress(task.id, { messageId: 'msg_1', tokens: 2, output: [{ kind: 'text', delta: 'Hel' }] });
+  transitions.progress(task.id, { messageId: 'msg_1', tokens: 3, output: [{ kind: 'text', delta: 'lo' }] });
   assert.equal(parts.store.getTask(task.id)?.statusMessage, 'generating: 3 tokens');
   assert.deepEqual(transitions.delivered(parts.store.getTask(task.id)!), { text: 'Hello', messageId: 'msg_1' });
 
-  const done = transitions.succeed(task.id, { finishReason: 'stop', inputTokens: 4, outputTokens: 3 }, { text: 'Hello', messageId: 'msg_1', tokens: 3 });
+  const done = transitions.succeed(
+    task.id,
+    { finishReason: 'stop', inputTokens: 4, outputTokens: 3 },
+    { text: 'Hello', messageId: 'msg_1', tokens: 3 },
+  );
   assert.equal(done?.status, 'succeeded');
   assert.equal(done?.statusMessage, 'completed: 3 tokens');
   assert.deepEqual(done?.usage, { input_tokens: 4, output_tokens: 3, total_tokens: 7 });
@@ -97,7 +101,7 @@ test('operations the table or `from` does not allow write nothing and return und
   assert.equal(transitions.fail(task.id, problem('model_error', 'boom'))?.status, 'failed');
   // Terminal: nothing moves it, progress is ignored, and it cannot go back to the queue.
   assert.equal(transitions.cancelled(task.id), undefined);
-  assert.equal(transitions.progress(task.id, { messageId: 'msg_1', tokens: 5, output: [{ kind: 'text', delta: 'late'  }]}), undefined);
+  assert.equal(transitions.progress(task.id, { messageId: 'msg_1', tokens: 5, output: [{ kind: 'text', delta: 'late' }] }), undefined);
   assert.throws(() => transitions.newAttempt(parts.store.getTask(task.id)!, () => 'again'), /terminal tasks are final/);
   assert.throws(() => transitions.requeue(parts.store.getTask(task.id)!, 'again'), /terminal tasks are final/);
   assert.deepEqual(types(parts.events(task.id)), [EVENT.created, EVENT.queued, EVENT.error, EVENT.failed]);
@@ -109,7 +113,7 @@ test('fail and cancel keep what the attempt delivered in the partial response', 
   const { transitions } = parts;
   const a = parts.add();
   transitions.startRunning(a.id, { messageId: 'msg_a', fromQueued: true });
-  transitions.progress(a.id, { messageId: 'msg_a', tokens: 1, output: [{ kind: 'text', delta: 'part'  }]});
+  transitions.progress(a.id, { messageId: 'msg_a', tokens: 1, output: [{ kind: 'text', delta: 'part' }] });
   const failed = transitions.fail(a.id, problem('model_error', 'it broke'), { text: 'part', messageId: 'msg_a', tokens: 1 });
   assert.equal(failed?.error?.code, 'model_error');
   assert.equal(failed?.statusMessage, 'failed: it broke');
@@ -118,7 +122,7 @@ test('fail and cancel keep what the attempt delivered in the partial response', 
 
   const b = parts.add();
   transitions.startRunning(b.id, { messageId: 'msg_b', fromQueued: true });
-  transitions.progress(b.id, { messageId: 'msg_b', tokens: 2, output: [{ kind: 'text', delta: 'half'  }]});
+  transitions.progress(b.id, { messageId: 'msg_b', tokens: 2, output: [{ kind: 'text', delta: 'half' }] });
   assert.equal(transitions.requestCancel(b.id, 'x'.repeat(300))?.statusMessage, `cancelling: ${'x'.repeat(200)}`);
   const cancelled = transitions.cancelled(b.id, transitions.delivered(parts.store.getTask(b.id)!));
   assert.equal(cancelled?.status, 'cancelled');
@@ -133,7 +137,7 @@ test('newAttempt clears the attempt and opens a new response; requeue keeps the 
   const { transitions } = parts;
   const task = parts.add();
   transitions.startRunning(task.id, { messageId: 'msg_1', fromQueued: true });
-  transitions.progress(task.id, { messageId: 'msg_1', tokens: 4, output: [{ kind: 'text', delta: 'first'  }]});
+  transitions.progress(task.id, { messageId: 'msg_1', tokens: 4, output: [{ kind: 'text', delta: 'first' }] });
 
   const kept = transitions.requeue(parts.store.getTask(task.id)!, 'waiting for the backend');
   assert.equal(kept.status, 'queued');
@@ -159,7 +163,7 @@ test('a resumed run continues its output item: no new item is opened', async () 
   const { transitions } = parts;
   const task = parts.add();
   transitions.startRunning(task.id, { messageId: 'msg_1', fromQueued: true });
-  transitions.progress(task.id, { messageId: 'msg_1', tokens: 3, output: [{ kind: 'text', delta: 'abc'  }]});
+  transitions.progress(task.id, { messageId: 'msg_1', tokens: 3, output: [{ kind: 'text', delta: 'abc' }] });
   transitions.requeue(parts.store.getTask(task.id)!, 'resuming after restart');
   const before = parts.events(task.id).length;
   const resumed = transitions.startRunning(task.id, { messageId: 'msg_1', resumedTokens: 3, fromQueued: true });
@@ -173,7 +177,7 @@ test('input: awaitInput parks with the round, recordAnswers keeps waiting, input
   const { transitions } = parts;
   const task = parts.add();
   transitions.startRunning(task.id, { messageId: 'msg_1', fromQueued: true });
-  transitions.progress(task.id, { messageId: 'msg_1', tokens: 2, output: [{ kind: 'text', delta: 'so far'  }]});
+  transitions.progress(task.id, { messageId: 'msg_1', tokens: 2, output: [{ kind: 'text', delta: 'so far' }] });
   const request = { method: 'elicitation/create', params: { message: 'Name?' } };
   const round = { round: 1, requests: { 'a.1': request, 'b.1': request }, responses: {}, message: 'two names' };
   const parked = transitions.awaitInput(task.id, [], round);
@@ -235,8 +239,17 @@ test('log-probabilities: delta events carry them without bytes, delivered() read
   const { transitions } = parts;
   const task = parts.add();
   transitions.startRunning(task.id, { messageId: 'msg_1', fromQueued: true });
-  const lp = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)], top_logprobs: [{ token, logprob, bytes: [...Buffer.from(token)] }] });
-  transitions.progress(task.id, { messageId: 'msg_1', tokens: 2, output: [{ kind: 'text', delta: 'hé', logprobs: [lp('h', -0.5), lp('é', -1.25)] }] });
+  const lp = (token: string, logprob: number) => ({
+    token,
+    logprob,
+    bytes: [...Buffer.from(token)],
+    top_logprobs: [{ token, logprob, bytes: [...Buffer.from(token)] }],
+  });
+  transitions.progress(task.id, {
+    messageId: 'msg_1',
+    tokens: 2,
+    output: [{ kind: 'text', delta: 'hé', logprobs: [lp('h', -0.5), lp('é', -1.25)] }],
+  });
   transitions.progress(task.id, { messageId: 'msg_1', tokens: 3, output: [{ kind: 'text', delta: 'y', logprobs: [lp('y', -2)] }] });
   const deltas = parts.events(task.id).filter((e) => e.type === EVENT.outputTextDelta);
   assert.deepEqual(deltas[0].data.logprobs, [

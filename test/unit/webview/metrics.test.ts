@@ -21,7 +21,12 @@ const completed = (ms: number, input: number, output: number, cached?: number) =
   ev(ms, 'response.completed', {
     response: {
       status: 'completed',
-      usage: { input_tokens: input, output_tokens: output, total_tokens: input + output, ...(cached !== undefined ? { input_tokens_details: { cached_tokens: cached } } : {}) },
+      usage: {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+        ...(cached !== undefined ? { input_tokens_details: { cached_tokens: cached } } : {}),
+      },
       output: [],
     },
   });
@@ -29,7 +34,13 @@ const completed = (ms: number, input: number, output: number, cached?: number) =
 /** created 0, queued 0, loading 100, running 1300, first token 1600, 10 deltas of 8 chars every 100 ms, done 2600. */
 function recorded(): WireEvent[] {
   seq = 0;
-  const events = [ev(0, 'response.created'), ev(0, 'response.queued'), status(100, 'loading'), ev(400, 'task_runtime:model.loading', { progress: 0.5 }), ev(1300, 'response.in_progress')];
+  const events = [
+    ev(0, 'response.created'),
+    ev(0, 'response.queued'),
+    status(100, 'loading'),
+    ev(400, 'task_runtime:model.loading', { progress: 0.5 }),
+    ev(1300, 'response.in_progress'),
+  ];
   for (let i = 0; i < 10; i++) events.push(delta(1600 + i * 100, 'abcdefgh'));
   events.push(ev(2500, 'response.output_text.done', { text: 'abcdefgh'.repeat(10) }), completed(2600, 600, 40, 200));
   return events;
@@ -39,8 +50,14 @@ describe('webview metrics from a recorded stream', () => {
   it('gives each phase its duration and the first token its own timeline entry', () => {
     const { state, gap } = applyEvents(initialState('task_1'), recorded());
     assert.equal(gap, false);
-    assert.deepEqual(state.timeline.map((t) => t.kind), ['created', 'queued', 'loading', 'running', 'first_token', 'succeeded']);
-    assert.deepEqual(state.timeline.map((t) => (t.at ?? 0) - T0), [0, 0, 100, 1300, 1600, 2600]);
+    assert.deepEqual(
+      state.timeline.map((t) => t.kind),
+      ['created', 'queued', 'loading', 'running', 'first_token', 'succeeded'],
+    );
+    assert.deepEqual(
+      state.timeline.map((t) => (t.at ?? 0) - T0),
+      [0, 0, 100, 1300, 1600, 2600],
+    );
     const [a] = state.attempts!;
     const m = attemptMetrics(a!, T0 + 99_999, false);
     assert.equal(m.queuedMs, 100);
@@ -61,7 +78,7 @@ describe('webview metrics from a recorded stream', () => {
     assert.equal(m.tokens, 40);
     assert.ok(Math.abs(m.generationTps! - 40) < 1e-9, `generation ${m.generationTps}`);
     // (600 - 200 cached) prompt tokens in the 300 ms to the first token.
-    assert.ok(Math.abs(m.promptTps! - (400 / 0.3)) < 1e-6, `prompt ${m.promptTps}`);
+    assert.ok(Math.abs(m.promptTps! - 400 / 0.3) < 1e-6, `prompt ${m.promptTps}`);
     assert.equal(m.liveTps, undefined, 'no live figure for a finished attempt');
   });
 
@@ -127,14 +144,23 @@ describe('webview metrics per attempt', () => {
     ];
     const state = applyEvents(initialState('t'), events).state;
     assert.equal(state.text, 'fresh');
-    assert.deepEqual(state.attempts!.map((a) => [a.attempt, a.how]), [[1, 'created'], [2, 'retry']]);
+    assert.deepEqual(
+      state.attempts!.map((a) => [a.attempt, a.how]),
+      [
+        [1, 'created'],
+        [2, 'retry'],
+      ],
+    );
     const [first, second] = state.attempts!.map((a) => attemptMetrics(a, T0 + 5000, false));
     assert.equal(first!.firstTokenMs, 100);
     assert.equal(first!.runningMs, 950, 'the first attempt ends when the second begins');
     assert.equal(second!.queuedMs, 500);
     assert.equal(second!.firstTokenMs, 200);
     assert.equal(second!.tokens, 2);
-    assert.deepEqual(state.timeline.map((t) => t.kind), ['created', 'queued', 'running', 'first_token', 'queued', 'retry', 'queued', 'running', 'first_token', 'succeeded']);
+    assert.deepEqual(
+      state.timeline.map((t) => t.kind),
+      ['created', 'queued', 'running', 'first_token', 'queued', 'retry', 'queued', 'running', 'first_token', 'succeeded'],
+    );
   });
 
   it('marks a resumed attempt and keeps its text', () => {
@@ -169,11 +195,18 @@ describe('webview output items', () => {
       ev(10, 'response.in_progress'),
       ev(20, 'response.output_item.added', { output_index: 0, item: { id: 'rs_1', type: 'reasoning', content: [] } }),
       ev(30, 'response.reasoning_text.delta', { item_id: 'rs_1', output_index: 0, delta: 'think' }),
-      ev(40, 'response.output_item.added', { output_index: 1, item: { id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '' } }),
+      ev(40, 'response.output_item.added', {
+        output_index: 1,
+        item: { id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '' },
+      }),
       ev(50, 'response.function_call_arguments.delta', { item_id: 'fc_1', output_index: 1, delta: '{"city":' }),
       ev(60, 'response.function_call_arguments.delta', { item_id: 'fc_1', output_index: 1, delta: '"Seoul"}' }),
       ev(70, 'response.completed', {
-        response: { status: 'completed', usage: { input_tokens: 5, output_tokens: 6, total_tokens: 11 }, output: [{ id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Seoul"}' }] },
+        response: {
+          status: 'completed',
+          usage: { input_tokens: 5, output_tokens: 6, total_tokens: 11 },
+          output: [{ id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Seoul"}' }],
+        },
       }),
     ];
     const state = applyEvents(initialState('t'), events).state;

@@ -19,7 +19,10 @@ test('a task that loads the model shows "loading" once in the timeline', async (
     const done = await runtime.waitForTerminal(task.id);
     assert.equal(done.status, 'succeeded');
     const events = runtime.readEvents(task.id).map((e) => ({ seq: e.seq, type: e.type, data: e.data }));
-    assert.ok(events.some((e) => e.type === 'task_runtime:model.loading'), 'the runtime reported load progress');
+    assert.ok(
+      events.some((e) => e.type === 'task_runtime:model.loading'),
+      'the runtime reported load progress',
+    );
     const { state, gap } = applyEvents(initialState(task.id), events);
     assert.equal(gap, false);
     assert.deepEqual(

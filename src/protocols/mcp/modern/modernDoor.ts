@@ -177,7 +177,11 @@ export function createModernHandler(ctx: McpContext, options: ModernOptions = {}
       const msg = body as { jsonrpc?: unknown; id?: unknown; method?: unknown; params?: unknown };
       const id = typeof msg.id === 'string' || typeof msg.id === 'number' ? msg.id : null;
       if (msg.jsonrpc !== '2.0' || typeof msg.method !== 'string' || (msg.id !== undefined && id === null)) {
-        return sendError(res, id, new McpError(-32600, 'Invalid Request: expected a JSON-RPC 2.0 request with a string method and a string or number id'));
+        return sendError(
+          res,
+          id,
+          new McpError(-32600, 'Invalid Request: expected a JSON-RPC 2.0 request with a string method and a string or number id'),
+        );
       }
       if (!isJsonContentType(req.headers['content-type'])) {
         return sendError(res, id, new McpError(-32600, 'Invalid Request: Content-Type must be application/json'));

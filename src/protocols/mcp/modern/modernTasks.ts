@@ -86,7 +86,8 @@ export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean,
   }
   if (status === 'cancelled') return { ...base, status };
   const outcome = toolOutcome(task);
-  if (!outcome) return { ...base, status: 'failed', ...(detailed && { error: { code: -32603, message: `Task ended in unexpected state ${task.status}` } }) };
+  if (!outcome)
+    return { ...base, status: 'failed', ...(detailed && { error: { code: -32603, message: `Task ended in unexpected state ${task.status}` } }) };
   if ('error' in outcome) {
     const { code, message, data } = outcome.error;
     return { ...base, status: 'failed', ...(detailed && { error: { code, message, ...(data !== undefined && { data }) } }) };
@@ -132,7 +133,8 @@ export async function callToolModern(
   const parsed = spec.args.safeParse(call.arguments ?? {});
   if (!parsed.success) throw invalidParams(`Invalid arguments for tool '${spec.name}': ${describeIssues(parsed.error)}`);
 
-  if (spec.name === 'get_task_text') return { ...getTaskText(ctx.runtime, caller.principal, parsed.data as { taskId: string }), resultType: 'complete' };
+  if (spec.name === 'get_task_text')
+    return { ...getTaskText(ctx.runtime, caller.principal, parsed.data as { taskId: string }), resultType: 'complete' };
   if (spec.name === 'list_models') return { ...listModels(ctx.runtime), resultType: 'complete' };
 
   const args = parsed.data as GenerationArgs;

@@ -39,11 +39,13 @@ export function invalidAnswer(method: string, value: unknown): string | undefine
   if (!isObject(value)) return 'an answer must be an object';
   switch (method) {
     case 'elicitation/create': {
-      if (!['accept', 'decline', 'cancel'].includes(value['action'] as string)) return 'an elicitation answer needs action "accept", "decline" or "cancel"';
+      if (!['accept', 'decline', 'cancel'].includes(value['action'] as string))
+        return 'an elicitation answer needs action "accept", "decline" or "cancel"';
       const content = value['content'];
       if (content === undefined) return undefined;
-      if (!isObject(content)) return 'an elicitation answer\'s content must be an object';
-      const scalar = (v: unknown) => ['string', 'number', 'boolean'].includes(typeof v) || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
+      if (!isObject(content)) return "an elicitation answer's content must be an object";
+      const scalar = (v: unknown) =>
+        ['string', 'number', 'boolean'].includes(typeof v) || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
       return Object.values(content).every(scalar) ? undefined : 'elicitation content values must be strings, numbers, booleans or string arrays';
     }
     case 'sampling/createMessage': {
@@ -53,7 +55,9 @@ export function invalidAnswer(method: string, value: unknown): string | undefine
     }
     case 'roots/list': {
       const roots = value['roots'];
-      return Array.isArray(roots) && roots.every((r) => isObject(r) && typeof r['uri'] === 'string') ? undefined : 'a roots answer needs roots: [{uri}]';
+      return Array.isArray(roots) && roots.every((r) => isObject(r) && typeof r['uri'] === 'string')
+        ? undefined
+        : 'a roots answer needs roots: [{uri}]';
     }
     default:
       return undefined;
@@ -93,7 +97,9 @@ export class RequestStateSealer {
   ) {}
 
   private bindingHash(b: StateBinding): string {
-    return createHash('sha256').update(canonical([b.principal, b.tool, b.arguments ?? {}])).digest('base64url');
+    return createHash('sha256')
+      .update(canonical([b.principal, b.tool, b.arguments ?? {}]))
+      .digest('base64url');
   }
 
   private mac(payload: string): Buffer {

@@ -31,9 +31,13 @@ export function headerMismatch(message: string): McpError {
 }
 
 export function missingTasksExtension(what: string): McpError {
-  return new McpError(MISSING_CLIENT_CAPABILITY, `Missing required client capability: ${what} needs the ${TASKS_EXTENSION} extension in _meta["${META_CLIENT_CAPABILITIES}"].extensions`, {
-    requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
-  });
+  return new McpError(
+    MISSING_CLIENT_CAPABILITY,
+    `Missing required client capability: ${what} needs the ${TASKS_EXTENSION} extension in _meta["${META_CLIENT_CAPABILITIES}"].extensions`,
+    {
+      requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+    },
+  );
 }
 
 /** HTTP status of a modern error answer: validation errors 400, unknown methods 404 (transport spec), else 200. */
@@ -61,7 +65,10 @@ const envelopeSchema = z
   .object({
     [META_PROTOCOL_VERSION]: z.string().min(1).max(64),
     [META_CLIENT_CAPABILITIES]: z.record(z.string(), z.unknown()),
-    [META_CLIENT_INFO]: z.object({ name: z.string().max(256), version: z.string().max(256) }).passthrough().optional(),
+    [META_CLIENT_INFO]: z
+      .object({ name: z.string().max(256), version: z.string().max(256) })
+      .passthrough()
+      .optional(),
     [META_LOG_LEVEL]: z.enum(LOG_LEVELS).optional(),
   })
   .passthrough();
@@ -124,7 +131,8 @@ export function validateModernRequest(req: IncomingMessage, msg: { id: string | 
   }
   const params = (msg.params ?? {}) as Record<string, unknown>;
   const headerVersion = header(req, 'mcp-protocol-version');
-  if (headerVersion === undefined) throw headerMismatch('Missing MCP-Protocol-Version header (it must equal _meta["io.modelcontextprotocol/protocolVersion"])');
+  if (headerVersion === undefined)
+    throw headerMismatch('Missing MCP-Protocol-Version header (it must equal _meta["io.modelcontextprotocol/protocolVersion"])');
   const meta = params['_meta'];
   const metaObj = meta && typeof meta === 'object' && !Array.isArray(meta) ? (meta as Record<string, unknown>) : {};
   const missing = [META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES].filter((k) => metaObj[k] === undefined);
@@ -132,14 +140,20 @@ export function validateModernRequest(req: IncomingMessage, msg: { id: string | 
   const parsed = envelopeSchema.safeParse(metaObj);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new McpError(-32602, `Invalid params: _meta["${String(issue.path[0])}"]${issue.path.length > 1 ? '.' + issue.path.slice(1).join('.') : ''}: ${issue.message}`);
+    throw new McpError(
+      -32602,
+      `Invalid params: _meta["${String(issue.path[0])}"]${issue.path.length > 1 ? '.' + issue.path.slice(1).join('.') : ''}: ${issue.message}`,
+    );
   }
   const version = parsed.data[META_PROTOCOL_VERSION];
   if (decodeHeaderValue(headerVersion) !== version) {
     throw headerMismatch(`MCP-Protocol-Version header "${headerVersion}" does not match _meta["${META_PROTOCOL_VERSION}"] "${version}"`);
   }
   if (!MODERN_VERSIONS.includes(version)) {
-    throw new McpError(UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, { supported: [...MODERN_VERSIONS], requested: version });
+    throw new McpError(UNSUPPORTED_PROTOCOL_VERSION, `Unsupported protocol version: ${version}`, {
+      supported: [...MODERN_VERSIONS],
+      requested: version,
+    });
   }
   const methodHeader = header(req, 'mcp-method');
   if (methodHeader === undefined) throw headerMismatch(`Missing Mcp-Method header (it must equal the body method "${msg.method}")`);

@@ -87,7 +87,10 @@ describe('LlamaBackend: one batched context per model', () => {
     assert.equal(info.state, 'loaded');
     assert.equal(info.concurrency, 4);
     assert.equal(info.hardware?.sequences, 4);
-    assert.ok(logs.some((l) => /4 sequence\(s\) batched/.test(l)), 'the load log says how many');
+    assert.ok(
+      logs.some((l) => /4 sequence\(s\) batched/.test(l)),
+      'the load log says how many',
+    );
   });
 
   it('reuses a long shared prompt prefix and reports it as cached input', async () => {
@@ -98,7 +101,14 @@ describe('LlamaBackend: one batched context per model', () => {
     assert.ok(second.result.cachedInputTokens! < second.result.inputTokens);
     assert.ok((first.result.cachedInputTokens ?? 0) < 50, "only the template's opening was kept before");
     // Reused or not, the text is the same as from an empty sequence: rerun while the other sequences hold other text.
-    const fresh = new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }], threads: 1, contextSize: 1024, concurrency: 1, keepAliveMs: 0, suppressEndOfGeneration: true });
+    const fresh = new LlamaBackend({
+      models: [{ id: 'tiny', source: testModelPath() }],
+      threads: 1,
+      contextSize: 1024,
+      concurrency: 1,
+      keepAliveMs: 0,
+      suppressEndOfGeneration: true,
+    });
     try {
       const cold = await run(fresh, ask('second question', { instructions: system }));
       assert.equal(cold.result.cachedInputTokens, undefined);

@@ -17,8 +17,7 @@ const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
   temperature: 0,
   ...over,
 });
-const refusedFor = (param: string) => (e: unknown) =>
-  e instanceof RequestRefusedError && e.code === 'context_length_exceeded' && e.param === param;
+const refusedFor = (param: string) => (e: unknown) => e instanceof RequestRefusedError && e.code === 'context_length_exceeded' && e.param === param;
 
 /** Keep-alive timers fired by the test. */
 function manualTimers(): KeepAliveTimers & { fire(): void } {
@@ -74,7 +73,8 @@ describe('LlamaBackend: prompt + max_output_tokens within the context', () => {
     assert.equal(backend.listModels()[0]!.state, 'unloaded', 'create never loads the model');
     await assert.rejects(
       backend.generate(request({ maxOutputTokens: 255 }), { signal: never(), onText: () => assert.fail('no token is generated') }),
-      (e: unknown) => e instanceof BackendError && e.kind === 'failed' && e.code === 'context_length_exceeded' && /the output budget 255/.test(e.message),
+      (e: unknown) =>
+        e instanceof BackendError && e.kind === 'failed' && e.code === 'context_length_exceeded' && /the output budget 255/.test(e.message),
     );
   });
 

@@ -8,7 +8,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { BatchItem, Llama, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
-import { type AcquiredSequence, BatchedContextPool, chooseSequences, fitContextSize, oneSequenceContext } from '../../../../src/backends/llama/contextPool';
+import {
+  type AcquiredSequence,
+  BatchedContextPool,
+  chooseSequences,
+  fitContextSize,
+  oneSequenceContext,
+} from '../../../../src/backends/llama/contextPool';
 import { sequenceOrderStrategy } from '../../../../src/backends/llama/batchStrategy';
 import { commonPrefix, pickSequence } from '../../../../src/backends/llama/sequenceChoice';
 import { writeTestModel } from '../../../../src/backends/llama/demoModel';
@@ -101,7 +107,7 @@ describe('pickSequence: which kept sequence a generation takes', () => {
     assert.equal(pickSequence([], t(1), undefined, true), -1);
   });
 
-  it("goes back to the sequence its key last ran on, even when another shares more", () => {
+  it('goes back to the sequence its key last ran on, even when another shares more', () => {
     const c = [
       { id: 0, tokens: convA, owner: 'A' },
       { id: 1, tokens: t(...head, 30), owner: 'B' },
@@ -141,8 +147,16 @@ describe('sequenceOrderStrategy', () => {
       { sequenceId: 0, tokens: c.tokens },
     ];
     const out = sequenceOrderStrategy(() => queue)({ items: [a, b, c], size: 30 });
-    assert.deepEqual(out.map((p) => p.item), [c, b, a], 'ids 0, 2, 5');
-    assert.deepEqual(out.map((p) => p.processAmount), [1, 28, 1], 'one token each for the generating ones, the rest to the prompt');
+    assert.deepEqual(
+      out.map((p) => p.item),
+      [c, b, a],
+      'ids 0, 2, 5',
+    );
+    assert.deepEqual(
+      out.map((p) => p.processAmount),
+      [1, 28, 1],
+      'one token each for the generating ones, the rest to the prompt',
+    );
   });
 
   it('gives the clipped items what is left by evaluation priority, and keeps unknown items last', () => {
@@ -154,8 +168,15 @@ describe('sequenceOrderStrategy', () => {
       { sequenceId: 3, tokens: high.tokens },
     ];
     const out = sequenceOrderStrategy(() => queue)({ items: [stray, low, high], size: 40 });
-    assert.deepEqual(out.map((p) => p.item), [low, high, stray]);
-    assert.equal(out.reduce((n, p) => n + p.processAmount, 0), 40, 'the batch is full');
+    assert.deepEqual(
+      out.map((p) => p.item),
+      [low, high, stray],
+    );
+    assert.equal(
+      out.reduce((n, p) => n + p.processAmount, 0),
+      40,
+      'the batch is full',
+    );
     const [l, h] = [out[0]!.processAmount, out[1]!.processAmount];
     assert.ok(h > l, `higher priority gets more (${h} vs ${l})`);
     assert.equal(sequenceOrderStrategy(() => undefined)({ items: [low], size: 8 })[0]!.processAmount, 8, 'no queue: shares only');
@@ -292,8 +313,16 @@ describe('BatchedContextPool on the demo model', () => {
       const steps = 12;
       await generateAll(seqs, prompts, steps, [...seqs.keys()].reverse());
       const batches = recorder.stop();
-      assert.ok(batches.some((b) => b.length === 4), `some batch holds all four: ${JSON.stringify(batches)}`);
-      for (const b of batches) assert.deepEqual(b, [...b].sort((x, y) => x - y), `ascending: ${JSON.stringify(batches)}`);
+      assert.ok(
+        batches.some((b) => b.length === 4),
+        `some batch holds all four: ${JSON.stringify(batches)}`,
+      );
+      for (const b of batches)
+        assert.deepEqual(
+          b,
+          [...b].sort((x, y) => x - y),
+          `ascending: ${JSON.stringify(batches)}`,
+        );
       for (const { sequence } of seqs) await pool.release(sequence);
     } finally {
       await pool.dispose();
@@ -365,7 +394,10 @@ describe('BatchedContextPool on the demo model', () => {
   it('decodes a prompt-sized batch on promptThreads and the one-token steps on threads', async () => {
     const prompt = model.tokenize('A prompt long enough to fill one batch of well over thirty-two tokens, '.repeat(4));
     assert.ok(prompt.length >= 64, `prompt of ${prompt.length} tokens`);
-    for (const [promptThreads, expected] of [[2, 2], [undefined, 1]] as const) {
+    for (const [promptThreads, expected] of [
+      [2, 2],
+      [undefined, 1],
+    ] as const) {
       const pool = await BatchedContextPool.create(model, { contextSize: 512, threads: 1, promptThreads, sequences: 2 });
       try {
         const { sequence } = await pool.acquire(prompt);
@@ -443,7 +475,10 @@ describe('BatchedContextPool with a 32 000-token vocabulary', () => {
     const single = await oneSequenceContext(model, 256, 1);
     try {
       const held = await Promise.all(Array.from({ length: sequences }, () => pool.acquire()));
-      assert.deepEqual(held.map((h) => idOf(h.sequence)), [0, 1, 2, 3, 4, 5, 6, 7]);
+      assert.deepEqual(
+        held.map((h) => idOf(h.sequence)),
+        [0, 1, 2, 3, 4, 5, 6, 7],
+      );
       // The pool's gate holds each decode of a handed-out sequence until all eight are there: one batch per trial.
       const reference = single.getSequence();
       let seed = 7;

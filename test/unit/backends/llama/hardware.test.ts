@@ -26,7 +26,9 @@ describe('LlamaBackend hardware (real binaries, this machine has no GPU)', () =>
   });
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  async function loadAndGenerate(options: Partial<ConstructorParameters<typeof LlamaBackend>[0]>): Promise<{ hw: ModelHardware; logs: string[]; tokens: number }> {
+  async function loadAndGenerate(
+    options: Partial<ConstructorParameters<typeof LlamaBackend>[0]>,
+  ): Promise<{ hw: ModelHardware; logs: string[]; tokens: number }> {
     const logs: string[] = [];
     const backend = new LlamaBackend({ models: [{ source: modelPath }], log: (m) => logs.push(m), ...options });
     try {
@@ -57,7 +59,10 @@ describe('LlamaBackend hardware (real binaries, this machine has no GPU)', () =>
     assert.equal(Math.max(...Object.values(measured)) * 0.97 <= measured[String(first.hw.threads)]!, true);
     assert.ok(first.hw.warmupMs !== undefined && first.hw.warmupMs >= 0);
     assert.ok(first.tokens >= 1);
-    assert.ok(first.logs.some((l) => /loaded in .*CPU, \d+ thread\(s\) \(calibration\)/.test(l)), first.logs.join('\n'));
+    assert.ok(
+      first.logs.some((l) => /loaded in .*CPU, \d+ thread\(s\) \(calibration\)/.test(l)),
+      first.logs.join('\n'),
+    );
 
     const second = await loadAndGenerate({ cacheDir });
     assert.equal(second.hw.threadsFrom, 'cache');
@@ -76,7 +81,10 @@ describe('LlamaBackend hardware (real binaries, this machine has no GPU)', () =>
     assert.deepEqual(Object.keys(hw.threadTokensPerSecond ?? {}), ['1', '2']);
     assert.ok([1, 2].includes(hw.threads));
     assert.equal(hw.promptThreads, 2);
-    assert.ok(logs.some((l) => /CPU, [12] thread\(s\) \(calibration, at most 2\)/.test(l)), logs.join('\n'));
+    assert.ok(
+      logs.some((l) => /CPU, [12] thread\(s\) \(calibration, at most 2\)/.test(l)),
+      logs.join('\n'),
+    );
     assert.ok(tokens >= 1);
   });
 
@@ -199,7 +207,10 @@ describe('hardware settings and flags', () => {
     const b = parseArgs(['serve', '--threads=4', '--gpu-layers=auto', '--gpu=off']);
     if (b.command !== 'serve') assert.fail('serve');
     assert.deepEqual([b.gpu, b.gpuLayers, b.threads], ['off', 'auto', 4]);
-    assert.throws(() => parseArgs(['serve', '--gpu', 'nvidia']), (e: unknown) => e instanceof UsageError && /--gpu must be one of/.test(e.message));
+    assert.throws(
+      () => parseArgs(['serve', '--gpu', 'nvidia']),
+      (e: unknown) => e instanceof UsageError && /--gpu must be one of/.test(e.message),
+    );
     assert.throws(() => parseArgs(['serve', '--threads', '0']), UsageError);
     assert.throws(() => parseArgs(['serve', '--gpu-layers', 'many']), UsageError);
   });

@@ -371,7 +371,6 @@ describe('LlamaBackend on the tiny model', () => {
       await local.dispose();
     }
   });
-
 });
 
 describe('LlamaBackend context size auto', () => {

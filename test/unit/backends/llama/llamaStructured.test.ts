@@ -7,7 +7,13 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import Ajv from 'ajv';
 import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
-import { RequestRefusedError, type GenerateRequest, type GenerationSnapshot, type OutputFormat, type TokenLogprob } from '../../../../src/runtime/backend';
+import {
+  RequestRefusedError,
+  type GenerateRequest,
+  type GenerationSnapshot,
+  type OutputFormat,
+  type TokenLogprob,
+} from '../../../../src/runtime/backend';
 import { testModelPath } from '../../../fixtures/testModel';
 
 const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
@@ -117,7 +123,10 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
     const validate = validator().compile(schema);
     for (let seed = 1; seed <= 50; seed++) {
       const { run, onText } = collector();
-      const r = await backend.generate(request({ format: { type: 'json_schema', name: 'short', schema, strict: true }, seed, temperature: 1.5, maxOutputTokens: 600 }), { signal: never(), onText });
+      const r = await backend.generate(
+        request({ format: { type: 'json_schema', name: 'short', schema, strict: true }, seed, temperature: 1.5, maxOutputTokens: 600 }),
+        { signal: never(), onText },
+      );
       assert.equal(r.finishReason, 'stop', `${seed}: ${run.text}`);
       assert.ok(!run.text.includes('\uFFFD'), `${seed}: invalid UTF-8 in ${JSON.stringify(run.text)}`);
       const doc = JSON.parse(run.text) as unknown;
@@ -128,7 +137,10 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
   it('json_object gives a JSON object', async () => {
     for (const seed of [1, 2, 3]) {
       const { run, onText } = collector();
-      const r = await backend.generate(request({ format: { type: 'json_object' }, seed, temperature: 1, maxOutputTokens: 800 }), { signal: never(), onText });
+      const r = await backend.generate(request({ format: { type: 'json_object' }, seed, temperature: 1, maxOutputTokens: 800 }), {
+        signal: never(),
+        onText,
+      });
       if (r.finishReason !== 'stop') continue; // an open object may run to the token limit
       const doc = JSON.parse(run.text) as unknown;
       assert.ok(doc !== null && typeof doc === 'object' && !Array.isArray(doc), run.text);
@@ -150,11 +162,14 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
       if (first.finishReason !== 'aborted') continue;
       assert.throws(() => JSON.parse(part.run.text) as unknown, 'cut mid-document');
       const rest = collector();
-      const second = await backend.generate({ ...req, seed: seed + 100 }, {
-        signal: never(),
-        onText: rest.onText,
-        resumeFrom: { text: part.run.text, outputTokens: part.run.tokens },
-      });
+      const second = await backend.generate(
+        { ...req, seed: seed + 100 },
+        {
+          signal: never(),
+          onText: rest.onText,
+          resumeFrom: { text: part.run.text, outputTokens: part.run.tokens },
+        },
+      );
       assert.equal(second.finishReason, 'stop');
       const doc = JSON.parse(part.run.text + rest.run.text) as unknown;
       assert.ok(validate(doc), `${part.run.text}|${rest.run.text}`);
@@ -290,7 +305,10 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
     const absent = ['\u0001never', `${stop}\u0002`];
     for (const s of absent) assert.ok(!ref.text.includes(s));
     const other = collector();
-    const unmatched = await backend.generate(request({ temperature: 0, maxOutputTokens: 60, stop: absent }), { signal: never(), onText: other.onText });
+    const unmatched = await backend.generate(request({ temperature: 0, maxOutputTokens: 60, stop: absent }), {
+      signal: never(),
+      onText: other.onText,
+    });
     assert.equal(other.run.text, ref.text);
     assert.equal(unmatched.stopSequence, undefined);
     assert.ok(!('stopSequence' in unmatched), 'absent, not undefined');
@@ -317,7 +335,10 @@ describe('LlamaBackend structured output and sampling on the demo model', () => 
     assert.equal(entries, r.outputTokens);
     // Sampled (temperature 1) under a grammar: the chosen token is among the 20 alternatives when it is likely enough.
     const s = collector();
-    await backend.generate(request({ temperature: 1, seed: 3, maxOutputTokens: 200, topLogprobs: 20, format: format('nullable') }), { signal: never(), onText: s.onText });
+    await backend.generate(request({ temperature: 1, seed: 3, maxOutputTokens: 200, topLogprobs: 20, format: format('nullable') }), {
+      signal: never(),
+      onText: s.onText,
+    });
     for (const p of s.run.pieces) {
       for (const e of p.logprobs ?? []) {
         assert.ok(e.top_logprobs.length >= 1 && e.top_logprobs.length <= 20);

@@ -10,14 +10,28 @@ import { writeTestModel } from '../../../../src/backends/llama/demoModel';
 import { REASONING_CHAT_TEMPLATE, TOOLS_CHAT_TEMPLATE } from '../../../fixtures/chatTemplates';
 import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
 import { OutputSplitter, PLAIN_CALL_SYNTAX, type ChannelPiece } from '../../../../src/backends/llama/toolCalls';
-import { RequestRefusedError, type GenerateRequest, type OutputChannel, type OutputSegment, type ToolDefinition } from '../../../../src/runtime/backend';
+import {
+  RequestRefusedError,
+  type GenerateRequest,
+  type OutputChannel,
+  type OutputSegment,
+  type ToolDefinition,
+} from '../../../../src/runtime/backend';
 import { testModelPath } from '../../../fixtures/testModel';
 
 const never = () => new AbortController().signal;
 const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });
 const TOOLS: ToolDefinition[] = [
-  { name: 'get_weather', description: 'Weather of a city', parameters: obj({ city: { type: 'string', maxLength: 8 }, unit: { enum: ['c', 'f'] } }), strict: true },
-  { name: 'add', parameters: obj({ a: { type: 'integer' }, b: { type: 'number' }, tags: { type: 'array', items: { type: 'string', maxLength: 4 }, maxItems: 3 } }) },
+  {
+    name: 'get_weather',
+    description: 'Weather of a city',
+    parameters: obj({ city: { type: 'string', maxLength: 8 }, unit: { enum: ['c', 'f'] } }),
+    strict: true,
+  },
+  {
+    name: 'add',
+    parameters: obj({ a: { type: 'integer' }, b: { type: 'number' }, tags: { type: 'array', items: { type: 'string', maxLength: 4 }, maxItems: 3 } }),
+  },
   { name: 'noop' },
 ];
 const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
@@ -88,8 +102,15 @@ describe('LlamaBackend function calls on the demo model', () => {
         const r = await backend.generate(request({ model, toolChoice, seed: seed + 10 * i, temperature: 1 }), { signal: never(), onText });
         const where = `${JSON.stringify(toolChoice)}/${model}/${seed}`;
         assert.equal(r.finishReason, 'stop', `${where} did not end: ${JSON.stringify(pieces)}`);
-        assert.equal(pieces.reduce((s, p) => s + p.tokens, 0), r.outputTokens, where);
-        assert.ok(pieces.every((p) => p.channel?.kind === 'function_call'), `${where}: only calls, no answer text`);
+        assert.equal(
+          pieces.reduce((s, p) => s + p.tokens, 0),
+          r.outputTokens,
+          where,
+        );
+        assert.ok(
+          pieces.every((p) => p.channel?.kind === 'function_call'),
+          `${where}: only calls, no answer text`,
+        );
         const calls = callsOf(pieces);
         assert.ok(calls.length >= 1, where);
         if (typeof toolChoice === 'object') assert.equal(calls.length, 1, `${where}: a named choice is one call`);
@@ -110,7 +131,10 @@ describe('LlamaBackend function calls on the demo model', () => {
   it('parallel_tool_calls false gives exactly one call', async () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const { pieces, onText } = collector();
-      const r = await backend.generate(request({ toolChoice: 'required', parallelToolCalls: false, seed, temperature: 1, maxOutputTokens: 600 }), { signal: never(), onText });
+      const r = await backend.generate(request({ toolChoice: 'required', parallelToolCalls: false, seed, temperature: 1, maxOutputTokens: 600 }), {
+        signal: never(),
+        onText,
+      });
       assert.equal(r.finishReason, 'stop');
       assert.equal(callsOf(pieces).length, 1, JSON.stringify(pieces));
     }
@@ -135,11 +159,14 @@ describe('LlamaBackend function calls on the demo model', () => {
       assert.throws(() => JSON.parse(before[0]!.arguments) as unknown, 'cut mid-arguments');
       const rest = collector();
       const tokens = first.pieces.reduce((s, p) => s + p.tokens, 0);
-      const r2 = await backend.generate({ ...req, seed: seed + 100 }, {
-        signal: never(),
-        onText: rest.onText,
-        resumeFrom: { text: '', segments: segmentsOf(first.pieces), outputTokens: tokens },
-      });
+      const r2 = await backend.generate(
+        { ...req, seed: seed + 100 },
+        {
+          signal: never(),
+          onText: rest.onText,
+          resumeFrom: { text: '', segments: segmentsOf(first.pieces), outputTokens: tokens },
+        },
+      );
       assert.equal(r2.finishReason, 'stop');
       const after = callsOf(rest.pieces);
       assert.equal(after.length, 1, JSON.stringify(rest.pieces));
@@ -152,40 +179,56 @@ describe('LlamaBackend function calls on the demo model', () => {
     assert.ok(resumed >= 2, `only ${resumed} generations were cut mid-arguments`);
   });
 
-  for (const model of ['tools', 'tiny-test']) it(`auto (${model === 'tools' ? 'tool template' : 'plain-text prompt'}): the functions are in the prompt; a call in its syntax becomes a function_call channel`, async () => {
-    const withTools = await backend.generate(request({ model, toolChoice: 'auto', seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
-    const without = await backend.generate(request({ model, tools: undefined, seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
-    // The template's "# Tools" block with the three signatures.
-    assert.ok(withTools.inputTokens > without.inputTokens + 200, `${withTools.inputTokens} vs ${without.inputTokens}`);
-    // A call the model had begun in the template's syntax (delivered before a restart): it goes on in the call grammar
-    // under the same callId, and the arguments end valid.
-    for (const seed of [1, 2, 3, 4]) {
-      const rest = collector();
-      const channel: OutputChannel = { kind: 'function_call', callId: 'call_0123456789abcdef01234567', name: 'get_weather' };
-      const r = await backend.generate(request({ model, toolChoice: 'auto', seed, temperature: 1, maxOutputTokens: 300 }), {
+  for (const model of ['tools', 'tiny-test'])
+    it(`auto (${model === 'tools' ? 'tool template' : 'plain-text prompt'}): the functions are in the prompt; a call in its syntax becomes a function_call channel`, async () => {
+      const withTools = await backend.generate(request({ model, toolChoice: 'auto', seed: 1, maxOutputTokens: 1 }), {
         signal: never(),
-        onText: rest.onText,
-        resumeFrom: { text: 'Let me see. ', segments: [{ text: 'Let me see. ' }, { channel, text: '{"city": "Pa' }], outputTokens: 20 },
+        onText: () => undefined,
       });
-      const call = rest.pieces.filter((p) => p.channel?.kind === 'function_call');
-      assert.ok(call.length > 0 && call.every((p) => JSON.stringify(p.channel) === JSON.stringify(channel)), JSON.stringify(rest.pieces));
-      assert.ok(rest.pieces.indexOf(call.at(-1)!) === call.length - 1, 'the call comes first, then answer text');
-      const args = '{"city": "Pa' + call.map((p) => p.text).join('');
-      assert.ok(validators.get('get_weather')!(JSON.parse(args)), args);
-      assert.equal(rest.pieces.reduce((s, p) => s + p.tokens, 0), r.outputTokens - 20);
-    }
-  });
+      const without = await backend.generate(request({ model, tools: undefined, seed: 1, maxOutputTokens: 1 }), {
+        signal: never(),
+        onText: () => undefined,
+      });
+      // The template's "# Tools" block with the three signatures.
+      assert.ok(withTools.inputTokens > without.inputTokens + 200, `${withTools.inputTokens} vs ${without.inputTokens}`);
+      // A call the model had begun in the template's syntax (delivered before a restart): it goes on in the call grammar
+      // under the same callId, and the arguments end valid.
+      for (const seed of [1, 2, 3, 4]) {
+        const rest = collector();
+        const channel: OutputChannel = { kind: 'function_call', callId: 'call_0123456789abcdef01234567', name: 'get_weather' };
+        const r = await backend.generate(request({ model, toolChoice: 'auto', seed, temperature: 1, maxOutputTokens: 300 }), {
+          signal: never(),
+          onText: rest.onText,
+          resumeFrom: { text: 'Let me see. ', segments: [{ text: 'Let me see. ' }, { channel, text: '{"city": "Pa' }], outputTokens: 20 },
+        });
+        const call = rest.pieces.filter((p) => p.channel?.kind === 'function_call');
+        assert.ok(call.length > 0 && call.every((p) => JSON.stringify(p.channel) === JSON.stringify(channel)), JSON.stringify(rest.pieces));
+        assert.ok(rest.pieces.indexOf(call.at(-1)!) === call.length - 1, 'the call comes first, then answer text');
+        const args = '{"city": "Pa' + call.map((p) => p.text).join('');
+        assert.ok(validators.get('get_weather')!(JSON.parse(args)), args);
+        assert.equal(
+          rest.pieces.reduce((s, p) => s + p.tokens, 0),
+          r.outputTokens - 20,
+        );
+      }
+    });
 
   it('auto with parallel_tool_calls false ends after the call', async () => {
     const channel: OutputChannel = { kind: 'function_call', callId: 'call_aaaaaaaaaaaaaaaaaaaaaaaa', name: 'noop' };
     const rest = collector();
-    const r = await backend.generate(request({ model: 'tools', toolChoice: 'auto', parallelToolCalls: false, seed: 3, temperature: 1, maxOutputTokens: 300 }), {
-      signal: never(),
-      onText: rest.onText,
-      resumeFrom: { text: '', segments: [{ channel, text: '{' }], outputTokens: 10 },
-    });
+    const r = await backend.generate(
+      request({ model: 'tools', toolChoice: 'auto', parallelToolCalls: false, seed: 3, temperature: 1, maxOutputTokens: 300 }),
+      {
+        signal: never(),
+        onText: rest.onText,
+        resumeFrom: { text: '', segments: [{ channel, text: '{' }], outputTokens: 10 },
+      },
+    );
     assert.equal(r.finishReason, 'stop');
-    assert.ok(rest.pieces.every((p) => JSON.stringify(p.channel) === JSON.stringify(channel)), JSON.stringify(rest.pieces));
+    assert.ok(
+      rest.pieces.every((p) => JSON.stringify(p.channel) === JSON.stringify(channel)),
+      JSON.stringify(rest.pieces),
+    );
     JSON.parse('{' + rest.pieces.map((p) => p.text).join(''));
   });
 
@@ -196,7 +239,10 @@ describe('LlamaBackend function calls on the demo model', () => {
       { role: 'tool', callId: 'call_1', content: 'sunny and 21 degrees' },
     ];
     for (const model of ['tools', 'tiny-test']) {
-      const bare = await backend.generate(request({ model, messages: messages.slice(0, 1), seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
+      const bare = await backend.generate(request({ model, messages: messages.slice(0, 1), seed: 1, maxOutputTokens: 1 }), {
+        signal: never(),
+        onText: () => undefined,
+      });
       const full = await backend.generate(request({ model, messages, seed: 1, maxOutputTokens: 1 }), { signal: never(), onText: () => undefined });
       // The call (≈ 60 characters in its syntax) and the result (20) are in the prompt: one token per character here.
       assert.ok(full.inputTokens >= bare.inputTokens + 70, `${model}: ${full.inputTokens} vs ${bare.inputTokens}`);
@@ -209,8 +255,16 @@ describe('LlamaBackend function calls on the demo model', () => {
         () => backend.checkRequest(req),
         (e: unknown) => e instanceof RequestRefusedError && e.code === code && e.param === param,
       );
-    refused(request({ tools: [TOOLS[0]!, { name: 'bad', parameters: obj({ s: { type: 'string', pattern: 'a+' } }) }] }), 'invalid_json_schema', 'tools[1].parameters.properties.s.pattern');
-    refused(request({ tools: [{ name: 'bad', parameters: { type: 'array', items: { type: 'string' } } }] }), 'invalid_json_schema', 'tools[0].parameters.type');
+    refused(
+      request({ tools: [TOOLS[0]!, { name: 'bad', parameters: obj({ s: { type: 'string', pattern: 'a+' } }) }] }),
+      'invalid_json_schema',
+      'tools[1].parameters.properties.s.pattern',
+    );
+    refused(
+      request({ tools: [{ name: 'bad', parameters: { type: 'array', items: { type: 'string' } } }] }),
+      'invalid_json_schema',
+      'tools[0].parameters.type',
+    );
     refused(request({ toolChoice: { name: 'missing' } }), 'invalid_request', 'tool_choice');
     refused(request({ tools: [{ name: 'a b' }] }), 'invalid_request', 'tools[0].name');
     backend.checkRequest(request({ toolChoice: 'required' }));
@@ -238,13 +292,19 @@ describe('LlamaBackend function calls on the demo model', () => {
     backend.checkRequest(request({ model: 'reasoning', reasoningEffort: 'low' }));
     for (const seed of [1, 2, 3]) {
       const rest = collector();
-      const r = await backend.generate(request({ model: 'reasoning', tools: undefined, reasoningEffort: 'none', seed, temperature: 1, maxOutputTokens: 40 }), {
-        signal: never(),
-        onText: rest.onText,
-        resumeFrom: { text: '', segments: [{ channel: { kind: 'reasoning' }, text: 'Let me think' }], outputTokens: 5 },
-      });
+      const r = await backend.generate(
+        request({ model: 'reasoning', tools: undefined, reasoningEffort: 'none', seed, temperature: 1, maxOutputTokens: 40 }),
+        {
+          signal: never(),
+          onText: rest.onText,
+          resumeFrom: { text: '', segments: [{ channel: { kind: 'reasoning' }, text: 'Let me think' }], outputTokens: 5 },
+        },
+      );
       // The suffix ("\n</think>\n\n") is forced: no more reasoning text, then answer text.
-      assert.ok(rest.pieces.every((p) => p.channel?.kind !== 'reasoning' || p.text === ''), JSON.stringify(rest.pieces));
+      assert.ok(
+        rest.pieces.every((p) => p.channel?.kind !== 'reasoning' || p.text === ''),
+        JSON.stringify(rest.pieces),
+      );
       assert.ok(r.outputTokens - 5 >= 10, 'the suffix and more were generated');
     }
   });
@@ -253,7 +313,13 @@ describe('LlamaBackend function calls on the demo model', () => {
 describe('OutputSplitter', () => {
   const run = (mode: 'auto' | 'forced', chunks: string[], single = false) => {
     let n = 0;
-    const s = new OutputSplitter({ mode, syntax: PLAIN_CALL_SYNTAX, single, newCallId: () => `call_${++n}`, thought: { prefix: '<think>\n', suffix: '\n</think>', openOnStart: false } });
+    const s = new OutputSplitter({
+      mode,
+      syntax: PLAIN_CALL_SYNTAX,
+      single,
+      newCallId: () => `call_${++n}`,
+      thought: { prefix: '<think>\n', suffix: '\n</think>', openOnStart: false },
+    });
     const out: ChannelPiece[] = [];
     for (const c of chunks) out.push(...s.push({ text: c, tokens: 1 }));
     out.push(...s.finish());
@@ -261,19 +327,27 @@ describe('OutputSplitter', () => {
   };
 
   it('parses auto calls in the template syntax out of answer text, split anywhere', () => {
-    const text = 'Hi <think>\nhmm\n</think>there <tool_call>\n{"name": "f", "arguments": {"a": "}"}}\n</tool_call> bye<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>';
+    const text =
+      'Hi <think>\nhmm\n</think>there <tool_call>\n{"name": "f", "arguments": {"a": "}"}}\n</tool_call> bye<tool_call>\n{"name": "g", "arguments": {}}\n</tool_call>';
     for (const size of [1, 2, 3, 7, text.length]) {
       const chunks = text.match(new RegExp(`[\\s\\S]{1,${size}}`, 'g'))!;
       const { out, tokens } = run('auto', chunks);
       assert.equal(tokens, chunks.length, 'every token is carried');
-      const by = (k: string | undefined) => out.filter((p) => (p.channel?.kind ?? undefined) === k).map((p) => p.text).join('');
+      const by = (k: string | undefined) =>
+        out
+          .filter((p) => (p.channel?.kind ?? undefined) === k)
+          .map((p) => p.text)
+          .join('');
       assert.equal(by(undefined), 'Hi there  bye');
       assert.equal(by('reasoning'), 'hmm');
       const calls = out.filter((p) => p.channel?.kind === 'function_call');
-      assert.deepEqual([...new Set(calls.map((p) => JSON.stringify(p.channel)))], [
-        JSON.stringify({ kind: 'function_call', callId: 'call_1', name: 'f' }),
-        JSON.stringify({ kind: 'function_call', callId: 'call_2', name: 'g' }),
-      ]);
+      assert.deepEqual(
+        [...new Set(calls.map((p) => JSON.stringify(p.channel)))],
+        [
+          JSON.stringify({ kind: 'function_call', callId: 'call_1', name: 'f' }),
+          JSON.stringify({ kind: 'function_call', callId: 'call_2', name: 'g' }),
+        ],
+      );
       assert.equal(calls.map((p) => p.text).join(''), '{"a": "}"}{}');
     }
   });
@@ -295,9 +369,12 @@ describe('OutputSplitter', () => {
     assert.equal(r.text, 'Hi <tool_call>\n{"name": "f", "arguments": {"a": ');
     assert.equal(r.callText, 'f", "arguments": {"a": ');
     const out = [...s.push({ text: '1}}\n</tool_call> ok', tokens: 3 }), ...s.finish()];
-    assert.deepEqual(out.map((p) => [p.text, p.channel && 'callId' in p.channel ? p.channel.callId : undefined]), [
-      ['1}', 'call_x'],
-      [' ok', undefined],
-    ]);
+    assert.deepEqual(
+      out.map((p) => [p.text, p.channel && 'callId' in p.channel ? p.channel.callId : undefined]),
+      [
+        ['1}', 'call_x'],
+        [' ok', undefined],
+      ],
+    );
   });
 });

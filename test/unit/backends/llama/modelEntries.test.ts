@@ -35,7 +35,10 @@ describe('defaultModelId', () => {
 
 describe('ModelEntries', () => {
   it('takes given ids, derives the others, and refuses a duplicate', () => {
-    const entries = new ModelEntries([{ source: '/m/a.gguf', demo: true }, { id: 'b', source: '/m/x.gguf' }]);
+    const entries = new ModelEntries([
+      { source: '/m/a.gguf', demo: true },
+      { id: 'b', source: '/m/x.gguf' },
+    ]);
     assert.deepEqual(
       entries.all.map((e) => [e.id, e.source, e.demo, e.state]),
       [
@@ -72,14 +75,19 @@ describe('ModelEntries', () => {
     assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loading', maxContextLength: null, contextLength: null, demo: false }]);
     load.resolve(loadedInfo(2048));
     await p1;
-    assert.deepEqual(entries.list(), [{ id: 'a', source: '/m/a.gguf', state: 'loaded', maxContextLength: 2048, contextLength: 2048, demo: false, concurrency: 1, hardware }]);
+    assert.deepEqual(entries.list(), [
+      { id: 'a', source: '/m/a.gguf', state: 'loaded', maxContextLength: 2048, contextLength: 2048, demo: false, concurrency: 1, hardware },
+    ]);
     await entries.load('a', start);
     assert.equal(starts, 1, 'a loaded model is not loaded again');
   });
 
   it('a failed load leaves the model in error, and the next load tries again', async () => {
     const entries = new ModelEntries<LoadedModelInfo>([{ source: '/m/a.gguf' }]);
-    await assert.rejects(entries.load('a', () => Promise.reject(new Error('no memory'))), /no memory/);
+    await assert.rejects(
+      entries.load('a', () => Promise.reject(new Error('no memory'))),
+      /no memory/,
+    );
     assert.equal(entries.get('a')?.state, 'error');
     assert.equal(entries.list()[0]!.hardware, undefined);
     await entries.load('a', () => Promise.resolve(loadedInfo(512)));
@@ -88,7 +96,10 @@ describe('ModelEntries', () => {
 
   it('rejects an unknown model', async () => {
     const entries = new ModelEntries<LoadedModelInfo>([{ source: '/m/a.gguf' }]);
-    await assert.rejects(entries.load('nope', () => assert.fail('not started')), /unknown model "nope"/);
+    await assert.rejects(
+      entries.load('nope', () => assert.fail('not started')),
+      /unknown model "nope"/,
+    );
   });
 
   it('unloadAll waits for loads under way and hands back what was loaded', async () => {

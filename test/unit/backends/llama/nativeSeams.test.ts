@@ -31,7 +31,11 @@ describe('node-llama-cpp internals (nativeSeams.ts)', () => {
       const state = new nlc.LlamaGrammarEvaluationState({ model, grammar });
       assert.deepEqual(missingSeams(context, sequence, state), []);
       // The thread consumer exists only while decoding: the one the splitter makes has the field batchStrategy sets.
-      const splitter = (context as unknown as { _llama: { _threadsSplitter: { createConsumer(a: number, b: number): { _wantedThreads?: unknown; dispose(): void } } } })._llama._threadsSplitter;
+      const splitter = (
+        context as unknown as {
+          _llama: { _threadsSplitter: { createConsumer(a: number, b: number): { _wantedThreads?: unknown; dispose(): void } } };
+        }
+      )._llama._threadsSplitter;
       const consumer = splitter.createConsumer(1, 1);
       try {
         assert.equal(typeof consumer._wantedThreads, 'number');
@@ -57,7 +61,10 @@ describe('node-llama-cpp internals (nativeSeams.ts)', () => {
     const missing = missingSeams(fake, fake, fake);
     const all = Object.keys(NATIVE_SEAMS) as NativeSeam[];
     // The grammar sampler is only looked for once the state itself is there.
-    assert.deepEqual(missing, all.filter((s) => s !== 'grammarState._llama._bindings.AddonSampler'));
+    assert.deepEqual(
+      missing,
+      all.filter((s) => s !== 'grammarState._llama._bindings.AddonSampler'),
+    );
     const line = describeMissingSeams(missing);
     for (const s of missing) assert.ok(line.includes(s) && line.includes(NATIVE_SEAMS[s]), s);
     assert.equal(describeMissingSeams([]), '');

@@ -50,7 +50,7 @@ describe('thread candidates and choice', () => {
     assert.equal(choice.threads, 2);
   });
 
-  it('gives prompt batches every math core, or the setting\'s bound, unless every layer is on the GPU', () => {
+  it("gives prompt batches every math core, or the setting's bound, unless every layer is on the GPU", () => {
     assert.equal(promptThreadsFor({ threads: 1, from: 'calibration' }, 16, true), 16);
     assert.equal(promptThreadsFor({ threads: 1, from: 'cache' }, 2, true), 2);
     assert.equal(promptThreadsFor({ threads: 4, from: 'default' }, 2, true), 4);
@@ -174,7 +174,10 @@ describe('ThreadCalibrator on the demo model', () => {
     await gone.dispose();
     const picked = await picking;
     assert.deepEqual(picked, { threads: 4, from: 'default' });
-    assert.ok(logs.some((l) => /^thread calibration failed \(.+\); using 4 thread\(s\)$/.test(l)), logs.join('\n'));
+    assert.ok(
+      logs.some((l) => /^thread calibration failed \(.+\); using 4 thread\(s\)$/.test(l)),
+      logs.join('\n'),
+    );
 
     // Under a bound, the bound.
     const gone2 = await llama.loadModel({ modelPath });

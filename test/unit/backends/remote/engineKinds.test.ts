@@ -8,13 +8,29 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { streamChat } from '../../../../src/backends/remote/chatStream';
 import { DEFAULT_TIMEOUTS } from '../../../../src/backends/remote/engine';
-import { engineErrorOf, isContextOverflow, kindFromModelList, resumeOffered, type EngineKind, type SamplingField } from '../../../../src/backends/remote/quirks';
+import {
+  engineErrorOf,
+  isContextOverflow,
+  kindFromModelList,
+  resumeOffered,
+  type EngineKind,
+  type SamplingField,
+} from '../../../../src/backends/remote/quirks';
 import { RemoteBackend } from '../../../../src/backends/remote/remoteBackend';
 import { BackendError, RequestRefusedError, type GenerateRequest, type TokenLogprob } from '../../../../src/runtime/backend';
 import { isRuntimeError } from '../../../../src/runtime/errors';
 import { TaskRuntime } from '../../../../src/runtime/runtime';
 import type { TaskRecord } from '../../../../src/runtime/task';
-import { answer, FLAVORS, flavorStream, sseHead, startFakeEngine, type ChatHandler, type EngineFlavor, type FakeEngine } from '../../../fixtures/fakeEngine';
+import {
+  answer,
+  FLAVORS,
+  flavorStream,
+  sseHead,
+  startFakeEngine,
+  type ChatHandler,
+  type EngineFlavor,
+  type FakeEngine,
+} from '../../../fixtures/fakeEngine';
 import { tempDir } from '../../runtime/helpers';
 
 const root = tempDir('tr-kinds-');
@@ -26,7 +42,11 @@ after(async () => {
   for (const e of engines) await e.close();
 });
 
-async function engine(flavor: EngineFlavor, chat: ChatHandler = flavorStream(flavor, ['Hello', ', ', 'world']), models = ['m1']): Promise<FakeEngine> {
+async function engine(
+  flavor: EngineFlavor,
+  chat: ChatHandler = flavorStream(flavor, ['Hello', ', ', 'world']),
+  models = ['m1'],
+): Promise<FakeEngine> {
   const e = await startFakeEngine(chat, models, flavor);
   engines.push(e);
   return e;
@@ -61,9 +81,15 @@ for (const flavor of Object.values(FLAVORS)) {
       const ep = b.engines[0].endpoints[0];
       assert.equal(ep.state, 'up', ep.lastError);
       assert.equal(ep.looksLike, flavor.name, 'its owned_by names it');
-      assert.deepEqual(b.listModels().map((m) => [m.id, m.maxContextLength]), [['e/m1', want.context]]);
+      assert.deepEqual(
+        b.listModels().map((m) => [m.id, m.maxContextLength]),
+        [['e/m1', want.context]],
+      );
       assert.equal(ep.concurrency, want.concurrency);
-      assert.equal(e.requests.some((q) => q.path === '/props'), want.propsAsked);
+      assert.equal(
+        e.requests.some((q) => q.path === '/props'),
+        want.propsAsked,
+      );
       const r = await open(b);
       const done = await r.waitForTerminal(create(r).id);
       assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
@@ -73,12 +99,16 @@ for (const flavor of Object.values(FLAVORS)) {
       assert.deepEqual(sent.stream_options, { include_usage: true });
       assert.equal(b.supportsResume('e/m1'), want.resume);
       if (want.resume) assert.equal(create(r, { onRestart: 'resume' }).onRestart, 'resume');
-      else assert.throws(() => create(r, { onRestart: 'resume' }), (err) => isRuntimeError(err, 'unsupported_capability'));
+      else
+        assert.throws(
+          () => create(r, { onRestart: 'resume' }),
+          (err) => isRuntimeError(err, 'unsupported_capability'),
+        );
     });
 
     if (flavor.contextOverflow) {
       const overflow = flavor.contextOverflow;
-      it('a prompt longer than the context fails the task with context_length_exceeded and the engine\'s words', async () => {
+      it("a prompt longer than the context fails the task with context_length_exceeded and the engine's words", async () => {
         const e = await engine(flavor, (_q, res) => answer(res, overflow));
         const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: flavor.name }]);
         await b.refresh();
@@ -119,7 +149,8 @@ describe('engine quirks', () => {
     // streamResponse writes {"error": …} through the OpenAI writer, which turns it into an empty chunk; no [DONE].
     const e = await engine(FLAVORS.ollama, (_q, res) => {
       sseHead(res);
-      const chunk = (content: string) => `data: ${JSON.stringify({ ...FLAVORS.ollama.chunkFields, choices: [{ index: 0, delta: { role: 'assistant', content }, finish_reason: null }] })}\n\n`;
+      const chunk = (content: string) =>
+        `data: ${JSON.stringify({ ...FLAVORS.ollama.chunkFields, choices: [{ index: 0, delta: { role: 'assistant', content }, finish_reason: null }] })}\n\n`;
       res.write(chunk('partial'));
       res.end(chunk(''));
     });
@@ -132,12 +163,19 @@ describe('engine quirks', () => {
   });
 
   it('vLLM before 0.10: an {"object": "error"} body is read (context overflow), and mid-stream it fails the task instead of passing as a chunk', async () => {
-    const message = "This model's maximum context length is 2048 tokens. However, you requested 3000 tokens (2984 in the messages, 16 in the completion).";
-    const old = await engine(FLAVORS.vllm, (_q, res) => answer(res, { status: 400, type: 'application/json', body: { object: 'error', message, type: 'BadRequestError', param: null, code: 400 } }));
+    const message =
+      "This model's maximum context length is 2048 tokens. However, you requested 3000 tokens (2984 in the messages, 16 in the completion).";
+    const old = await engine(FLAVORS.vllm, (_q, res) =>
+      answer(res, { status: 400, type: 'application/json', body: { object: 'error', message, type: 'BadRequestError', param: null, code: 400 } }),
+    );
     const mid = await engine(FLAVORS.vllm, (_q, res) => {
       sseHead(res);
-      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] })}\n\n`);
-      res.write(`data: ${JSON.stringify({ object: 'error', message: 'CUDA out of memory', type: 'InternalServerError', param: null, code: 500 })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] })}\n\n`,
+      );
+      res.write(
+        `data: ${JSON.stringify({ object: 'error', message: 'CUDA out of memory', type: 'InternalServerError', param: null, code: 500 })}\n\n`,
+      );
       res.end('data: [DONE]\n\n');
     });
     for (const [e, code, detail] of [
@@ -156,7 +194,11 @@ describe('engine quirks', () => {
 
   it('vLLM request validation (FastAPI 422 with a "detail" list) fails with invalid_request naming the field', async () => {
     const e = await engine(FLAVORS.vllm, (_q, res) =>
-      answer(res, { status: 422, type: 'application/json', body: { detail: [{ type: 'missing', loc: ['body', 'messages'], msg: 'Field required', input: {} }] } }),
+      answer(res, {
+        status: 422,
+        type: 'application/json',
+        body: { detail: [{ type: 'missing', loc: ['body', 'messages'], msg: 'Field required', input: {} }] },
+      }),
     );
     const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: 'vllm' }]);
     await b.refresh();
@@ -167,12 +209,16 @@ describe('engine quirks', () => {
   });
 
   it('vLLM finish_reason "abort" is an interruption (the on_restart policy decides), "error" a failure', async () => {
-    const ending = (fr: string): ChatHandler => (_q, res) => {
-      sseHead(res);
-      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'par' }, finish_reason: null }] })}\n\n`);
-      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: '' }, finish_reason: fr }] })}\n\n`);
-      res.end('data: [DONE]\n\n');
-    };
+    const ending =
+      (fr: string): ChatHandler =>
+      (_q, res) => {
+        sseHead(res);
+        res.write(
+          `data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'par' }, finish_reason: null }] })}\n\n`,
+        );
+        res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: '' }, finish_reason: fr }] })}\n\n`);
+        res.end('data: [DONE]\n\n');
+      };
     const aborting = await engine(FLAVORS.vllm, ending('abort'));
     const healthy = await engine(FLAVORS.vllm, flavorStream(FLAVORS.vllm, ['whole']));
     const b = new RemoteBackend([{ name: 'e', urls: [aborting.base, healthy.base], kind: 'vllm', concurrency: [1] }]);
@@ -196,7 +242,9 @@ describe('engine quirks', () => {
   it('vLLM resume: the continuation request has the final assistant message, continue_final_message and add_generation_prompt: false', async () => {
     const dying = await engine(FLAVORS.vllm, (_q, res) => {
       sseHead(res);
-      res.write(`data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'Once upon' }, finish_reason: null }] })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ ...FLAVORS.vllm.chunkFields, choices: [{ index: 0, delta: { content: 'Once upon' }, finish_reason: null }] })}\n\n`,
+      );
       setTimeout(() => res.socket?.destroy(), 10);
     });
     const healthy = await engine(FLAVORS.vllm, flavorStream(FLAVORS.vllm, [' a time.']));
@@ -204,7 +252,9 @@ describe('engine quirks', () => {
     await b.refresh();
     b.engines[0].endpoints[1].served = 1;
     const r = await open(b);
-    const done = await r.waitForTerminal(create(r, { onRestart: 'resume', input: { model: 'e/m1', input: 'Tell a story', max_output_tokens: 10 } }).id);
+    const done = await r.waitForTerminal(
+      create(r, { onRestart: 'resume', input: { model: 'e/m1', input: 'Tell a story', max_output_tokens: 10 } }).id,
+    );
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     assert.equal(done.attempt, 1);
     assert.equal(text(done), 'Once upon a time.');
@@ -234,13 +284,22 @@ describe('engine quirks', () => {
       (err: Error) =>
         err instanceof BackendError &&
         err.code === 'backend_error' &&
-        /answered with an error: Unexpected endpoint or method\. \(POST \/chat\/completions\); the URL is probably not its OpenAI-style base/.test(err.message),
+        /answered with an error: Unexpected endpoint or method\. \(POST \/chat\/completions\); the URL is probably not its OpenAI-style base/.test(
+          err.message,
+        ),
     );
   });
 
   it('LM Studio answering a context overflow with 200 and a JSON error (lmstudio-bug-tracker#2322): context_length_exceeded', async () => {
     const e = await engine(FLAVORS.lmstudio, (_q, res) =>
-      answer(res, { status: 200, type: 'application/json; charset=utf-8', body: { error: 'Trying to keep the first 6547 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough.' } }),
+      answer(res, {
+        status: 200,
+        type: 'application/json; charset=utf-8',
+        body: {
+          error:
+            'Trying to keep the first 6547 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough.',
+        },
+      }),
     );
     const b = new RemoteBackend([{ name: 'e', urls: [e.base], kind: 'lmstudio' }]);
     await b.refresh();
@@ -250,7 +309,7 @@ describe('engine quirks', () => {
     assert.match(done.error!.detail, /context length of only 4096 tokens/);
   });
 
-  it('an unknown OpenAI-compatible server (kind openai) still has /props asked; LM Studio\'s 200 error for it leaves the default concurrency', async () => {
+  it("an unknown OpenAI-compatible server (kind openai) still has /props asked; LM Studio's 200 error for it leaves the default concurrency", async () => {
     const e = await engine(FLAVORS.lmstudio);
     const b = new RemoteBackend([{ name: 'e', urls: [e.base] }]);
     await b.refresh();
@@ -264,7 +323,12 @@ describe('engine quirks', () => {
 describe('engine kinds as data', () => {
   it('resume: on by default for llama.cpp and vLLM (the configuration may turn it off), opt-in for openai, never for Ollama and LM Studio', () => {
     assert.deepEqual(
-      (['llama.cpp', 'vllm', 'openai', 'ollama', 'lmstudio'] as const).map((k) => [k, resumeOffered(k, undefined), resumeOffered(k, true), resumeOffered(k, false)]),
+      (['llama.cpp', 'vllm', 'openai', 'ollama', 'lmstudio'] as const).map((k) => [
+        k,
+        resumeOffered(k, undefined),
+        resumeOffered(k, true),
+        resumeOffered(k, false),
+      ]),
       [
         ['llama.cpp', true, true, false],
         ['vllm', true, true, false],
@@ -274,14 +338,21 @@ describe('engine kinds as data', () => {
       ],
     );
     assert.equal(resumeOffered(undefined, true), true);
-    assert.throws(() => new RemoteBackend([{ name: 'o', urls: ['http://127.0.0.1:1/v1'], kind: 'ollama', resume: true }]), /cannot be offered: Ollama has no continue_final_message/);
+    assert.throws(
+      () => new RemoteBackend([{ name: 'o', urls: ['http://127.0.0.1:1/v1'], kind: 'ollama', resume: true }]),
+      /cannot be offered: Ollama has no continue_final_message/,
+    );
     assert.throws(() => new RemoteBackend([{ name: 'o', urls: ['http://127.0.0.1:1/v1'], kind: 'tgi' as never }]), /must be one of/);
   });
 
   it('error bodies of every shape are read; overflow messages of every engine are recognised, others are not', () => {
     assert.deepEqual(engineErrorOf({ error: { message: 'm', type: 't', code: 'c' } }), { message: 'm', type: 't', code: 'c' });
     assert.deepEqual(engineErrorOf({ error: 'plain' }), { message: 'plain' });
-    assert.deepEqual(engineErrorOf({ object: 'error', message: 'old vllm', type: 'BadRequestError', code: 400 }), { message: 'old vllm', type: 'BadRequestError', code: '400' });
+    assert.deepEqual(engineErrorOf({ object: 'error', message: 'old vllm', type: 'BadRequestError', code: 400 }), {
+      message: 'old vllm',
+      type: 'BadRequestError',
+      code: '400',
+    });
     assert.deepEqual(engineErrorOf({ detail: 'Not Found' }), { message: 'Not Found' });
     assert.equal(engineErrorOf({ choices: [], error: null }), undefined);
     assert.equal(engineErrorOf({ object: 'chat.completion.chunk' }), undefined);
@@ -300,33 +371,81 @@ describe('engine kinds as data', () => {
 // response_format types, and whether logprobs are reported (with the least top_logprobs that reports them).
 const TAKES: Record<EngineKind, { sampling: Record<SamplingField, string | null>; formats: string[]; logprobs: false | { minTop: number } }> = {
   'llama.cpp': {
-    sampling: { seed: 'seed', stop: 'stop', topK: 'top_k', minP: 'min_p', repeatPenalty: 'repeat_penalty', frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    sampling: {
+      seed: 'seed',
+      stop: 'stop',
+      topK: 'top_k',
+      minP: 'min_p',
+      repeatPenalty: 'repeat_penalty',
+      frequencyPenalty: 'frequency_penalty',
+      presencePenalty: 'presence_penalty',
+    },
     formats: ['json_object', 'json_schema'],
     logprobs: { minTop: 1 },
   },
   vllm: {
-    sampling: { seed: 'seed', stop: 'stop', topK: 'top_k', minP: 'min_p', repeatPenalty: 'repetition_penalty', frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    sampling: {
+      seed: 'seed',
+      stop: 'stop',
+      topK: 'top_k',
+      minP: 'min_p',
+      repeatPenalty: 'repetition_penalty',
+      frequencyPenalty: 'frequency_penalty',
+      presencePenalty: 'presence_penalty',
+    },
     formats: ['json_object', 'json_schema'],
     logprobs: { minTop: 0 },
   },
   ollama: {
-    sampling: { seed: 'seed', stop: 'stop', topK: null, minP: null, repeatPenalty: null, frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    sampling: {
+      seed: 'seed',
+      stop: 'stop',
+      topK: null,
+      minP: null,
+      repeatPenalty: null,
+      frequencyPenalty: 'frequency_penalty',
+      presencePenalty: 'presence_penalty',
+    },
     formats: ['json_object', 'json_schema'],
     logprobs: { minTop: 0 },
   },
   lmstudio: {
-    sampling: { seed: 'seed', stop: 'stop', topK: 'top_k', minP: null, repeatPenalty: 'repeat_penalty', frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    sampling: {
+      seed: 'seed',
+      stop: 'stop',
+      topK: 'top_k',
+      minP: null,
+      repeatPenalty: 'repeat_penalty',
+      frequencyPenalty: 'frequency_penalty',
+      presencePenalty: 'presence_penalty',
+    },
     formats: ['json_schema'],
     logprobs: false,
   },
   openai: {
-    sampling: { seed: 'seed', stop: 'stop', topK: null, minP: null, repeatPenalty: null, frequencyPenalty: 'frequency_penalty', presencePenalty: 'presence_penalty' },
+    sampling: {
+      seed: 'seed',
+      stop: 'stop',
+      topK: null,
+      minP: null,
+      repeatPenalty: null,
+      frequencyPenalty: 'frequency_penalty',
+      presencePenalty: 'presence_penalty',
+    },
     formats: ['json_object', 'json_schema'],
     logprobs: { minTop: 0 },
   },
 };
 
-const VALUES: Record<SamplingField, unknown> = { seed: 11, stop: ['END', '\n\n'], topK: 40, minP: 0.05, repeatPenalty: 1.1, frequencyPenalty: 0.5, presencePenalty: -0.5 };
+const VALUES: Record<SamplingField, unknown> = {
+  seed: 11,
+  stop: ['END', '\n\n'],
+  topK: 40,
+  minP: 0.05,
+  repeatPenalty: 1.1,
+  frequencyPenalty: 0.5,
+  presencePenalty: -0.5,
+};
 const PARAMS: Record<SamplingField, string> = {
   seed: 'task_runtime.seed',
   stop: 'task_runtime.stop',
@@ -336,7 +455,13 @@ const PARAMS: Record<SamplingField, string> = {
   frequencyPenalty: 'task_runtime.frequency_penalty',
   presencePenalty: 'task_runtime.presence_penalty',
 };
-const SCHEMA_FORMAT = { type: 'json_schema' as const, name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] }, strict: true, description: 'An answer.' };
+const SCHEMA_FORMAT = {
+  type: 'json_schema' as const,
+  name: 'answer',
+  schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+  strict: true,
+  description: 'An answer.',
+};
 
 /** An engine of `kind` (the OpenAI-shaped vLLM stream for `openai`, with the default model list) and its backend. */
 async function kindEngine(kind: EngineKind, pieces = ['Hel', 'lo']): Promise<{ e: FakeEngine; b: RemoteBackend }> {
@@ -366,7 +491,11 @@ const extraFields = (body: Record<string, unknown>) => Object.fromEntries(Object
 
 function refusedFor(kind: EngineKind, param: string) {
   return (err: unknown) =>
-    err instanceof RequestRefusedError && err.code === 'unsupported_capability' && err.param === param && err.message.includes(`"${kind}"`) && err.message.includes(param);
+    err instanceof RequestRefusedError &&
+    err.code === 'unsupported_capability' &&
+    err.param === param &&
+    err.message.includes(`"${kind}"`) &&
+    err.message.includes(param);
 }
 
 for (const kind of Object.keys(TAKES) as EngineKind[]) {
@@ -384,7 +513,10 @@ for (const kind of Object.keys(TAKES) as EngineKind[]) {
         } else {
           assert.throws(() => b.checkRequest({ model: 'e/m1', messages: [], ...req }), refusedFor(kind, PARAMS[f]), f);
           const sent = e.requests.length;
-          await assert.rejects(b.generate({ model: 'e/m1', messages: [], ...req }, { signal: new AbortController().signal, onText: () => {} }), (err) => err instanceof BackendError && err.kind === 'failed' && err.code === 'unsupported_capability');
+          await assert.rejects(
+            b.generate({ model: 'e/m1', messages: [], ...req }, { signal: new AbortController().signal, onText: () => {} }),
+            (err) => err instanceof BackendError && err.kind === 'failed' && err.code === 'unsupported_capability',
+          );
           assert.equal(e.requests.length, sent, `${f}: nothing sent`);
         }
       }
@@ -407,13 +539,18 @@ for (const kind of Object.keys(TAKES) as EngineKind[]) {
         }
       }
       const { body } = await generate(e, b, { format: { type: 'json_schema', name: 'n', schema: {} } });
-      assert.deepEqual(body.response_format === undefined ? undefined : (body.response_format as { json_schema: unknown }).json_schema, takes.formats.includes('json_schema') ? { name: 'n', schema: {} } : undefined, 'strict and description only when given');
+      assert.deepEqual(
+        body.response_format === undefined ? undefined : (body.response_format as { json_schema: unknown }).json_schema,
+        takes.formats.includes('json_schema') ? { name: 'n', schema: {} } : undefined,
+        'strict and description only when given',
+      );
     });
 
     it('on_restart "resume" with a format is refused (the engine would continue outside its grammar); "retry" is not', async () => {
       const { b } = await kindEngine(kind);
       const format = { type: 'json_schema' as const, name: 'n', schema: { type: 'object' } };
-      if (!takes.formats.includes('json_schema')) return assert.throws(() => b.checkRequest({ model: 'e/m1', messages: [], format }, { onRestart: 'retry' }), refusedFor(kind, 'text.format'));
+      if (!takes.formats.includes('json_schema'))
+        return assert.throws(() => b.checkRequest({ model: 'e/m1', messages: [], format }, { onRestart: 'retry' }), refusedFor(kind, 'text.format'));
       b.checkRequest({ model: 'e/m1', messages: [], format }, { onRestart: 'retry' });
       b.checkRequest({ model: 'e/m1', messages: [] }, { onRestart: 'resume' });
       assert.throws(
@@ -431,7 +568,10 @@ for (const kind of Object.keys(TAKES) as EngineKind[]) {
           const { body, pieces } = await generate(e, b, { topLogprobs: top });
           assert.equal(body.logprobs, true);
           assert.equal(body.top_logprobs, Math.max(top, lp.minTop));
-          assert.deepEqual(pieces.map((p) => p.text), ['Hél', 'lo']);
+          assert.deepEqual(
+            pieces.map((p) => p.text),
+            ['Hél', 'lo'],
+          );
           for (const p of pieces) {
             assert.equal(p.tokens, 1);
             assert.deepEqual(p.logprobs, [
@@ -469,16 +609,27 @@ describe('request fields through the runtime', () => {
       () => create(r, { input: input({ task_runtime: { min_p: 0.1 } }) }),
       (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'task_runtime.min_p' && /"lmstudio"/.test(err.message),
     );
-    assert.throws(() => create(r, { input: input({ text: { format: { type: 'json_object' } } }) }), (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'text.format');
-    assert.throws(() => create(r, { input: input({ include: ['message.output_text.logprobs'] }) }), (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'top_logprobs');
+    assert.throws(
+      () => create(r, { input: input({ text: { format: { type: 'json_object' } } }) }),
+      (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'text.format',
+    );
+    assert.throws(
+      () => create(r, { input: input({ include: ['message.output_text.logprobs'] }) }),
+      (err) => isRuntimeError(err, 'unsupported_capability') && err.param === 'top_logprobs',
+    );
     assert.equal(r.listTasks({ principal: 'p' }).tasks.length, 0);
     assert.ok(!e.requests.some((q) => q.path === '/v1/chat/completions'));
-    const done = await r.waitForTerminal(create(r, { input: input({ task_runtime: { repeat_penalty: 1.2, top_k: 7, stop: 'END' }, text: { format: SCHEMA_FORMAT } }) }).id);
+    const done = await r.waitForTerminal(
+      create(r, { input: input({ task_runtime: { repeat_penalty: 1.2, top_k: 7, stop: 'END' }, text: { format: SCHEMA_FORMAT } }) }).id,
+    );
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     const body = e.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
     assert.equal(body.repeat_penalty, 1.2);
     assert.equal(body.top_k, 7);
     assert.deepEqual(body.stop, ['END']);
-    assert.deepEqual(body.response_format, { type: 'json_schema', json_schema: { name: 'answer', schema: SCHEMA_FORMAT.schema, strict: true, description: 'An answer.' } });
+    assert.deepEqual(body.response_format, {
+      type: 'json_schema',
+      json_schema: { name: 'answer', schema: SCHEMA_FORMAT.schema, strict: true, description: 'An answer.' },
+    });
   });
 });

@@ -55,7 +55,10 @@ describe('configuration', () => {
     assert.equal(normalizeEngineUrl('https://gpu.example/v1'), 'https://gpu.example/v1');
     assert.throws(() => normalizeEngineUrl('file:///etc/passwd'), /http or https/);
     assert.throws(() => normalizeEngineUrl('ftp://x/v1'), /http or https/);
-    assert.throws(() => normalizeEngineUrl(`http://user:${KEY}@h/v1`), (e: Error) => /credentials/.test(e.message) && !e.message.includes(KEY));
+    assert.throws(
+      () => normalizeEngineUrl(`http://user:${KEY}@h/v1`),
+      (e: Error) => /credentials/.test(e.message) && !e.message.includes(KEY),
+    );
     assert.throws(() => normalizeEngineUrl('http://h/v1?key=1'), /query/);
     assert.throws(() => normalizeEngineUrl('not a url'), /not a URL/);
     assert.throws(() => new RemoteBackend([{ name: 'bad name', urls: ['http://h/v1'] }]), /engine name/);
@@ -69,16 +72,25 @@ describe('remote backend through the runtime', () => {
     const e = await engine(goodStream(['Hello', ', ', 'world']), ['m1']);
     const b = new RemoteBackend([{ name: 'gpu', urls: [e.base], apiKey: KEY }]);
     await b.refresh();
-    assert.deepEqual(b.listModels().map((m) => [m.id, m.state, m.maxContextLength, m.engine]), [['gpu/m1', 'loaded', 1024, 'gpu']]);
+    assert.deepEqual(
+      b.listModels().map((m) => [m.id, m.state, m.maxContextLength, m.engine]),
+      [['gpu/m1', 'loaded', 1024, 'gpu']],
+    );
     const r = await open(b);
-    const t = create(r, 'gpu/m1', { input: { model: 'gpu/m1', input: 'Hi', instructions: 'Be brief.', max_output_tokens: 16, temperature: 0.5, task_runtime: { seed: 3 } } });
+    const t = create(r, 'gpu/m1', {
+      input: { model: 'gpu/m1', input: 'Hi', instructions: 'Be brief.', max_output_tokens: 16, temperature: 0.5, task_runtime: { seed: 3 } },
+    });
     const done = await r.waitForTerminal(t.id);
     assert.equal(done.status, 'succeeded');
     assert.deepEqual(done.usage, { input_tokens: 7, output_tokens: 3, total_tokens: 10 });
     const resp = done.response as { status: string; output: Array<{ content: Array<{ text: string }> }> };
     assert.equal(resp.status, 'completed');
     assert.equal(resp.output[0].content[0].text, 'Hello, world');
-    const deltas = r.readEvents(t.id).filter((ev) => ev.type === 'response.output_text.delta').map((ev) => ev.data.delta).join('');
+    const deltas = r
+      .readEvents(t.id)
+      .filter((ev) => ev.type === 'response.output_text.delta')
+      .map((ev) => ev.data.delta)
+      .join('');
     assert.equal(deltas, 'Hello, world');
     const chat = e.requests.find((q) => q.path === '/v1/chat/completions')!;
     assert.equal(chat.headers.authorization, `Bearer ${KEY}`);
@@ -112,11 +124,23 @@ describe('remote backend through the runtime', () => {
     const e = await engine(goodStream(['x']), ['m1', 'm2']);
     const b = new RemoteBackend([{ name: 'gpu', urls: [e.base], models: ['m2'] }]);
     await b.refresh();
-    assert.deepEqual(b.listModels().map((m) => m.id), ['gpu/m2']);
+    assert.deepEqual(
+      b.listModels().map((m) => m.id),
+      ['gpu/m2'],
+    );
     const r = await open(b);
-    assert.throws(() => create(r, 'gpu/m1'), (err) => isRuntimeError(err, 'model_not_found'));
-    assert.throws(() => create(r, 'other/m2'), (err) => isRuntimeError(err, 'model_not_found'));
-    assert.throws(() => create(r, 'gpu/m2', { onRestart: 'resume' }), (err) => isRuntimeError(err, 'unsupported_capability'));
+    assert.throws(
+      () => create(r, 'gpu/m1'),
+      (err) => isRuntimeError(err, 'model_not_found'),
+    );
+    assert.throws(
+      () => create(r, 'other/m2'),
+      (err) => isRuntimeError(err, 'model_not_found'),
+    );
+    assert.throws(
+      () => create(r, 'gpu/m2', { onRestart: 'resume' }),
+      (err) => isRuntimeError(err, 'unsupported_capability'),
+    );
     assert.equal(r.supportsResume, false);
     assert.equal((await r.waitForTerminal(create(r, 'gpu/m2', { onRestart: 'retry' }).id)).status, 'succeeded');
   });
@@ -127,13 +151,19 @@ describe('remote backend through the runtime', () => {
     await remote.refresh();
     const local = new LlamaBackend({ models: [{ id: 'tiny', source: '/nonexistent/tiny.gguf' }] });
     const c = new CompositeBackend([local, remote]);
-    assert.deepEqual(c.listModels().map((m) => m.id), ['tiny', 'gpu/m1']);
+    assert.deepEqual(
+      c.listModels().map((m) => m.id),
+      ['tiny', 'gpu/m1'],
+    );
     assert.equal(c.resolveModel(undefined), 'tiny');
     assert.equal(c.resolveModel('gpu/m1'), 'gpu/m1');
     assert.equal(c.supportsResume('tiny'), true);
     assert.equal(c.supportsResume('gpu/m1'), false);
     const r = await open(c);
-    assert.throws(() => create(r, 'gpu/m1', { onRestart: 'resume' }), (err) => isRuntimeError(err, 'unsupported_capability'));
+    assert.throws(
+      () => create(r, 'gpu/m1', { onRestart: 'resume' }),
+      (err) => isRuntimeError(err, 'unsupported_capability'),
+    );
     assert.equal((await r.waitForTerminal(create(r, 'gpu/m1').id)).status, 'succeeded');
   });
 
@@ -171,7 +201,10 @@ describe('remote backend through the runtime', () => {
     assert.equal(done.status, 'failed');
     assert.equal(done.error?.code, 'backend_unavailable');
     assert.match(done.error!.detail, /No endpoint of engine "gpu" is reachable .*ECONNREFUSED.*Gave up after 2 retries/);
-    assert.ok(messages.some((m) => /^queued: waiting for the backend: .*retry 1 of 2/.test(m)), messages.join('\n'));
+    assert.ok(
+      messages.some((m) => /^queued: waiting for the backend: .*retry 1 of 2/.test(m)),
+      messages.join('\n'),
+    );
     assert.ok(messages.some((m) => /retry 2 of 2/.test(m)));
   });
 
@@ -249,7 +282,10 @@ describe('remote backend through the runtime', () => {
     const events = r.readEvents(t.id);
     assert.equal(events.filter((ev) => ev.type === 'response.created').length, 1);
     assert.equal(events.filter((ev) => ev.type === 'response.output_item.added').length, 1);
-    const deltas = events.filter((ev) => ev.type === 'response.output_text.delta').map((ev) => ev.data.delta).join('');
+    const deltas = events
+      .filter((ev) => ev.type === 'response.output_text.delta')
+      .map((ev) => ev.data.delta)
+      .join('');
     assert.equal(deltas, 'Once upon a time.', 'delivered text is not sent twice');
     assert.equal((done.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0].content[0].text, 'Once upon a time.');
     const resumed = healthy.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
@@ -261,7 +297,10 @@ describe('remote backend through the runtime', () => {
     const plain = new RemoteBackend([{ name: 'gpu', urls: [healthy.base] }]);
     await plain.refresh();
     const r2 = await open(plain);
-    assert.throws(() => create(r2, 'gpu/m1', { onRestart: 'resume' }), (err) => isRuntimeError(err, 'unsupported_capability'));
+    assert.throws(
+      () => create(r2, 'gpu/m1', { onRestart: 'resume' }),
+      (err) => isRuntimeError(err, 'unsupported_capability'),
+    );
   });
 
   it('a connection refused on one endpoint is retried on the next at once, without a new attempt', async () => {
@@ -296,7 +335,10 @@ describe('remote backend through the runtime', () => {
     c.props = { total_slots: 1 };
     const b = new RemoteBackend([{ name: 'gpu', urls: [a.base, c.base] }]);
     await b.refresh();
-    assert.deepEqual(b.engines[0].endpoints.map((x) => x.concurrency), [1, 1]);
+    assert.deepEqual(
+      b.engines[0].endpoints.map((x) => x.concurrency),
+      [1, 1],
+    );
     assert.deepEqual(b.concurrency('gpu/m1'), { group: 'engine:gpu', limit: 2 });
     const r = await open(b);
     const ts = [create(r, 'gpu/m1'), create(r, 'gpu/m1'), create(r, 'gpu/m1')];
@@ -321,7 +363,11 @@ describe('cache-aware routing in a pool', () => {
     const r = await open(b);
     const chats = (e: FakeEngine) => e.requests.filter((q) => q.path === '/v1/chat/completions').length;
     const run = async (key?: string) => {
-      const t = r.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'gpu/m1', input: 'Hi', max_output_tokens: 16, ...(key ? { prompt_cache_key: key } : {}) } }).task;
+      const t = r.createTask({
+        origin: 'lmsp',
+        principal: 'p',
+        input: { model: 'gpu/m1', input: 'Hi', max_output_tokens: 16, ...(key ? { prompt_cache_key: key } : {}) },
+      }).task;
       await r.waitForTerminal(t.id);
     };
     await run('thread-1');
@@ -509,7 +555,13 @@ describe('log-probabilities from the engine', () => {
   /** A content chunk (or one without content when `content` is null) carrying `logprobs` as given. */
   const lpChunk = (content: string | null, logprobs: unknown, finish: string | null = null) =>
     `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: content === null ? {} : { content }, logprobs, finish_reason: finish }] })}\n\n`;
-  const entry = (token: string, extra: Record<string, unknown> = {}) => ({ token, logprob: -1, bytes: [...Buffer.from(token)], top_logprobs: [], ...extra });
+  const entry = (token: string, extra: Record<string, unknown> = {}) => ({
+    token,
+    logprob: -1,
+    bytes: [...Buffer.from(token)],
+    top_logprobs: [],
+    ...extra,
+  });
 
   async function run(handler: Parameters<typeof startFakeEngine>[0], topLogprobs?: number) {
     const e = await engine(handler);
@@ -566,7 +618,10 @@ describe('log-probabilities from the engine', () => {
         res.end('data: [DONE]\n\n');
       };
       const asked = await run(handler, 0);
-      await assert.rejects(asked.result, (err) => err instanceof BackendError && err.kind === 'failed' && err.code === 'backend_error' && detail.test(err.message));
+      await assert.rejects(
+        asked.result,
+        (err) => err instanceof BackendError && err.kind === 'failed' && err.code === 'backend_error' && detail.test(err.message),
+      );
       const ignored = await run(handler);
       assert.equal((await ignored.result).finishReason, 'stop');
       assert.deepEqual(ignored.pieces, [{ text: 'a', tokens: 1, logprobs: undefined }]);

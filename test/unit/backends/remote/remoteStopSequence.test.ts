@@ -41,7 +41,7 @@ async function run(runtime: TaskRuntime, stop: string[] | undefined): Promise<Ta
 const vendor = (t: TaskRecord | undefined) => (t?.response as { task_runtime?: Record<string, unknown> } | undefined)?.task_runtime;
 
 describe('the stop string a remote engine says ended the output', () => {
-  it('vLLM names one of the request\'s stop strings: kept on the response, also after a restart', async () => {
+  it("vLLM names one of the request's stop strings: kept on the response, also after a restart", async () => {
     const { runtime, dataDir } = await setup(FLAVORS.vllm, { stop_reason: 'world' });
     const done = await run(runtime, ['\n\n', 'world']);
     assert.deepEqual(vendor(done), { stop_sequence: 'world' });

@@ -62,7 +62,8 @@ function callsOf(pieces: Piece[]): Array<{ callId: string; name: string; argumen
   return out;
 }
 
-const chunk = (delta: Record<string, unknown>, finish: string | null = null) => JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] });
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+  JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] });
 const callDelta = (entry: Record<string, unknown>) => chunk({ tool_calls: [entry] });
 
 describe('request mapping', () => {
@@ -96,7 +97,14 @@ describe('request mapping', () => {
         instructions: 'Use tools.',
         messages: [
           { role: 'user', content: 'Weather in Oslo and Paris?' },
-          { role: 'assistant', content: '', toolCalls: [{ callId: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' }, { callId: 'call_2', name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+          {
+            role: 'assistant',
+            content: '',
+            toolCalls: [
+              { callId: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+              { callId: 'call_2', name: 'get_weather', arguments: '{"city":"Paris"}' },
+            ],
+          },
           { role: 'tool', content: 'cold', callId: 'call_1' },
           { role: 'tool', content: 'mild', callId: 'call_2' },
           { role: 'assistant', content: 'Let me check.', toolCalls: [{ callId: 'call_3', name: 'noop', arguments: '{}' }] },
@@ -128,14 +136,22 @@ describe('request mapping', () => {
     assert.equal(requestFields('ollama', base({ reasoningEffort: 'none' })).reasoning_effort, 'none');
     assert.equal(requestFields('openai', base({ reasoningEffort: 'minimal' })).reasoning_effort, 'minimal');
     const refused = (kind: (typeof ENGINE_KINDS)[number], r: GenerateRequest, param: string, msg: RegExp) =>
-      assert.throws(() => checkForKind(kind, r), (e: unknown) => e instanceof RequestRefusedError && e.code === 'unsupported_capability' && e.param === param && msg.test(e.message));
+      assert.throws(
+        () => checkForKind(kind, r),
+        (e: unknown) => e instanceof RequestRefusedError && e.code === 'unsupported_capability' && e.param === param && msg.test(e.message),
+      );
     refused('lmstudio', base({ reasoningEffort: 'low' }), 'reasoning.effort', /"reasoning.effort" is not supported by engines of kind "lmstudio"/);
     refused('vllm', base({ reasoningEffort: 'minimal' }), 'reasoning.effort', /"minimal".*it takes low, medium, high/);
     // Tool choices an engine kind would ignore are refused, never sent.
     refused('ollama', base({ tools: [TOOL], toolChoice: 'required' }), 'tool_choice', /tool_choice "required"/);
     refused('ollama', base({ tools: [TOOL], toolChoice: { name: 'get_weather' } }), 'tool_choice', /named tool_choice/);
     refused('lmstudio', base({ tools: [TOOL], toolChoice: { name: 'get_weather' } }), 'tool_choice', /named tool_choice/);
-    refused('lmstudio', base({ tools: [TOOL], toolChoice: 'required' }), 'tool_choice', /tool_choice "required" is not supported by engines of kind "lmstudio"/);
+    refused(
+      'lmstudio',
+      base({ tools: [TOOL], toolChoice: 'required' }),
+      'tool_choice',
+      /tool_choice "required" is not supported by engines of kind "lmstudio"/,
+    );
     checkForKind('llama.cpp', base({ tools: [TOOL], toolChoice: { name: 'get_weather' }, parallelToolCalls: false }));
     refused('ollama', base({ tools: [TOOL], parallelToolCalls: false }), 'parallel_tool_calls', /parallel_tool_calls/);
     for (const kind of ENGINE_KINDS) {
@@ -148,7 +164,10 @@ describe('request mapping', () => {
   it('on_restart "resume" is refused with tools or a reasoning effort on an engine that resumes; "retry" is taken', () => {
     const b = new RemoteBackend([{ name: 'x', urls: ['http://127.0.0.1:9/v1'], kind: 'llama.cpp' }]);
     for (const r of [base({ tools: [TOOL] }), base({ reasoningEffort: 'low' })]) {
-      assert.throws(() => b.checkRequest(r, { onRestart: 'resume' }), (e: unknown) => e instanceof RequestRefusedError && e.param === 'on_restart' && /use "retry"/.test(e.message));
+      assert.throws(
+        () => b.checkRequest(r, { onRestart: 'resume' }),
+        (e: unknown) => e instanceof RequestRefusedError && e.param === 'on_restart' && /use "retry"/.test(e.message),
+      );
       b.checkRequest(r, { onRestart: 'retry' });
     }
   });
@@ -166,11 +185,14 @@ describe('request mapping', () => {
 });
 
 describe('stream mapping over recorded llama.cpp server streams', () => {
-  it('a forced call: one function_call piece run with the engine\'s id and name, arguments the JSON; finish tool_calls is a normal stop', () => {
+  it("a forced call: one function_call piece run with the engine's id and name, arguments the JSON; finish tool_calls is a normal stop", () => {
     const { pieces, st, done } = replay(LLAMA_SERVER_FORCED_CALL);
     assert.ok(done);
     assert.equal(st.finishReason, 'stop');
-    assert.ok(pieces.every((p) => p.channel?.kind === 'function_call'), 'no answer text');
+    assert.ok(
+      pieces.every((p) => p.channel?.kind === 'function_call'),
+      'no answer text',
+    );
     const calls = callsOf(pieces);
     assert.equal(calls.length, 1);
     assert.equal(calls[0].name, 'get_weather');
@@ -184,10 +206,16 @@ describe('stream mapping over recorded llama.cpp server streams', () => {
     const calls = callsOf(pieces);
     assert.equal(calls.length, 3);
     assert.equal(new Set(calls.map((c) => c.callId)).size, 3);
-    assert.deepEqual(calls.map((c) => JSON.parse(c.arguments)), [{ city: 'Paris' }, { city: 'Oslo' }, { city: 'Oslo' }]);
+    assert.deepEqual(
+      calls.map((c) => JSON.parse(c.arguments)),
+      [{ city: 'Paris' }, { city: 'Oslo' }, { city: 'Oslo' }],
+    );
     // Each callId appears in one contiguous run (the runtime's contract: a piece of another call ends a call).
     const runs = pieces.map((p) => (p.channel as { callId: string }).callId).filter((id, i, a) => i === 0 || a[i - 1] !== id);
-    assert.deepEqual(runs, calls.map((c) => c.callId));
+    assert.deepEqual(
+      runs,
+      calls.map((c) => c.callId),
+    );
   });
 
   it('reasoning_content pieces go on the reasoning channel, apart from the answer', () => {
@@ -199,21 +227,34 @@ describe('stream mapping over recorded llama.cpp server streams', () => {
   });
 });
 
-describe('stream mapping over other engines\' documented shapes', () => {
+describe("stream mapping over other engines' documented shapes", () => {
   it('Ollama: delta.reasoning, then the answer; a whole call in one delta; an engine without ids gets call_ + random', () => {
     const { pieces, st } = replay([
       chunk({ role: 'assistant', content: '', reasoning: 'Let me think' }),
       chunk({ content: '', reasoning: '.' }),
       chunk({ content: 'Checking.' }),
-      chunk({ content: '', tool_calls: [{ id: 'call_abc', index: 0, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }] }),
+      chunk({
+        content: '',
+        tool_calls: [{ id: 'call_abc', index: 0, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+      }),
       chunk({ tool_calls: [{ index: 1, function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }),
       chunk({ content: '' }, 'tool_calls'),
       '[DONE]',
     ]);
     assert.equal(st.finishReason, 'stop');
-    assert.deepEqual(pieces.slice(0, 3), [{ text: 'Let me think', channel: { kind: 'reasoning' } }, { text: '.', channel: { kind: 'reasoning' } }, { text: 'Checking.' }]);
+    assert.deepEqual(pieces.slice(0, 3), [
+      { text: 'Let me think', channel: { kind: 'reasoning' } },
+      { text: '.', channel: { kind: 'reasoning' } },
+      { text: 'Checking.' },
+    ]);
     const calls = callsOf(pieces);
-    assert.deepEqual(calls.map((c) => [c.name, c.arguments]), [['get_weather', '{"city":"Oslo"}'], ['get_weather', '{"city":"Paris"}']]);
+    assert.deepEqual(
+      calls.map((c) => [c.name, c.arguments]),
+      [
+        ['get_weather', '{"city":"Oslo"}'],
+        ['get_weather', '{"city":"Paris"}'],
+      ],
+    );
     assert.equal(calls[0].callId, 'call_abc');
     assert.match(calls[1].callId, /^call_[0-9a-f]{24}$/);
   });
@@ -227,7 +268,10 @@ describe('stream mapping over other engines\' documented shapes', () => {
     ]);
     assert.deepEqual(pieces[0], { text: 'a', channel: { kind: 'reasoning' } });
     const calls = callsOf(pieces);
-    assert.deepEqual(calls.map((c) => c.arguments), ['{}', '{}']);
+    assert.deepEqual(
+      calls.map((c) => c.arguments),
+      ['{}', '{}'],
+    );
     assert.equal(calls[0].callId, 'same');
     assert.notEqual(calls[1].callId, 'same');
   });
@@ -237,8 +281,18 @@ describe('stream mapping over other engines\' documented shapes', () => {
       [[callDelta({ index: 0, id: 'c', function: { arguments: '{}' } })], /tool call 0 without a function name/],
       [[callDelta({ index: 0, function: { name: 'f', arguments: { a: 1 } } })], /arguments that are not text/],
       [[callDelta({ index: 1, function: { name: 'f', arguments: '' } })], /tool call 1 before tool call 0 \(the index skipped\)/],
-      [[callDelta({ index: 0, function: { name: 'f' } }), callDelta({ index: 1, function: { name: 'g' } }), callDelta({ index: 0, function: { arguments: '{}' } })], /went back to tool call 0/],
-      [[callDelta({ index: 0, function: { name: 'f' } }), chunk({ content: 'x' }), callDelta({ index: 0, function: { arguments: '{}' } })], /went back to tool call 0/],
+      [
+        [
+          callDelta({ index: 0, function: { name: 'f' } }),
+          callDelta({ index: 1, function: { name: 'g' } }),
+          callDelta({ index: 0, function: { arguments: '{}' } }),
+        ],
+        /went back to tool call 0/,
+      ],
+      [
+        [callDelta({ index: 0, function: { name: 'f' } }), chunk({ content: 'x' }), callDelta({ index: 0, function: { arguments: '{}' } })],
+        /went back to tool call 0/,
+      ],
       [[callDelta({ function: { name: 'f' } })], /without a valid "index"/],
       [[callDelta({ index: 0, type: 'custom', function: { name: 'f' } })], /type "custom"/],
       [[callDelta({ index: 0, function: { name: 'f' } }), callDelta({ index: 0, function: { name: 'g' } })], /renamed tool call 0/],
@@ -246,7 +300,12 @@ describe('stream mapping over other engines\' documented shapes', () => {
       [[chunk({ reasoning_content: 7 })], /"reasoning_content" is not text/],
       [[callDelta({ index: 0, id: 5, function: { name: 'f' } })], /"id" is not text/],
     ];
-    for (const [events, msg] of bad) assert.throws(() => replay(events), (e: Error) => e.name === 'ChatEventError' && msg.test(e.message), `${events.join(' ')} → ${msg}`);
+    for (const [events, msg] of bad)
+      assert.throws(
+        () => replay(events),
+        (e: Error) => e.name === 'ChatEventError' && msg.test(e.message),
+        `${events.join(' ')} → ${msg}`,
+      );
   });
 });
 
@@ -270,23 +329,51 @@ async function runtimeOn(handler: ChatHandler, kind: 'llama.cpp' | 'openai' = 'l
 
 describe('through the runtime', () => {
   it('a recorded forced call becomes a function_call item with its events; the request carried the tools', async () => {
-    const { r, e } = await runtimeOn(streamOf([...LLAMA_SERVER_FORCED_CALL.slice(0, -1), usageChunk(30, 27).replace(/^data: /, '').trim(), '[DONE]']));
+    const { r, e } = await runtimeOn(
+      streamOf([
+        ...LLAMA_SERVER_FORCED_CALL.slice(0, -1),
+        usageChunk(30, 27)
+          .replace(/^data: /, '')
+          .trim(),
+        '[DONE]',
+      ]),
+    );
     // The schema the recording was made with.
-    const parameters = { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] }, days: { type: 'integer', minimum: 1, maximum: 7 } }, required: ['city', 'days'], additionalProperties: false };
-    const input = { model: 'x/m', input: 'Weather?', max_output_tokens: 200, tools: [{ type: 'function' as const, name: 'get_weather', parameters }], tool_choice: 'required' as const };
+    const parameters = {
+      type: 'object',
+      properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+      required: ['city', 'days'],
+      additionalProperties: false,
+    };
+    const input = {
+      model: 'x/m',
+      input: 'Weather?',
+      max_output_tokens: 200,
+      tools: [{ type: 'function' as const, name: 'get_weather', parameters }],
+      tool_choice: 'required' as const,
+    };
     const t = r.createTask({ origin: 'lmsp', principal: 'p', input }).task;
     const done = await r.waitForTerminal(t.id);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     const output = (done.response as { output: Array<Record<string, unknown>> }).output;
     // The message item (output_index 0, opened with the attempt: runtime/outputItems.ts) has no text; the call follows.
-    assert.deepEqual(output.map((o) => o.type), ['message', 'function_call']);
+    assert.deepEqual(
+      output.map((o) => o.type),
+      ['message', 'function_call'],
+    );
     assert.equal((output[0].content as Array<{ text: string }>).map((c) => c.text).join(''), '');
     const call = output[1];
     assert.equal(call.name, 'get_weather');
     assert.equal(call.call_id, JSON.parse(LLAMA_SERVER_FORCED_CALL[1]).choices[0].delta.tool_calls[0].id);
     assert.deepEqual(JSON.parse(call.arguments as string), { city: 'Oslo', days: 1 });
     const types = r.readEvents(t.id).map((ev) => ev.type);
-    for (const ty of ['response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done']) assert.ok(types.includes(ty), ty);
+    for (const ty of [
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+    ])
+      assert.ok(types.includes(ty), ty);
     const body = e.requests.find((q) => q.path === '/v1/chat/completions')!.body as Record<string, unknown>;
     assert.equal(body.tool_choice, 'required');
     assert.deepEqual(body.tools, [{ type: 'function', function: { name: 'get_weather', parameters } }]);
@@ -298,15 +385,24 @@ describe('through the runtime', () => {
     const done = await r.waitForTerminal(t.id);
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     const output = (done.response as { output: Array<{ type: string; content?: Array<{ text: string }> }> }).output;
-    assert.deepEqual(output.map((o) => o.type), ['message', 'reasoning']);
+    assert.deepEqual(
+      output.map((o) => o.type),
+      ['message', 'reasoning'],
+    );
     assert.equal(output[0].content![0].text, 'Yes.');
     assert.equal(output[1].content![0].text, 'Hmm');
     assert.ok(r.readEvents(t.id).some((ev) => ev.type === 'response.reasoning_text.delta'));
   });
 
   it('a malformed tool-call delta fails the task with backend_error naming the problem, never the key it echoes', async () => {
-    const { r } = await runtimeOn(streamOf([callDelta({ index: 0, id: 'c1', function: { name: 'f', arguments: '{' } }), callDelta({ index: 0, function: { name: `g ${KEY}` } })]));
-    const t = r.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'x/m', input: 'Q?', max_output_tokens: 20, tools: [{ type: 'function' as const, name: 'f' }] } }).task;
+    const { r } = await runtimeOn(
+      streamOf([callDelta({ index: 0, id: 'c1', function: { name: 'f', arguments: '{' } }), callDelta({ index: 0, function: { name: `g ${KEY}` } })]),
+    );
+    const t = r.createTask({
+      origin: 'lmsp',
+      principal: 'p',
+      input: { model: 'x/m', input: 'Q?', max_output_tokens: 20, tools: [{ type: 'function' as const, name: 'f' }] },
+    }).task;
     const done = await r.waitForTerminal(t.id);
     assert.equal(done.status, 'failed');
     assert.equal(done.error?.code, 'backend_error');

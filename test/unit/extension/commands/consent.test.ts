@@ -42,7 +42,11 @@ function endpointCommands(answer: boolean) {
   const c = capture();
   new EndpointCommands(
     {
-      service: { endpoint: { url: 'http://127.0.0.1:1', port: 1, lmspUrl: 'http://127.0.0.1:1/lmsp/v1', mcpUrl: 'http://127.0.0.1:1/mcp' }, restart: async () => {}, tokenChanged: async () => {} },
+      service: {
+        endpoint: { url: 'http://127.0.0.1:1', port: 1, lmspUrl: 'http://127.0.0.1:1/lmsp/v1', mcpUrl: 'http://127.0.0.1:1/mcp' },
+        restart: async () => {},
+        tokenChanged: async () => {},
+      },
       tokens: { get: async () => TOKEN, regenerate: async () => TOKEN },
       log,
       confirm: p.confirm,
@@ -128,6 +132,9 @@ describe('Select Model / Download Model with an argument', () => {
     const m = modelCommands(true);
     assert.equal(await m.run(Commands.selectModel, ' hf:owner/repo:Q4_K_M '), 'hf:owner/repo:Q4_K_M');
     assert.equal(m.asked.length, 1);
-    assert.deepEqual(vscodeStub.configUpdates.map((u) => [u.key, u.value, u.target]), [['model', 'hf:owner/repo:Q4_K_M', 1]]);
+    assert.deepEqual(
+      vscodeStub.configUpdates.map((u) => [u.key, u.value, u.target]),
+      [['model', 'hf:owner/repo:Q4_K_M', 1]],
+    );
   });
 });

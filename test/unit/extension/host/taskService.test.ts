@@ -94,9 +94,22 @@ test('a damaged store is reported to the window: one warning with the number of 
     assert.equal(warnings.length, 1, 'the user is told once');
     assert.equal(warnings[0].unrecoveredBatches, 6);
     assert.match(warnings[0].summary, /6 acknowledged write batches could not be restored/);
-    assert.ok(logs.some((l) => /^WARNING: The task store was damaged/.test(l)), logs.join('\n'));
-    assert.ok(logs.some((l) => /is damaged: unreadable bytes at offset \d+ \(\d+ bytes\); 1 batch missing \(seq 5\); 5 valid batches after it not replayed \(seq 6–10, bytes \d+–\d+\); copy kept as journal-\d+\.log\.corrupt-\d+/.test(l)), logs.join('\n'));
-    assert.ok(fs.readdirSync(join(dataDir, 'store')).some((n) => n.includes('.corrupt-')), 'the copy is in the data directory');
+    assert.ok(
+      logs.some((l) => /^WARNING: The task store was damaged/.test(l)),
+      logs.join('\n'),
+    );
+    assert.ok(
+      logs.some((l) =>
+        /is damaged: unreadable bytes at offset \d+ \(\d+ bytes\); 1 batch missing \(seq 5\); 5 valid batches after it not replayed \(seq 6–10, bytes \d+–\d+\); copy kept as journal-\d+\.log\.corrupt-\d+/.test(
+          l,
+        ),
+      ),
+      logs.join('\n'),
+    );
+    assert.ok(
+      fs.readdirSync(join(dataDir, 'store')).some((n) => n.includes('.corrupt-')),
+      'the copy is in the data directory',
+    );
 
     // Restarting the runtime (settings changed, Restart Server) finds a clean store: no second warning.
     await service.restart();

@@ -63,7 +63,10 @@ describe('messages and tools', () => {
       { name: 'no schema', description: 'bad name' },
       { name: 'ping' },
     ]);
-    assert.deepEqual(tools.map((t) => t.name), ['read_file', 'ping']);
+    assert.deepEqual(
+      tools.map((t) => t.name),
+      ['read_file', 'ping'],
+    );
     assert.deepEqual(tools[1]!.parameters, { type: 'object', properties: {} });
     assert.equal(toToolChoice(2), 'required');
     assert.equal(toToolChoice(1), 'auto');
@@ -96,7 +99,11 @@ describe('fitting a request to the context', () => {
       { role: 1, content: [text('What does main.ts do?')] },
     ]);
   const manyTools = toFunctionTools(
-    Array.from({ length: 40 }, (_, i) => ({ name: `tool_${i}`, description: big(60), inputSchema: { type: 'object', properties: { a: { type: 'string', description: big(20) } } } })),
+    Array.from({ length: 40 }, (_, i) => ({
+      name: `tool_${i}`,
+      description: big(60),
+      inputSchema: { type: 'object', properties: { a: { type: 'string', description: big(20) } } },
+    })),
   );
 
   it('a request that fits is left alone', async () => {
@@ -141,9 +148,13 @@ describe('fitting a request to the context', () => {
 describe('chat task titles', () => {
   const user = (t: string): InputItem => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text: t }] });
   it("are the last user turn, short; a chat client's context blocks around what the user typed are left out", () => {
-    assert.equal(chatTitle([user('first'), { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'a' }] }, user('Say  hello\nthere')]), 'Chat: Say hello there');
+    assert.equal(
+      chatTitle([user('first'), { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'a' }] }, user('Say  hello\nthere')]),
+      'Chat: Say hello there',
+    );
     // Copilot Chat's user message (VS Code 1.139): the date and reminders first, the typed text in <userRequest>.
-    const copilot = '<context>\nThe current date is December 2, 2026.\n</context>\n<reminderInstructions>\nBe brief.\n</reminderInstructions>\n<userRequest>\nSay hello to the chat view\n</userRequest>';
+    const copilot =
+      '<context>\nThe current date is December 2, 2026.\n</context>\n<reminderInstructions>\nBe brief.\n</reminderInstructions>\n<userRequest>\nSay hello to the chat view\n</userRequest>';
     assert.equal(chatTitle([user(copilot)]), 'Chat: Say hello to the chat view');
     assert.equal(chatTitle([user('<user_query>fix the bug</user_query>')]), 'Chat: fix the bug');
     assert.equal(chatTitle([user('x'.repeat(80))]), `Chat: ${'x'.repeat(57)}…`);

@@ -55,7 +55,13 @@ describe('chat provider over the runtime', () => {
     try {
       const parts: Part[] = [];
       const tools = [{ name: 'read_file', description: 'Reads a file', inputSchema: { type: 'object', properties: { path: { type: 'string' } } } }];
-      await provider.provideLanguageModelChatResponse(model(), [user('Hi model')], { tools, toolMode: 1 } as never, { report: (p: Part) => parts.push(p) }, token() as never);
+      await provider.provideLanguageModelChatResponse(
+        model(),
+        [user('Hi model')],
+        { tools, toolMode: 1 } as never,
+        { report: (p: Part) => parts.push(p) },
+        token() as never,
+      );
       assert.equal(parts.map((p) => p.value).join(''), 'Hello there');
       const [task] = (await source.list({ limit: 10 })).tasks;
       assert.ok(task);
@@ -65,7 +71,10 @@ describe('chat provider over the runtime', () => {
       assert.equal(answerText(task.response), 'Hello there');
       const stored = runtime.getTask(task.id)!.request;
       assert.deepEqual(stored.input, [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi model' }] }]);
-      assert.deepEqual(stored.tools?.map((t) => t.name), ['read_file']);
+      assert.deepEqual(
+        stored.tools?.map((t) => t.name),
+        ['read_file'],
+      );
       assert.equal(stored.tool_choice, 'auto');
       // The reserve is an "up to" budget: capped to the room the prompt leaves, never refused (contextFit.ts).
       assert.ok(stored.max_output_tokens! > 0);
@@ -81,7 +90,13 @@ describe('chat provider over the runtime', () => {
     try {
       const parts: Part[] = [];
       const t = token();
-      const done = provider.provideLanguageModelChatResponse(model(), [user('long one')], { toolMode: 1 } as never, { report: (p: Part) => parts.push(p) }, t as never);
+      const done = provider.provideLanguageModelChatResponse(
+        model(),
+        [user('long one')],
+        { toolMode: 1 } as never,
+        { report: (p: Part) => parts.push(p) },
+        t as never,
+      );
       await gate.started(1);
       t.cancel();
       await done;
@@ -119,7 +134,11 @@ describe('token counts', () => {
     const n = runtime.countTokens('tiny', text);
     assert.ok(Number.isInteger(n) && n! > 0, `${n}`);
     assert.ok(runtime.countTokens('tiny', text + text)! > n!);
-    const provider = new TaskRuntimeChatProvider({ source: new LocalTaskSource(runtime, 'editor'), onDidChangeState: () => ({ dispose() {} }), log() {} });
+    const provider = new TaskRuntimeChatProvider({
+      source: new LocalTaskSource(runtime, 'editor'),
+      onDidChangeState: () => ({ dispose() {} }),
+      log() {},
+    });
     assert.equal(await provider.provideTokenCount(model('tiny'), text), n);
     // A model the runtime has no tokenizer for gets the estimate.
     assert.equal(await provider.provideTokenCount(model('unknown'), text), Math.ceil(text.length / 4));
@@ -129,14 +148,26 @@ describe('token counts', () => {
     const { runtime, source, provider } = await setup(backend);
     try {
       await assert.rejects(
-        provider.provideLanguageModelChatResponse(model(), [user('Hi')], { modelOptions: { temperature: 3 } } as never, { report: () => {} }, token() as never),
+        provider.provideLanguageModelChatResponse(
+          model(),
+          [user('Hi')],
+          { modelOptions: { temperature: 3 } } as never,
+          { report: () => {} },
+          token() as never,
+        ),
         /modelOptions\.temperature must be at least 0 and at most 2/,
       );
       assert.equal((await source.list({ limit: 10 })).tasks.length, 0);
       // The editor's local path refuses the same without the provider: the runtime checks at create.
       await assert.rejects(source.create({ prompt: 'hi', sampling: { temperature: 3 } }), /temperature must be at least 0 and at most 2/);
       // An allowed one reaches the backend.
-      await provider.provideLanguageModelChatResponse(model(), [user('Hi')], { modelOptions: { temperature: 0.25, seed: 9 } } as never, { report: () => {} }, token() as never);
+      await provider.provideLanguageModelChatResponse(
+        model(),
+        [user('Hi')],
+        { modelOptions: { temperature: 0.25, seed: 9 } } as never,
+        { report: () => {} },
+        token() as never,
+      );
       assert.equal(backend.requests.at(-1)?.temperature, 0.25);
       assert.equal(backend.requests.at(-1)?.seed, 9);
     } finally {

@@ -29,7 +29,10 @@ describe('row text', () => {
     assert.equal(formatDuration(125_000), '2m 5s');
     assert.equal(formatDuration(2 * 3600_000 + 4 * 60_000), '2h 4m');
     assert.equal(taskDescription(base, 65_000, plainLocalize), 'MCP · tiny · 1m 5s · 42 tok');
-    assert.equal(taskDescription({ ...base, status: 'succeeded', updatedAt: 3000, origin: undefined }, 99_000, plainLocalize), 'unknown origin · tiny · took 3s · 42 tok');
+    assert.equal(
+      taskDescription({ ...base, status: 'succeeded', updatedAt: 3000, origin: undefined }, 99_000, plainLocalize),
+      'unknown origin · tiny · took 3s · 42 tok',
+    );
     const md = taskTooltipMarkdown({ ...base, title: '**bold** <img>' }, 0, plainLocalize);
     assert.ok(md.includes('\\*\\*bold\\*\\* \\<img\\>'));
   });

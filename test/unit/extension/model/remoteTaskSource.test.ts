@@ -152,7 +152,10 @@ describe('remote task source: change feed connect', () => {
       // The window lists while its feed is still connecting (held at the owner).
       await owner.feedRequested();
       await model.reload();
-      assert.deepEqual((await model.groupChildren('queued')).map((n) => n.kind === 'task' && n.id), ['task_a']);
+      assert.deepEqual(
+        (await model.groupChildren('queued')).map((n) => n.kind === 'task' && n.id),
+        ['task_a'],
+      );
       // The task finishes now: the owner has no feed subscriber yet, so no change event is ever sent for it.
       owner.set('task_a', 'succeeded', 2000);
       const reloaded = nextChange(model, (c) => c.root && model.groupCount('succeeded') === 1, 'the tree to reload after the feed connected');
@@ -160,7 +163,10 @@ describe('remote task source: change feed connect', () => {
       await source.connected();
       await reloaded;
       assert.equal(model.groupCount('queued'), 0);
-      assert.deepEqual((await model.groupChildren('succeeded')).map((n) => n.kind === 'task' && n.task.status), ['succeeded']);
+      assert.deepEqual(
+        (await model.groupChildren('succeeded')).map((n) => n.kind === 'task' && n.task.status),
+        ['succeeded'],
+      );
     } finally {
       model.dispose();
       source.dispose();

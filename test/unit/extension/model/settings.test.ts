@@ -8,7 +8,14 @@ import { readSettings, restartNeeded, DEFAULT_SETTINGS } from '../../../../src/e
 
 describe('settings', () => {
   it('validates values and falls back to defaults with messages', () => {
-    const values: Record<string, unknown> = { 'server.port': 70000, threads: 2, defaultRestartPolicy: 'sometimes', model: 'weights.bin', 'ttl.defaultMinutes': 100, 'ttl.maxMinutes': 50 };
+    const values: Record<string, unknown> = {
+      'server.port': 70000,
+      threads: 2,
+      defaultRestartPolicy: 'sometimes',
+      model: 'weights.bin',
+      'ttl.defaultMinutes': 100,
+      'ttl.maxMinutes': 50,
+    };
     const { settings, problems } = readSettings((k) => values[k], plainLocalize);
     assert.equal(settings.port, 0);
     assert.equal(settings.threads, 2);

@@ -30,7 +30,13 @@ describe('throughput', () => {
     assert.equal(series.length, HISTORY_MS / BUCKET_MS);
     assert.equal(series[series.length - 1], ((50 + 25 + 10) / BUCKET_MS) * 1000);
     assert.ok(series.slice(0, -1).every((v) => v === 0));
-    assert.deepEqual(tp.running(t0 + 4000).map((r) => r.id).sort(), ['a', 'b']);
+    assert.deepEqual(
+      tp
+        .running(t0 + 4000)
+        .map((r) => r.id)
+        .sort(),
+      ['a', 'b'],
+    );
     // Old buckets fall out of the window.
     assert.ok(tp.series(t0 + HISTORY_MS + 2 * BUCKET_MS).every((v) => v === 0));
   });

@@ -88,7 +88,10 @@ describe('TaskTreeModel over a real runtime', () => {
     assert.equal(more.remaining, 70);
     const ids = (rows.slice(0, 50) as TaskNode[]).map((n) => n.id);
     // The runtime's own newest-first order, and only the newest 50 of the 120.
-    assert.deepEqual(ids, runtime.listTasks({ statuses: ['queued'], limit: 50 }).tasks.map((t) => t.id));
+    assert.deepEqual(
+      ids,
+      runtime.listTasks({ statuses: ['queued'], limit: 50 }).tasks.map((t) => t.id),
+    );
     assert.equal(new Set(ids).size, 50);
     await model.loadMore('queued');
     const rows2 = await model.groupChildren('queued');
@@ -132,7 +135,10 @@ describe('TaskTreeModel over a real runtime', () => {
     const change = changes[changes.length - 1]!;
     assert.equal(change.root, false);
     assert.deepEqual(change.groups, []);
-    assert.deepEqual(change.tasks.map((t) => t.id), [runningId]);
+    assert.deepEqual(
+      change.tasks.map((t) => t.id),
+      [runningId],
+    );
     assert.ok(change.tasks[0]!.task.outputTokens > progressed - 1);
   });
 

@@ -33,7 +33,10 @@ describe('webview event log', () => {
     assert.equal(r.applied, 1);
     assert.equal(r.state.text, 'Hello');
     assert.equal(r.state.lastSeq, 3);
-    assert.deepEqual(r.state.timeline.map((t) => t.kind), ['created', 'running']);
+    assert.deepEqual(
+      r.state.timeline.map((t) => t.kind),
+      ['created', 'running'],
+    );
   });
 
   it('reports a gap instead of applying events past it', () => {
@@ -56,7 +59,10 @@ describe('webview event log', () => {
       delta(4, 'fresh'),
     ]);
     assert.equal(r.state.text, 'fresh');
-    assert.deepEqual(r.state.timeline.map((t) => t.kind), ['created', 'queued', 'retry']);
+    assert.deepEqual(
+      r.state.timeline.map((t) => t.kind),
+      ['created', 'queued', 'retry'],
+    );
   });
 
   it('shows one model load as one "loading" entry: the status event and the progress events merge', () => {
@@ -69,7 +75,10 @@ describe('webview event log', () => {
       ev(5, 'task_runtime:model.loading', { model: 'tiny', progress: 1 }),
       ev(6, 'response.in_progress'),
     ]);
-    assert.deepEqual(r.state.timeline.map((t) => t.kind), ['created', 'queued', 'loading', 'running']);
+    assert.deepEqual(
+      r.state.timeline.map((t) => t.kind),
+      ['created', 'queued', 'loading', 'running'],
+    );
     const loading = r.state.timeline.find((t) => t.kind === 'loading')!;
     assert.equal(loading.seq, 2, 'the entry keeps the sequence where the phase began');
     assert.equal(loading.detail, '100%', 'and shows the latest progress');

@@ -29,7 +29,13 @@ describe('SseParser', () => {
     const p = new SseParser(1024);
     const got: SseEvent[] = [];
     // A second line end there would be an empty line: it would end the event early and lose `event: named`.
-    const chunks = [': ping\n\nid: 0\nevent: response.created\ndata: {"a":', '1}\r\n\r', '\nid: 1\revent: named\r', '\ndata: x\rdata: y\r\r', 'data: no id\n\n'];
+    const chunks = [
+      ': ping\n\nid: 0\nevent: response.created\ndata: {"a":',
+      '1}\r\n\r',
+      '\nid: 1\revent: named\r',
+      '\ndata: x\rdata: y\r\r',
+      'data: no id\n\n',
+    ];
     for (const chunk of chunks) got.push(...p.events(chunk));
     assert.deepEqual(got, [
       { id: '0', event: 'response.created', data: '{"a":1}' },

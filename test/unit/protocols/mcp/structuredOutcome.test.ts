@@ -71,7 +71,14 @@ describe('MCP output_schema outcome', () => {
     const task = finished({ input: 'x' }, '{"a": 1}');
     const outcome = toolOutcome(task);
     assert.ok(outcome && 'result' in outcome);
-    assert.deepEqual(outcome.result.structuredContent, { status: 'completed', text: '{"a": 1}', taskId: task.id, model: 'm', outputTokens: 5, usage: null });
+    assert.deepEqual(outcome.result.structuredContent, {
+      status: 'completed',
+      text: '{"a": 1}',
+      taskId: task.id,
+      model: 'm',
+      outputTokens: 5,
+      usage: null,
+    });
     assert.equal(outcome.result._meta, undefined);
   });
 

@@ -13,7 +13,13 @@ import {
   finishReasonOf,
   taskIdOfChatCompletion,
 } from '../../../../src/protocols/openai/chatCompletionsFormat';
-import { chatParam, inChatTerms, toResponsesBody, validateChatBody, chatCompletionSchema } from '../../../../src/protocols/openai/chatCompletionsRequest';
+import {
+  chatParam,
+  inChatTerms,
+  toResponsesBody,
+  validateChatBody,
+  chatCompletionSchema,
+} from '../../../../src/protocols/openai/chatCompletionsRequest';
 import { newTaskRecord } from '../../../../src/runtime/newTask';
 import { responseObject } from '../../../../src/runtime/responses';
 import type { ResponseRequest, TaskRecord } from '../../../../src/runtime/task';
@@ -37,7 +43,14 @@ describe('chat completions request → Responses request', () => {
       messages: [
         { role: 'system', content: 'Be brief.' },
         { role: 'developer', content: [{ type: 'text', text: 'Use json.' }] },
-        { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], name: 'me' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+          name: 'me',
+        },
         { role: 'assistant', content: 'earlier' },
         { role: 'user', content: 'now' },
       ],
@@ -69,7 +82,13 @@ describe('chat completions request → Responses request', () => {
       input: [
         { role: 'system', content: 'Be brief.' },
         { role: 'developer', content: [{ type: 'input_text', text: 'Use json.' }] },
-        { role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_text', text: 'b' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'a' },
+            { type: 'input_text', text: 'b' },
+          ],
+        },
         { role: 'assistant', content: 'earlier' },
         { role: 'user', content: 'now' },
       ],
@@ -154,8 +173,20 @@ describe('chat completions request → Responses request', () => {
     e = refusal({ ...base, response_format: { type: 'json_object' } });
     assert.equal(e.extra.param, 'response_format');
     assert.equal(e.detail, "'messages' must contain the word 'json' in some form to use 'response_format' of type 'json_object'.");
-    assert.equal(refusal({ ...base, response_format: { type: 'json_schema', json_schema: { name: 'bad name!', schema: {} } } }).extra.param, 'response_format.json_schema.name');
-    assert.equal(refusal({ model: 'm', messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 7 }] }).extra.param, 'messages.1.content');
+    assert.equal(
+      refusal({ ...base, response_format: { type: 'json_schema', json_schema: { name: 'bad name!', schema: {} } } }).extra.param,
+      'response_format.json_schema.name',
+    );
+    assert.equal(
+      refusal({
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'user', content: 7 },
+        ],
+      }).extra.param,
+      'messages.1.content',
+    );
   });
 
   it('what only chat has is checked in chat terms', () => {
@@ -176,12 +207,18 @@ describe('chat completions request → Responses request', () => {
 
   it('a refusal at create (the runtime names a Responses param) is renamed the same way', () => {
     const names = { items: ['messages.0'], maxTokens: 'max_tokens' };
-    const e = inChatTerms(new HttpProblem(400, 'invalid_json_schema', 'bad at "text.format.schema.properties"', { param: 'text.format.schema.properties' }), names) as HttpProblem;
+    const e = inChatTerms(
+      new HttpProblem(400, 'invalid_json_schema', 'bad at "text.format.schema.properties"', { param: 'text.format.schema.properties' }),
+      names,
+    ) as HttpProblem;
     assert.equal(e.extra.param, 'response_format.json_schema.schema.properties');
     assert.match(e.detail, /"response_format.json_schema.schema.properties"/);
     // A tool call's refusal points at the chat tool call it came from.
     const tools = { items: ['messages.0', 'messages.1.tool_calls.0'], maxTokens: 'max_tokens' };
-    const call = inChatTerms(new HttpProblem(400, 'invalid_request', 'Invalid value for "input.1.name"', { param: 'input.1.name' }), tools) as HttpProblem;
+    const call = inChatTerms(
+      new HttpProblem(400, 'invalid_request', 'Invalid value for "input.1.name"', { param: 'input.1.name' }),
+      tools,
+    ) as HttpProblem;
     assert.equal(call.extra.param, 'messages.1.tool_calls.0');
     const same = new HttpProblem(404, 'model_not_found', 'x', { param: 'model' });
     assert.equal(inChatTerms(same, names), same);
@@ -259,7 +296,10 @@ describe('Responses object → chat.completion', () => {
   });
 
   it('a failed task is its problem; a cancelled one a 409 the SDK does not retry', () => {
-    const failed = endProblem({ status: 'failed', error: { type: 't', title: 'x', status: 400, detail: 'too long', code: 'context_length_exceeded', param: 'input' } });
+    const failed = endProblem({
+      status: 'failed',
+      error: { type: 't', title: 'x', status: 400, detail: 'too long', code: 'context_length_exceeded', param: 'input' },
+    });
     assert.deepEqual([failed.status, failed.code, failed.detail], [400, 'context_length_exceeded', 'too long']);
     const cancelled = endProblem({ status: 'cancelled', error: null });
     assert.deepEqual([cancelled.status, cancelled.code, cancelled.extra.headers], [409, 'task_cancelled', { 'x-should-retry': 'false' }]);
@@ -292,16 +332,30 @@ describe('Responses events → chat.completion.chunk', () => {
     }
     assert.equal(chunks[3].choices[0].finish_reason, 'stop');
     assert.equal(chunks[0].usage, null);
-    assert.deepEqual(chunks.at(-1), { id: 'chatcmpl-abc', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'm', system_fingerprint: null, choices: [], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } });
+    assert.deepEqual(chunks.at(-1), {
+      id: 'chatcmpl-abc',
+      object: 'chat.completion.chunk',
+      created: 1_700_000_000,
+      model: 'm',
+      system_fingerprint: null,
+      choices: [],
+      usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+    });
     // Without include_usage: no usage member and no usage chunk.
-    const plain = run([['response.incomplete', { response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [], usage } }]], { includeUsage: false });
+    const plain = run(
+      [['response.incomplete', { response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [], usage } }]],
+      { includeUsage: false },
+    );
     assert.equal(plain.length, 1);
     assert.equal('usage' in plain[0], false);
     assert.equal((plain[0] as any).choices[0].finish_reason, 'length');
   });
 
   it('log-probs on text deltas, with bytes', () => {
-    const chunks: any[] = run([['response.output_text.delta', { delta: 'é', logprobs: [{ token: 'é', logprob: -0.1, top_logprobs: [{ token: 'e', logprob: -2 }] }] }]], { logprobs: true });
+    const chunks: any[] = run(
+      [['response.output_text.delta', { delta: 'é', logprobs: [{ token: 'é', logprob: -0.1, top_logprobs: [{ token: 'e', logprob: -2 }] }] }]],
+      { logprobs: true },
+    );
     assert.deepEqual(chunks[0].choices[0].logprobs, {
       content: [{ token: 'é', logprob: -0.1, bytes: [195, 169], top_logprobs: [{ token: 'e', logprob: -2, bytes: [101] }] }],
       refusal: null,
@@ -309,7 +363,10 @@ describe('Responses events → chat.completion.chunk', () => {
   });
 
   it('function calls: id, type and name on the first delta of each index, argument pieces after, finish tool_calls', () => {
-    const call = (i: number, id: string, name: string, args = '') => ({ output_index: i, item: { id, type: 'function_call', status: 'in_progress', call_id: `call_${id}`, name, arguments: args } });
+    const call = (i: number, id: string, name: string, args = '') => ({
+      output_index: i,
+      item: { id, type: 'function_call', status: 'in_progress', call_id: `call_${id}`, name, arguments: args },
+    });
     const chunks: any[] = run([
       ['response.created', { response: {} }],
       ['response.output_item.added', call(0, 'fc_1', 'get_weather')],

@@ -93,14 +93,22 @@ describe('Codex dialect: output shown on the Responses door', () => {
   it("a custom call's argument deltas become custom_tool_call_input deltas that add up to its input", () => {
     const view = new ResponsesView(task, seal);
     const item = { id: 'fc_2', type: 'function_call', status: 'in_progress', call_id: 'c2', name: 'apply_patch', arguments: '' };
-    assert.equal((view.event(event('response.output_item.added', { output_index: 1, item }))?.data.item as { type?: string }).type, 'custom_tool_call');
+    assert.equal(
+      (view.event(event('response.output_item.added', { output_index: 1, item }))?.data.item as { type?: string }).type,
+      'custom_tool_call',
+    );
     const pieces = ['{"inp', 'ut": "a\\', 'nb', '"}'];
     const deltas = pieces.map((delta) => view.event(event('response.function_call_arguments.delta', { item_id: 'fc_2', output_index: 1, delta })));
     const shown = deltas.filter((d) => d !== undefined);
     assert.ok(shown.every((d) => d.type === 'response.custom_tool_call_input.delta'));
     assert.equal(shown.map((d) => d.data.delta).join(''), 'a\nb');
-    const done = view.event(event('response.function_call_arguments.done', { item_id: 'fc_2', output_index: 1, name: 'apply_patch', arguments: pieces.join('') }));
-    assert.deepEqual(done && { type: done.type, data: done.data }, { type: 'response.custom_tool_call_input.done', data: { item_id: 'fc_2', output_index: 1, input: 'a\nb' } });
+    const done = view.event(
+      event('response.function_call_arguments.done', { item_id: 'fc_2', output_index: 1, name: 'apply_patch', arguments: pieces.join('') }),
+    );
+    assert.deepEqual(done && { type: done.type, data: done.data }, {
+      type: 'response.custom_tool_call_input.done',
+      data: { item_id: 'fc_2', output_index: 1, input: 'a\nb' },
+    });
   });
 
   it('a synchronous stream cancelled elsewhere ends in response.failed; a background one keeps response.cancelled', () => {
@@ -108,32 +116,54 @@ describe('Codex dialect: output shown on the Responses door', () => {
     const sync = new ResponsesView(task, seal).event(event('response.cancelled', { response }));
     assert.equal(sync?.type, 'response.failed');
     assert.equal((sync?.data.response as { error: { code: string } }).error.code, 'cancelled');
-    const background = new ResponsesView({ request: { ...task.request, store: true, background: true }, model: 'm' }, seal).event(event('response.cancelled', { response }));
+    const background = new ResponsesView({ request: { ...task.request, store: true, background: true }, model: 'm' }, seal).event(
+      event('response.cancelled', { response }),
+    );
     assert.equal(background?.type, 'response.cancelled');
   });
 });
 
 describe('Codex dialect: encrypted reasoning round trip (store: false)', () => {
   const seal = new ReasoningSeal();
-  const reasoning = { id: 'rs_1', type: 'reasoning', status: 'completed', summary: [], content: [{ type: 'reasoning_text', text: 'I should say hi.' }] };
+  const reasoning = {
+    id: 'rs_1',
+    type: 'reasoning',
+    status: 'completed',
+    summary: [],
+    content: [{ type: 'reasoning_text', text: 'I should say hi.' }],
+  };
 
   it('sealed when asked for (finished items only), given back to the model as the turn reasoning, shown to the template as a thought', () => {
     const view = new ResponsesView({ request: request(), model: 'm' }, seal);
     assert.equal(view.item(reasoning, false).encrypted_content, undefined, 'an item still open carries no blob');
     const out = view.item(reasoning, true);
     assert.equal(typeof out.encrypted_content, 'string');
-    assert.equal(new ResponsesView({ request: request({ include: [] }), model: 'm' }, seal).item(reasoning, true).encrypted_content, undefined, 'not asked for');
+    assert.equal(
+      new ResponsesView({ request: request({ include: [] }), model: 'm' }, seal).item(reasoning, true).encrypted_content,
+      undefined,
+      'not asked for',
+    );
 
     // Codex's next turn: the item back (its content dropped, as Codex may), then the answer of that turn.
     const { content: _gone, ...carried } = out;
     const next = openSealedReasoning(
-      request({ input: [{ role: 'user', content: 'hi' }, carried, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi!' }] }, { role: 'user', content: 'again' }] }),
+      request({
+        input: [
+          { role: 'user', content: 'hi' },
+          carried,
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi!' }] },
+          { role: 'user', content: 'again' },
+        ],
+      }),
       seal,
     );
     const messages = toChatMessages(next);
     assert.deepEqual(messages[1], { role: 'assistant', content: 'Hi!', reasoning: 'I should say hi.' });
     const history = chatHistory(undefined, messages);
-    assert.deepEqual(history[1], { type: 'model', response: [{ type: 'segment', segmentType: 'thought', text: 'I should say hi.', ended: true }, 'Hi!'] });
+    assert.deepEqual(history[1], {
+      type: 'model',
+      response: [{ type: 'segment', segmentType: 'thought', text: 'I should say hi.', ended: true }, 'Hi!'],
+    });
   });
 
   it('a foreign or altered blob, another model, and text the client wrote are dropped silently', () => {

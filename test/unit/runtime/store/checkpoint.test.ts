@@ -19,7 +19,11 @@ const insert = (i: number, pad = ''): Op[] => [
 ];
 const count = (db: DurableDatabase) => Number(db.get('SELECT COUNT(*) AS n FROM idempotency_keys')?.n);
 const keys = (db: DurableDatabase) => db.all('SELECT key, fingerprint FROM idempotency_keys ORDER BY created_at');
-const checkpoints = (dir: string) => fs.readdirSync(dir).filter((n) => /^checkpoint-\d+\.sqlite$/.test(n)).sort();
+const checkpoints = (dir: string) =>
+  fs
+    .readdirSync(dir)
+    .filter((n) => /^checkpoint-\d+\.sqlite$/.test(n))
+    .sort();
 
 test('the worker folds the previous image and the closed journal into a new one; writes during the fold go on', async () => {
   const dir = tempDir();
@@ -116,10 +120,7 @@ test('a store written by the previous version (unsealed image, journal) opens, a
   const payload = Buffer.from(
     JSON.stringify({
       s: 8,
-      o: [
-        ...insert(8),
-        ["UPDATE meta SET value = ? WHERE key = 'journal_seq'", ['8']],
-      ],
+      o: [...insert(8), ["UPDATE meta SET value = ? WHERE key = 'journal_seq'", ['8']]],
     }),
   );
   const frame = Buffer.alloc(8 + payload.length);
@@ -147,7 +148,10 @@ test('a checkpoint temp file left by a kill is removed at the next open', async 
   a.write(insert(1));
   fs.writeFileSync(join(dir, `checkpoint-000000000001.sqlite.${process.pid}.tmp`), 'half an image');
   const b = await DurableDatabase.open(dir);
-  assert.deepEqual(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')), []);
+  assert.deepEqual(
+    fs.readdirSync(dir).filter((n) => n.endsWith('.tmp')),
+    [],
+  );
   assert.equal(count(b), 1);
   await b.close();
 });

@@ -10,7 +10,6 @@ import { readJournal } from '../../../../src/runtime/store/journal';
 import { tempDir } from '../helpers';
 import { count, insert, named, twoImages } from './support';
 
-
 test('a clean store has no summary', async () => {
   const dir = tempDir();
   const a = await DurableDatabase.open(dir);
@@ -56,7 +55,10 @@ test('a journal lost with its image: the next journal is a gap, named with the m
     line,
     `journal gap in ${last}; 20 batches missing (seq 21–40); 5 valid batches after it not replayed (seq 41–45, bytes 0–${lastBytes}); copy kept as ${d.copy}`,
   );
-  assert.ok(logs.some((l) => l === `store: ${line}`), logs.join('\n'));
+  assert.ok(
+    logs.some((l) => l === `store: ${line}`),
+    logs.join('\n'),
+  );
   assert.equal(
     damageSummary(b.report),
     `The task store was damaged: 25 acknowledged write batches could not be restored (recent tasks or events may be missing). ${line}. The damaged files were kept in the data directory.`,

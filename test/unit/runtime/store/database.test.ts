@@ -27,7 +27,6 @@ test('checkpoints let old journals go and a clean close leaves a journal-free im
   await b.close();
 });
 
-
 test('a closed store refuses writes and a second close is a no-op', async () => {
   const dir = tempDir();
   const a = await DurableDatabase.open(dir);

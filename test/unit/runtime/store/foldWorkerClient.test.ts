@@ -91,21 +91,25 @@ test('stop() answers the fold in flight with ok: false; the next fold starts a n
   });
 });
 
-test('start() runs the worker idle and unreferenced: a process that only started it exits by itself; a fold then uses it', { timeout: 60_000 }, async () => {
-  // The store starts its worker at open (database.ts); an idle worker must never keep a process alive.
-  const client = join(__dirname, '../../../../src/runtime/store/foldWorkerClient.js');
-  const child = spawn(process.execPath, ['-e', `new (require(${JSON.stringify(client)}).FoldWorkerClient)().start()`], { stdio: 'ignore' });
-  const [code] = (await once(child, 'exit')) as [number | null];
-  assert.equal(code, 0);
+test(
+  'start() runs the worker idle and unreferenced: a process that only started it exits by itself; a fold then uses it',
+  { timeout: 60_000 },
+  async () => {
+    // The store starts its worker at open (database.ts); an idle worker must never keep a process alive.
+    const client = join(__dirname, '../../../../src/runtime/store/foldWorkerClient.js');
+    const child = spawn(process.execPath, ['-e', `new (require(${JSON.stringify(client)}).FoldWorkerClient)().start()`], { stdio: 'ignore' });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    assert.equal(code, 0);
 
-  const started = new FoldWorkerClient();
-  await withStore(4, started, async (dir) => {
-    started.start();
-    const reply = await started.run({ dir, base: 0, upTo: 4 });
-    assert.equal(reply.ok, true, reply.error);
-    assert.equal(await rowsIn(dir, 4), 4);
-  });
-});
+    const started = new FoldWorkerClient();
+    await withStore(4, started, async (dir) => {
+      started.start();
+      const reply = await started.run({ dir, base: 0, upTo: 4 });
+      assert.equal(reply.ok, true, reply.error);
+      assert.equal(await rowsIn(dir, 4), 4);
+    });
+  },
+);
 
 test('warm() runs the store statements in a worker given the host module; the same worker then folds, and stopIfIdle() leaves a fold in flight alone', async () => {
   // The store's open has the worker compile sql.js's code (checkpoint.ts): a warm-up that failed would leave the

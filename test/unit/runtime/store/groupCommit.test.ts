@@ -75,7 +75,12 @@ const insert = (i: number) =>
     ],
   ] as Array<[string, Array<string | number | null>]>;
 const count = (db: DurableDatabase) => Number(db.get('SELECT COUNT(*) AS n FROM idempotency_keys')?.n);
-const newestJournal = (dir: string) => `${dir}/${fs.readdirSync(dir).filter((n) => /^journal-\d+\.log$/.test(n)).sort().pop()!}`;
+const newestJournal = (dir: string) =>
+  `${dir}/${fs
+    .readdirSync(dir)
+    .filter((n) => /^journal-\d+\.log$/.test(n))
+    .sort()
+    .pop()!}`;
 
 test('batches written while a sync is under way share the next one: 8 batches, 2 fdatasyncs, told in order', async () => {
   const dir = tempDir();
@@ -182,7 +187,10 @@ test('a background sync started before a rollback does not count for batches wri
   db.write(insert(1), { defer: deferred(1) }); // its background sync is held
   const seq1 = db.commitSeq;
   seam.failNextMainSync('EIO');
-  assert.throws(() => db.write(insert(2)), (e: unknown) => isRuntimeError(e, 'store_unwritable'));
+  assert.throws(
+    () => db.write(insert(2)),
+    (e: unknown) => isRuntimeError(e, 'store_unwritable'),
+  );
   assert.deepEqual(told, ['failed 1']);
   // The next write probes and goes through, with the sequence number batch 1 had; the held sync is still under way.
   db.write(insert(3), { defer: deferred(3) });
@@ -384,7 +392,6 @@ test('a failing batch after many synced ones (not yet committed in memory) takes
   assert.equal(b.get("SELECT COUNT(*) AS n FROM idempotency_keys WHERE key = 'k100'")?.n, 0);
   await b.close();
 });
-
 
 test('a durable callback that writes: the callbacks queued before its own write run first, in batch order', async () => {
   const dir = tempDir();

@@ -40,7 +40,6 @@ test('journal records are JSON.stringify({ s, o }) byte for byte, and read back 
   assert.equal(read.damaged.length, 0);
 });
 
-
 test('a new journal grows by zeros written ahead in doubling steps from 64 KiB to 4 MiB, and reads back cleanly at every size', () => {
   // The first write of a generation writes ahead 64 KiB, not 4 MiB (issue #23 item 7): each growth doubles up to
   // 4 MiB. What a kill leaves at any moment is the file as it stands: the records written, then zeros.

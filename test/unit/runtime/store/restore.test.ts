@@ -9,7 +9,6 @@ import { DurableDatabase, damageSummary } from '../../../../src/runtime/store/da
 import { tempDir } from '../helpers';
 import { count, insert, twoImages } from './support';
 
-
 test('acknowledged writes survive a reopen without a clean close (journal replay)', async () => {
   const dir = tempDir();
   const a = await DurableDatabase.open(dir);
@@ -26,7 +25,11 @@ test('a torn record at the end of the journal is dropped; everything before it s
   const dir = tempDir();
   const a = await DurableDatabase.open(dir);
   for (let i = 0; i < 10; i++) a.write(insert(i));
-  const journal = fs.readdirSync(dir).filter((n) => n.startsWith('journal-')).sort().pop()!;
+  const journal = fs
+    .readdirSync(dir)
+    .filter((n) => n.startsWith('journal-'))
+    .sort()
+    .pop()!;
   const path = join(dir, journal);
   // Half of one more record: a header promising 100 bytes and a few bytes of payload.
   const torn = Buffer.alloc(12);
@@ -46,7 +49,7 @@ test('a torn record at the end of the journal is dropped; everything before it s
 function frames(path: string): Array<{ seq: number; offset: number; bytes: number }> {
   const buf = fs.readFileSync(path);
   const out: Array<{ seq: number; offset: number; bytes: number }> = [];
-  for (let off = 0; off + 8 <= buf.length; ) {
+  for (let off = 0; off + 8 <= buf.length;) {
     const len = buf.readUInt32LE(off);
     if (len === 0) break;
     out.push({ seq: JSON.parse(buf.subarray(off + 8, off + 8 + len).toString('utf8')).s, offset: off, bytes: 8 + len });
@@ -55,7 +58,15 @@ function frames(path: string): Array<{ seq: number; offset: number; bytes: numbe
   return out;
 }
 
-const newestJournal = (dir: string) => join(dir, fs.readdirSync(dir).filter((n) => /^journal-\d+\.log$/.test(n)).sort().pop()!);
+const newestJournal = (dir: string) =>
+  join(
+    dir,
+    fs
+      .readdirSync(dir)
+      .filter((n) => /^journal-\d+\.log$/.test(n))
+      .sort()
+      .pop()!,
+  );
 
 test('damage in the middle of the newest journal: replay stops there, a copy is kept, the report names the loss', async () => {
   const dir = tempDir();
@@ -152,9 +163,15 @@ test('damage in an older journal that replay needs: later journals are set aside
   const dir = tempDir();
   await twoImages(dir); // left open, as a kill leaves it
   // The newest checkpoint is unreadable, so batches 21–45 come from two journals; the first of them is damaged.
-  const checkpoints = fs.readdirSync(dir).filter((n) => /^checkpoint-\d+\.sqlite$/.test(n)).sort();
+  const checkpoints = fs
+    .readdirSync(dir)
+    .filter((n) => /^checkpoint-\d+\.sqlite$/.test(n))
+    .sort();
   fs.truncateSync(join(dir, checkpoints[checkpoints.length - 1]), 100);
-  const journals = fs.readdirSync(dir).filter((n) => /^journal-\d+\.log$/.test(n)).sort();
+  const journals = fs
+    .readdirSync(dir)
+    .filter((n) => /^journal-\d+\.log$/.test(n))
+    .sort();
   const middle = journals[journals.length - 2];
   const fr = frames(join(dir, middle));
   assert.deepEqual([fr[0].seq, fr[fr.length - 1].seq], [21, 40]);
@@ -185,7 +202,10 @@ test('damage in an older journal that replay needs: later journals are set aside
 test('a truncated newest checkpoint is set aside and the older one plus the journals rebuild everything', async () => {
   const dir = tempDir();
   await twoImages(dir); // left open, as a kill leaves it
-  const checkpoints = fs.readdirSync(dir).filter((n) => /^checkpoint-\d+\.sqlite$/.test(n)).sort();
+  const checkpoints = fs
+    .readdirSync(dir)
+    .filter((n) => /^checkpoint-\d+\.sqlite$/.test(n))
+    .sort();
   assert.ok(checkpoints.length >= 2);
   const newest = join(dir, checkpoints[checkpoints.length - 1]);
   fs.truncateSync(newest, Math.floor(fs.statSync(newest).size / 3));
@@ -195,4 +215,3 @@ test('a truncated newest checkpoint is set aside and the older one plus the jour
   assert.ok(fs.readdirSync(dir).some((n) => n.includes('.corrupt-')));
   await b.close();
 });
-

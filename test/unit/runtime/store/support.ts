@@ -14,7 +14,11 @@ export const insert = (i: number): WriteOp[] => [
 export const count = (db: DurableDatabase): number => Number(db.get('SELECT COUNT(*) AS n FROM idempotency_keys')?.n);
 
 /** Files of `dir` whose names match, sorted (images and journals sort by their sequence). */
-export const named = (dir: string, re: RegExp): string[] => fs.readdirSync(dir).filter((n) => re.test(n)).sort();
+export const named = (dir: string, re: RegExp): string[] =>
+  fs
+    .readdirSync(dir)
+    .filter((n) => re.test(n))
+    .sort();
 
 /**
  * 45 batches in `dir` with images at 20 and 40 and the journals from 21 and from 41 behind them. Returns the open

@@ -13,6 +13,7 @@ import { SCHEMA_VERSION } from '../../../../src/runtime/store/migrations';
 import { TaskStore } from '../../../../src/runtime/taskStore';
 import { isTerminal } from '../../../../src/runtime/task';
 import { readContents, type StoreContents } from '../../../fixtures/stores/storeContents';
+import type { TaskRecord } from '../../../../src/runtime/task';
 import { ScriptedBackend, says } from '../../../fixtures/scriptedBackend';
 import { REPO_ROOT } from '../../../support/prerequisites';
 import { taskReaches } from '../../../support/wait';
@@ -28,11 +29,36 @@ const fixtures = fs
 function copyOf(name: string): { dir: string; store: string; expected: StoreContents } {
   const dir = tempDir('tr-upgrade-');
   fs.cpSync(path.join(FIXTURES, name), dir, { recursive: true });
-  return { dir, store: path.join(dir, 'store'), expected: JSON.parse(fs.readFileSync(path.join(dir, 'expected.json'), 'utf8')) as StoreContents };
+  const expected = JSON.parse(fs.readFileSync(path.join(dir, 'expected.json'), 'utf8')) as StoreContents;
+  return {
+    dir,
+    store: path.join(dir, 'store'),
+    expected: { ...expected, tasks: expected.tasks.map((t) => ({ ...t, task: inCurrentNames(t.task) })) },
+  };
+}
+
+/**
+ * A record as the code that wrote the fixture named its fields, in today's names: the stored columns are the same,
+ * only the in-memory record was renamed (TaskRecord.input is TaskRecord.request since schema 2's code).
+ */
+function inCurrentNames(task: TaskRecord & { input?: TaskRecord['request'] }): TaskRecord {
+  if (task.input === undefined) return task;
+  const { input, ...rest } = task;
+  return { ...rest, request: input };
 }
 
 function hashes(dir: string): Record<string, string> {
-  return Object.fromEntries(fs.readdirSync(dir).sort().map((n) => [n, createHash('sha256').update(fs.readFileSync(path.join(dir, n))).digest('hex')]));
+  return Object.fromEntries(
+    fs
+      .readdirSync(dir)
+      .sort()
+      .map((n) => [
+        n,
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(dir, n)))
+          .digest('hex'),
+      ]),
+  );
 }
 
 test('a fixture exists for the current schema (add one with storeContents.ts before changing the schema)', () => {
