@@ -1,10 +1,9 @@
 // Which task runs when: the queue, concurrency per model (or capacity group), the runs in progress, deadlines, and
 // tasks whose run died because the store could not be written.
-// The queue is fair between principals (issue #20): each principal's tasks wait in their own FIFO, and a free slot of
-// a capacity group goes to the principal that group served least recently (one that never was, or not since its
-// tasks last drained, first; ties in queue order). So a client's backlog delays another client's first task by at
-// most the one task that holds the slot; with one principal it is the plain FIFO it always was. Measured (bench
-// `fair_share`, scripted 20 ms tasks, concurrency 1): B's first task waited behind all 200 of A's before, one after.
+// The queue is fair between principals: each principal's tasks wait in their own FIFO, and a free slot of a capacity
+// group goes to the principal that group served least recently (one that never was, or not since its tasks last
+// drained, first; ties in queue order). So a client's backlog delays another client's first task by at most the one
+// task that holds the slot; with one principal it is the plain FIFO it always was (bench `fair_share`).
 import { join } from 'node:path';
 import type { ModelBackend } from './backend';
 import { GenerationRun, type GenerationSettings, type RequeueRequest, type ResumePoint, type StopReason } from './generation';

@@ -1,10 +1,8 @@
 // Fair shares: what one principal (one bearer token) may hold of what every client shares, beside the global caps.
-// Measured before these existed (issue #20): one client queued 1 001 tasks in 3.3 s and every other client then got
-// `429 queue_full` on LMSP and in both MCP eras; idle change streams never ended, so one client holding the door's
-// 256 stream slots made everyone else's `/events` answer 503; 40 prompts of 4 MB raised the server's RSS from 308 to
-// 563 MB and the store from 22 to 206 MB (the store is an in-memory database: its bytes are the process's memory,
-// in the editor the extension host's). The scheduler serves principals in turn (scheduler.ts); these caps bound
-// what one of them can pile up. Defaults, and why:
+// Without them one client could fill the global queue, hold every shared stream slot, and grow the in-memory store
+// (the process's memory; in the editor the extension host's) for everyone (the measurements: docs/runtime.md, "Fair
+// shares"). The scheduler serves principals in turn (scheduler.ts); these caps bound what one of them can pile up.
+// Defaults, and why:
 // - 256 unfinished tasks per principal: under a quarter of the global queue (1 000), so one client, even three,
 //   cannot fill it; above the 200 that an agent's batch or our benchmark queues at once.
 // - 32 open event streams per principal (per door): an agent watches a handful of tasks at a time; 32 leaves the
@@ -12,8 +10,7 @@
 //   against its owner, never against the shared slots, and ends after 5 minutes without a change (clients reconnect
 //   and re-read the list, as they do on every connect), so abandoned ones free their owner's slots too.
 // - 64 MiB of stored prompts and outputs per principal: sixteen of the largest accepted bodies (4 MiB), some
-//   hundred times a long agent conversation; at the figures above that is about 100 MB of RSS per principal at
-//   most. Counted from the store (task rows' prompt and output JSON); a prompt alone over the cap is refused 413,
+//   hundred times a long agent conversation; about 100 MB of RSS per principal at most (docs/runtime.md). Counted from the store (task rows' prompt and output JSON); a prompt alone over the cap is refused 413,
 //   one that would take the principal over it 429. Bytes come free as the principal's tasks are deleted (DELETE,
 //   ttl, retention).
 import { RuntimeError, type LimitInfo } from './errors';

@@ -1,21 +1,15 @@
-// Order in the batch (`sequenceOrderStrategy`): node-llama-cpp 3.21.1 creates every context with one KV stream per
-// sequence (`kv_unified` off), and llama.cpp then cuts a batch into micro-batches (`split_equal`, sequential) that
-// take only sequences whose ids ascend by one from the first: a batch of tokens for sequences 5, 2, 7, 0… becomes a
-// run of one-token micro-batches, each a matrix-vector pass over every weight. node-llama-cpp adds its queued decodes
-// in arrival order, so batches were cut up that way: with perf, a third of the decode time in `ggml_vec_dot_f32`,
-// against tinyBLAS's batched products for llama-server (whose slots are added in id order). Ordering the items by
-// sequence id, 8 sequences, 1 thread, the batching bench's 86 MB model: a decode of 8 tokens 26 → 12.5 ms, the
-// same as llama-server's. The pool hands out the lowest free ids for the same reason (a gap in the ids splits too).
+// What goes into each decode of a batched context, and on how many threads.
 //
-// Threads per decode (`promptThreads`): node-llama-cpp 3.21.1's prebuilt CPU binaries have no OpenMP and it attaches
-// no ggml threadpool to its contexts, so every decode with T > 1 threads makes a disposable pool of T − 1 threads and
-// joins them (strace, 200 tokens of the batching bench's 86 MB model: 220 clone3 calls at 2 threads, 20 at 1). For a
-// one-token step that costs more than the second thread saves — 1 stream, 2-core machine: 55–81 tokens/s at 2
-// threads against 144–186 at 1, where llama-server (persistent pool) goes from 182–260 to 394–512 — which is why the
-// calibrated count (threadCalibration.ts, measured on one-token steps) is often 1. A prompt's batch amortizes the
-// pool: 2 008 prompt tokens, first token 2 130–2 158 ms at 1 thread, 1 138–1 141 ms at 2. So a decode of at least
-// PROMPT_BATCH_TOKENS tokens runs on `promptThreads` (all math cores, or the setting's number) and the steps of
-// generating sequences on `threads` (calibrated, up to that number).
+// Order (`sequenceOrderStrategy`): llama.cpp cuts a batch into micro-batches that take only sequences whose ids
+// ascend by one (node-llama-cpp 3.21.1 makes one KV stream per sequence), so a batch in arrival order becomes a run of
+// one-token matrix-vector passes. Items are put in ascending sequence id, and the pool hands out the lowest free ids,
+// so a batch of N steps is one batched product, as llama-server's is.
+//
+// Threads (`batchStrategy`): node-llama-cpp's prebuilt CPU binaries make and join a throwaway thread pool on every
+// decode with more than one thread. A one-token step pays more for that than a second thread saves (so the calibrated
+// step count is often 1), while a prompt's batch amortizes it: a decode of at least PROMPT_BATCH_TOKENS tokens runs on
+// `promptThreads` (all math cores, or the setting's number), the steps of generating sequences on `threads`.
+// The measurements behind both: docs/hardware.md, "Batching: the measurements behind the code".
 import type { BatchItem, CustomBatchingPrioritizationStrategy, LlamaContext, PrioritizedBatchItem, Token } from 'node-llama-cpp' with {
   'resolution-mode': 'import',
 };

@@ -4,8 +4,8 @@
 //
 // One context per loaded model with N sequences (`BatchedContextPool`): node-llama-cpp gathers the evaluate() calls
 // of all sequences of a context into one llama_decode per step, so N tasks cost about one decode per token step, on
-// one calibrated thread count — not N contexts each spinning its own threads (issue #20: 4 tasks × 2 threads on 2
-// cores fell to 4.4 tokens/s against 546 for llama-server's one batched context). In node-llama-cpp 3.21.1
+// one calibrated thread count — not N contexts each spinning its own threads, which fell two orders of magnitude
+// short of llama-server's one batched context (docs/hardware.md, "Batching"). In node-llama-cpp 3.21.1
 // `contextSize` is per sequence (the native context gets contextSize × sequences cells), so every sequence holds the
 // prompt + output of one task at the configured size.
 //

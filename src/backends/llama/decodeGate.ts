@@ -1,18 +1,12 @@
-// Gathering decodes into batches (`DecodeGate`): node-llama-cpp decodes, under one lock, whatever is queued when the previous decode and
-// its sampling end, and loops while anything is queued. Sequences that start at different times (HTTP requests
-// arriving one after another) therefore settle into a round robin of one-token decodes: each sequence queues its next
-// token while another's decode runs, and never meets the others. Measured on the 2-core machine, 4 and 8 streams
-// through `serve`: 1.0–2.9 tokens per decode on average, aggregate tokens/s flat from 1 to 8 streams (bench/batching.ts
-// 153 and 159 against llama-server's 243 and 329), while the same 8 generations started in one instant decoded 6.9
-// tokens per step. So each token decode of a generating sequence waits at the gate until every generating sequence of
-// the context has its token there — without a bound while one of them is still being decoded and sampled (it is
-// sure to come), else, for one that is late elsewhere (busy delivering, saving a snapshot, finishing), a bounded
-// wait: GATHER_MICROTASK_HOPS microtask turns, then event-loop turns while more keep arriving, at most
-// GATHER_MAX_TURNS — and then all go into the queue together: one decode per step again. A sequence counts as
-// generating from the moment it is handed out, so prompts handed out together share their first decode too (8
-// generations of the bench model started at once, in process: first tokens 17 ms for one and 100 ms for seven
-// → 78–79 ms for all; through `serve` requests arrive a few ms apart: the first prompt goes alone, and the rest
-// share the next decode with its first token step instead of waiting behind that step).
+// Gathering decodes into batches (`DecodeGate`). node-llama-cpp decodes whatever is queued when the previous decode
+// and its sampling end, so sequences that start at different times settle into a round robin of one-token decodes
+// and never meet: N streams cost N decodes per step. So each token decode of a generating sequence waits at the gate
+// until every generating sequence of the context has its token there — without a bound while one of them is still
+// being decoded and sampled (it is sure to come), else, for one that is late elsewhere (delivering, saving a
+// snapshot, finishing), a bounded wait: GATHER_MICROTASK_HOPS microtask turns, then event-loop turns while more keep
+// arriving, at most GATHER_MAX_TURNS; then all go into the queue together. A sequence counts as generating from the
+// moment it is handed out, so prompts handed out together share their first decode too. The measurements: docs/
+// hardware.md, "Batching: the measurements behind the code".
 import type { LlamaContext } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import { wrapDecodeTokens } from './nativeSeams';
 

@@ -1,7 +1,7 @@
-// The sampling-race guard (`sampleFirstAlone`): llama.cpp reorders a batch's outputs lazily on the first logits read, and node-
-// llama-cpp samples all of a batch's sequences at once on worker threads; the first sampling after a decode runs
-// alone, or two could reorder at once and a sequence sample from another's logits (it then continued another
-// prompt's text: with a 32 000-token vocabulary 1 batched sampling in 6).
+// The sampling-race guard (`sampleFirstAlone`): llama.cpp reorders a batch's outputs lazily on the first logits read,
+// and node-llama-cpp samples all of a batch's sequences at once on worker threads; the first sampling after a decode
+// runs alone, or two could reorder at once and a sequence sample from another's logits (it then continues another
+// prompt's text). How often that happened without it: docs/hardware.md, "Batching: the measurements behind the code".
 import type { LlamaContext } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import { nativeContextOf, type NativeContext } from './nativeSeams';
 

@@ -4,8 +4,7 @@
 // (the figures: docs/gpu.md, docs/hardware.md), hence the measurement. A number in the setting is a bound: the
 // candidates stop at it and prompts use it. That is not llama.cpp's `--threads` (used as given), on purpose: node-
 // llama-cpp 3.21.1 makes a disposable thread pool for every decode (contextPool.ts), so where each step's work is
-// small more threads are slower, not faster — the batching bench's 86 MB model on 2 cores, one stream: 61–73
-// tokens/s with every step on 2 threads against 157–183 on 1 (bench/results.json, threads grid). Calibration is an
+// small more threads are slower, not faster (bench/results.json, the threads grid). Calibration is an
 // optimisation: a failure never fails the load (the bound, or min(4, cores), is used and the reason is logged).
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';

@@ -5,7 +5,7 @@
 // built by another extension's copy of the classes.
 //
 // Why trimming: Copilot Chat's agent mode sends a system prompt of several thousand tokens and dozens of tool
-// schemas with every request (issue #21, measured in code-server 1.139); a local model with a 4 k context cannot
+// schemas with every request (docs/editor.md); a local model with a 4 k context cannot
 // take them, and the runtime refuses a prompt that leaves no room for output. What goes first, in order: older
 // history, then tool definitions (last first), then the middle of long system text, then the front of the last user
 // message; the newest user turn and the answers to the calls it follows stay.

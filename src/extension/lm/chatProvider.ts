@@ -1,10 +1,9 @@
 // The runtime's models as VS Code language models (vendor `task-runtime`): other extensions reach them through
 // `vscode.lm.selectChatModels`, users through the Chat view's model picker. Every request is a durable task made
 // through the editor's task source, so it shows in the Tasks view like any other, survives as a record, and a
-// cancelled request cancels its task. Measured in code-server 4.139.1 (issue #21): another extension's sendRequest
-// reaches a provider with no consent dialog; the agent-mode picker lists only models with `toolCalling`, and only
-// once some extension has resolved the vendor's models, so this provider resolves them itself once the runtime is
-// up. Mapping and trimming live in chatMapping.ts (pure, unit-tested).
+// cancelled request cancels its task. The agent-mode picker lists only models with `toolCalling`, and only once some
+// extension has resolved the vendor's models, so this provider resolves them itself once the runtime is up (what
+// code-server showed: docs/editor.md). Mapping and trimming live in chatMapping.ts (pure, unit-tested).
 import * as vscode from 'vscode';
 import { LM_VENDOR } from '../constants';
 import { Disposable, toDisposable, type IDisposable } from '../lifecycle';
