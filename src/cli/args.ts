@@ -138,7 +138,10 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
 
 export function parseArgs(argv: readonly string[]): CliArgs {
   const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') return { command: 'help' };
+  const isHelp = (a: string | undefined) => a === '--help' || a === '-h' || a === 'help';
+  // `task-runtime --help`, `task-runtime serve --help`, `… make-test-model -h`: the usage, whatever else is given.
+  if (command === undefined || isHelp(command) || (command !== undefined && rest.some((a) => a === '--help' || a === '-h')))
+    return { command: 'help' };
   if (command === 'make-test-model') {
     if (rest.length !== 1 || rest[0].startsWith('-')) throw new UsageError('make-test-model takes exactly one argument: the output .gguf path.');
     return { command: 'make-test-model', out: rest[0] };

@@ -31,7 +31,9 @@ export function loadOrCreateTokens(file: string): Map<string, string> {
 
 export function parseTokens(text: string, file: string): Map<string, string> {
   const tokens = new Map<string, string>();
-  for (const raw of text.split(/\r?\n/)) {
+  /** The line that gave each token its principal (1-based), to name both lines of a conflict. */
+  const lineOf = new Map<string, number>();
+  for (const [index, raw] of text.split(/\r?\n/).entries()) {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) continue;
     const parts = line.split(/\s+/);
@@ -40,7 +42,15 @@ export function parseTokens(text: string, file: string): Map<string, string> {
     if (!/^[A-Za-z0-9\-._~+/]{16,}=*$/.test(token)) {
       throw new UsageError(`Token file ${file}: tokens must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + /.`);
     }
+    const earlier = tokens.get(token);
+    if (earlier !== undefined && earlier !== principal) {
+      // One token, two principals: whoever holds it would be either. Named by line, never by the token.
+      throw new UsageError(
+        `Token file ${file}: lines ${lineOf.get(token)} and ${index + 1} give the same token to two principals ("${earlier}" and "${principal}").`,
+      );
+    }
     tokens.set(token, principal);
+    lineOf.set(token, index + 1);
   }
   if (tokens.size === 0) throw new UsageError(`Token file ${file} holds no token.`);
   return tokens;

@@ -36,3 +36,10 @@ test('--background-restart takes a restart policy; absent leaves the default to 
     );
   }
 });
+
+test('--help or -h anywhere prints the usage: alone, after serve, after make-test-model', () => {
+  for (const argv of [[], ['--help'], ['-h'], ['help'], ['serve', '--help'], ['serve', '--port', '0', '-h'], ['make-test-model', '--help']]) {
+    assert.deepEqual(parseArgs(argv), { command: 'help' }, argv.join(' '));
+  }
+  assert.throws(() => parseArgs(['serve', '--helpme']), UsageError);
+});

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { UsageError } from '../../../src/cli/args';
-import { loadOrCreateTokens } from '../../../src/cli/tokenFile';
+import { loadOrCreateTokens, parseTokens } from '../../../src/cli/tokenFile';
 import { DurableDatabase } from '../../../src/runtime/store/database';
 
 const dir = () => {
@@ -46,4 +46,15 @@ test('the store folder is made 0700, and an existing 0755 one is tightened', asy
   fs.chmodSync(loose, 0o755);
   await (await DurableDatabase.open(loose)).close();
   assert.equal(fs.statSync(loose).mode & 0o777, 0o700);
+});
+
+test('one token given to two principals is refused, naming both lines and never the token', () => {
+  const token = 'a'.repeat(24);
+  const text = `# team tokens\nalice ${token}\nbob bbbbbbbbbbbbbbbbbbbbbbbb\ncarol ${token}\n`;
+  assert.throws(
+    () => parseTokens(text, 'tokens'),
+    (e) => e instanceof UsageError && /lines 2 and 4/.test(e.message) && e.message.includes('"alice"') && !e.message.includes(token),
+  );
+  // The same line twice is the same grant, not a conflict.
+  assert.equal(parseTokens(`alice ${token}\nalice ${token}\n`, 'tokens').get(token), 'alice');
 });
