@@ -48,4 +48,21 @@ describe('listener connection slots and timeouts', () => {
     // Node checks every connectionsCheckingInterval; its default (30 s) would close it after 30 s at the earliest.
     assert.ok(Date.now() - started < 15_000, `closed after ${Date.now() - started} ms`);
   });
+  test('a request trickled a byte at a time from its first byte is cut at the header timeout too', { timeout: 60_000 }, async () => {
+    const text = 'GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(10_000);
+    const s = await rawSocket(listener.port, text[0]);
+    held.push(s);
+    // A byte every 100 ms: the socket is never idle, and the headers never end. Without a deadline of its own the
+    // listener keeps it until its idle timeout (120 s), and this test times out.
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (!s.destroyed) s.write(text[++sent]);
+    }, 100);
+    try {
+      await socketClosed(s);
+    } finally {
+      clearInterval(trickle);
+    }
+    assert.ok(sent > 0, 'the client was still sending when the server closed it');
+  });
 });
