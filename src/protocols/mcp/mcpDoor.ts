@@ -83,6 +83,16 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
           const headers: Record<string, string> = e.status === 413 ? { connection: 'close' } : {};
           return sendJsonRpcError(res, e.status, parse ? -32700 : -32600, parse ? `Parse error: ${e.detail}` : e.detail, null, headers);
         }
+        // JSON numbers past 2^53 do not survive JSON.parse: such an id could only be echoed changed, so it is refused
+        // as an invalid request (id null, as JSON-RPC answers one whose id it cannot read), in both eras.
+        if ((Array.isArray(value) ? value : [value]).some(hasUnsafeNumericId)) {
+          return sendJsonRpcError(
+            res,
+            400,
+            -32600,
+            'Invalid Request: a numeric id must be an integer within ±(2^53 − 1); send larger ids as strings',
+          );
+        }
         const era = classify(req, value, sessionId !== undefined);
         if (era === 'modern') return await modern.handle(req, res, rc, value);
         if (era === 'modern-header-only') {
@@ -165,4 +175,10 @@ function idOf(body: unknown): string | number | null {
 
 function isInitialize(body: unknown): boolean {
   return !!body && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'initialize';
+}
+
+/** A message whose numeric id JSON.parse could not keep exactly (an integer past 2^53, or out of range). */
+function hasUnsafeNumericId(message: unknown): boolean {
+  const id = message && typeof message === 'object' ? (message as { id?: unknown }).id : undefined;
+  return typeof id === 'number' && (!Number.isFinite(id) || (Number.isInteger(id) && !Number.isSafeInteger(id)));
 }

@@ -137,6 +137,36 @@ describe('MCP 2026-07-28 on /mcp', () => {
     }
   });
 
+  test('method names of Object.prototype are unknown methods like any other, with a plain message', async () => {
+    for (const method of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+      const r = await alice.request(method, {}, { id: method });
+      assert.equal(r.status, 404, method);
+      assert.equal(r.body.id, method);
+      assert.equal(r.body.error.code, -32601, method);
+      assert.equal(r.body.error.message, `Method not found: ${method}`);
+    }
+  });
+
+  test('a numeric id past 2^53 is refused as an invalid request, never echoed changed (both eras)', async () => {
+    const big = '12345678901234567890';
+    const body = `{"jsonrpc":"2.0","id":${big},"method":"server/discover","params":{"_meta":${JSON.stringify(alice.envelope())}}}`;
+    const modern = await alice.raw(body, alice.headersFor('server/discover', {}));
+    assert.equal(modern.status, 400);
+    assert.equal(modern.body.id, null);
+    assert.equal(modern.body.error.code, -32600);
+    const legacy = await alice.raw(`{"jsonrpc":"2.0","id":${big},"method":"initialize","params":{}}`, {
+      authorization: `Bearer ${TOKENS.alice}`,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    });
+    assert.equal(legacy.status, 400);
+    assert.equal(legacy.body.id, null);
+    assert.equal(legacy.body.error.code, -32600);
+    // A safe one is echoed as sent.
+    const ok = await alice.request('server/discover', {}, { id: Number.MAX_SAFE_INTEGER });
+    assert.equal(ok.body.id, Number.MAX_SAFE_INTEGER);
+  });
+
   // generate_long without the extension is answered synchronously (mcpNoTasks.test.ts), not refused.
   test('-32021 with requiredCapabilities: tasks/* without the extension; nothing is created', async () => {
     const before = server.runtime.countTasks('alice').total;

@@ -38,13 +38,15 @@ import {
 export const MODERN_CAPABILITIES = { tools: {}, extensions: { [TASKS_EXTENSION]: {} } };
 
 /** Methods that existed in 2025-11-25 and are gone in this era: 404 + -32601 like any unknown method. */
-const REMOVED: Record<string, string> = {
-  'tasks/result': 'tasks/result is removed in 2026-07-28 (tasks extension): the result is inlined in tasks/get',
-  'tasks/list': 'tasks/list is removed in 2026-07-28 (tasks extension): keep the task ids you were given',
-  initialize: 'initialize does not exist in 2026-07-28: send the _meta envelope on every request (server/discover)',
-  ping: 'ping is removed in 2026-07-28',
-  'logging/setLevel': 'logging/setLevel is removed in 2026-07-28: use _meta["io.modelcontextprotocol/logLevel"]',
-};
+const REMOVED: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    'tasks/result': 'tasks/result is removed in 2026-07-28 (tasks extension): the result is inlined in tasks/get',
+    'tasks/list': 'tasks/list is removed in 2026-07-28 (tasks extension): keep the task ids you were given',
+    initialize: 'initialize does not exist in 2026-07-28: send the _meta envelope on every request (server/discover)',
+    ping: 'ping is removed in 2026-07-28',
+    'logging/setLevel': 'logging/setLevel is removed in 2026-07-28: use _meta["io.modelcontextprotocol/logLevel"]',
+  }),
+);
 
 function modernInstructions(ctx: McpContext): string {
   const l = ctx.runtime.limits;
@@ -168,7 +170,7 @@ export function createModernHandler(ctx: McpContext, options: ModernOptions = {}
         return cancelTaskModern(ctx, caller, r.params);
       }
       default:
-        throw new McpError(-32601, REMOVED[r.method] ?? `Method not found: ${r.method}`);
+        throw new McpError(-32601, REMOVED.get(r.method) ?? `Method not found: ${r.method.slice(0, 200)}`);
     }
   }
 

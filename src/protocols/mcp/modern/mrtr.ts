@@ -19,7 +19,7 @@ export const CAPABILITY_OF_METHOD: Readonly<Record<string, string>> = {
 
 /** Whether the request's client declared the capability `request` needs (an unknown method: never). */
 export function canAnswer(envelope: Envelope, request: InputRequest): boolean {
-  const cap = CAPABILITY_OF_METHOD[request.method];
+  const cap = Object.hasOwn(CAPABILITY_OF_METHOD, request.method) ? CAPABILITY_OF_METHOD[request.method] : undefined;
   const declared = cap === undefined ? undefined : envelope.capabilities[cap];
   return !!declared && typeof declared === 'object' && !Array.isArray(declared);
 }
