@@ -1,7 +1,7 @@
 // An engine's API key must never reach a task error, an event or a log, in any spelling an engine might echo it
-// in: as is, URL-encoded, JSON-escaped, in base64 (standard or URL-safe, also as the `:key` of a Basic header), and cut
-// short (a prefix or any other stretch of at least MIN_RUN characters of one of those forms). Every run of the text
-// covered by a MIN_RUN-character piece of some form is replaced, whole, by `[key]`.
+// in: as is, URL-encoded, JSON-escaped, in hex (either case), in base64 (standard or URL-safe, also as the `:key` of
+// a Basic header), and cut short (a prefix or any other stretch of at least MIN_RUN characters of one of those
+// forms). Every run of the text covered by a MIN_RUN-character piece of some form is replaced, whole, by `[key]`.
 
 /** Shortest stretch of a key form that counts as the key (random keys share no 8-character run with text by chance). */
 export const MIN_RUN = 8;
@@ -9,7 +9,18 @@ export const MIN_RUN = 8;
 function forms(key: string): string[] {
   const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
   const b64url = (s: string) => Buffer.from(s, 'utf8').toString('base64url');
-  const all = [key, encodeURIComponent(key), JSON.stringify(key).slice(1, -1), b64(key), b64url(key), b64(`:${key}`), b64url(`:${key}`)];
+  const hex = Buffer.from(key, 'utf8').toString('hex');
+  const all = [
+    key,
+    encodeURIComponent(key),
+    JSON.stringify(key).slice(1, -1),
+    hex,
+    hex.toUpperCase(),
+    b64(key),
+    b64url(key),
+    b64(`:${key}`),
+    b64url(`:${key}`),
+  ];
   // Base64 of a form also drops its '=' padding in many echoes; the runs below cover that anyway.
   return [...new Set(all)].filter((f) => f.length > 0);
 }

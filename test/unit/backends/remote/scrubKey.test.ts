@@ -17,6 +17,14 @@ test('the key as is, URL-encoded, JSON-escaped, in base64 (both alphabets, also 
   }
 });
 
+test('the key in hex, lower or upper case, whole or cut short, is replaced too', () => {
+  const hex = Buffer.from(KEY, 'utf8').toString('hex');
+  for (const s of [hex, hex.toUpperCase(), hex.slice(6, 30), hex.toUpperCase().slice(0, 16)]) {
+    const out = scrubKey(`echo: ${s} end`, KEY);
+    assert.equal(out, 'echo: [key] end', s);
+  }
+});
+
 test('text without the key is unchanged, and so is everything with no key configured', () => {
   const text = 'upstream 401: Unauthorized (model llama-3.1-8b, slot 2)';
   assert.equal(scrubKey(text, KEY), text);
