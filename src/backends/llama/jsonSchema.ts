@@ -27,6 +27,11 @@ const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object
  * zod's `.int()` adds ±Number.MAX_SAFE_INTEGER.
  */
 export const INTEGER_LIMIT = 999_999_999_999_999;
+/** Largest `minLength`/`maxLength` and `minItems`/`maxItems` a grammar is built for (see Translator.count). */
+export const MAX_LENGTH_BOUND = 8192;
+export const MAX_ITEMS_BOUND = 1024;
+/** Text a grammar cannot carry faithfully: control characters (NUL included) and halves of a surrogate pair. */
+const UNSAFE_TEXT = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const ROOT_DEF = '__root';
 
 /** Keywords each kind of node may carry, besides annotations. */
@@ -91,6 +96,7 @@ class Translator {
         if (v !== null && !['string', 'number', 'boolean'].includes(typeof v))
           this.refuse(at, 'only string, number, boolean and null values can be enforced');
         if (types && !types.some((t) => matchesType(v, t))) this.refuse(at, `the value does not match "type"`);
+        if (typeof v === 'string') this.text(v, at, 'a value');
       });
       return kw === 'const' ? { ...base, const: n.const } : { ...base, enum: n.enum };
     }
@@ -177,6 +183,7 @@ class Translator {
     const props = n.properties ?? {};
     if (typeof props !== 'object' || props === null || Array.isArray(props)) this.refuse(`${path}.properties`, '"properties" must be an object');
     const names = Object.keys(props);
+    for (const k of names) this.text(k, `${path}.properties${segment(k)}`, 'a property name');
     const properties = Object.fromEntries(names.map((k) => [k, this.node((props as Node)[k], `${path}.properties${segment(k)}`)]));
     if ('required' in n) {
       if (!Array.isArray(n.required)) this.refuse(`${path}.required`, '"required" must be an array');
@@ -244,10 +251,18 @@ class Translator {
     return { ...out, ...(min !== undefined ? { minItems: min } : {}), ...(max !== undefined ? { maxItems: max } : {}) };
   }
 
+  /** Refuses text a grammar cannot carry faithfully (UNSAFE_TEXT), naming what it is. */
+  private text(v: string, path: string, what: string): void {
+    if (UNSAFE_TEXT.test(v)) this.refuse(path, `${what} with a control character or half a surrogate pair cannot be enforced`);
+  }
+
   private count(n: Node, k: string, path: string): number | undefined {
     if (!(k in n)) return undefined;
     const v = n[k];
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) this.refuse(`${path}.${k}`, `"${k}" must be a non-negative integer`);
+    // The grammar spells a bound out as that many repetitions: past these it takes seconds and gigabytes to build.
+    const cap = /Items$/.test(k) ? MAX_ITEMS_BOUND : /Length$/.test(k) ? MAX_LENGTH_BOUND : Infinity;
+    if (v > cap) this.refuse(`${path}.${k}`, `"${k}" above ${cap} cannot be enforced by the grammar`);
     return v;
   }
 
@@ -308,6 +323,16 @@ export function translateJsonSchema(schema: Record<string, unknown>, param = 'te
   const defs: Record<string, Node> = {};
   for (const [name, d] of Object.entries(rawDefs)) defs[name] = t.node(d, defsPath(name));
   const root = t.node(schema, '');
+  const cycle = refCycle({ ...defs, [ROOT_DEF]: root });
+  if (cycle) {
+    const at = cycle[0] === ROOT_DEF ? '' : defsPath(cycle[0]);
+    const names = cycle.map((c) => (c === ROOT_DEF ? '#' : c)).join(' → ');
+    throw new RequestRefusedError(
+      'invalid_json_schema',
+      `Invalid schema: $ref cycle without an object or array between (${names}): it describes no document.`,
+      `${param}${at}`,
+    );
+  }
   if (root.type !== 'object' && !('$ref' in root)) {
     // OpenAI's rule too: the output is an object (a root anyOf is refused there as well).
     throw new RequestRefusedError('invalid_json_schema', 'Invalid schema: the root must be of type "object".', `${param}.type`);
@@ -344,3 +369,37 @@ export function hardenGrammar(gbnf: string): string {
 const LOOSE_DATE = '[0-9]{4} "-" ("0" [1-9] | "1" [012]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])';
 const STRICT_DATE =
   '[0-9]{4} "-" (("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]) | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30") | "02" "-" ("0" [1-9] | "1" [0-9] | "2" [0-8]))';
+
+/**
+ * A chain of definitions that refer to one another without an object or array between them (`A: {$ref: B}`,
+ * `B: {anyOf: [{$ref: A}, …]}`): a grammar rule that calls itself before reading anything, which llama.cpp's
+ * parser cannot build. Recursion through an object's property or an array's items is fine (a tree). Returns the
+ * cycle's definition names, or undefined.
+ */
+function refCycle(defs: Record<string, Node>): string[] | undefined {
+  const direct = (n: Json): string[] => {
+    if (!n || typeof n !== 'object') return [];
+    const node = n as Node;
+    if (typeof node.$ref === 'string') return [node.$ref.replace(/^#\/\$defs\//, '')];
+    if (Array.isArray(node.oneOf)) return node.oneOf.flatMap(direct);
+    return [];
+  };
+  const state = new Map<string, 'open' | 'done'>();
+  const walk = (name: string, trail: string[]): string[] | undefined => {
+    if (state.get(name) === 'done') return undefined;
+    if (state.get(name) === 'open') return [...trail.slice(trail.indexOf(name)), name];
+    state.set(name, 'open');
+    for (const next of direct(defs[name])) {
+      if (!(next in defs)) continue;
+      const found = walk(next, [...trail, name]);
+      if (found) return found;
+    }
+    state.set(name, 'done');
+    return undefined;
+  };
+  for (const name of Object.keys(defs)) {
+    const found = walk(name, []);
+    if (found) return found;
+  }
+  return undefined;
+}

@@ -108,3 +108,32 @@ describe('hardenGrammar', () => {
     assert.throws(() => hardenGrammar('fractional-number-rule ::= [0-9]+'));
   });
 });
+
+describe('schemas the grammar could only fail on are refused at create, the param named', () => {
+  const obj = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ type: 'object', properties, ...extra });
+  it('control characters and lone surrogates in property names and values', () => {
+    refused(obj({ 'a\u0000b': { type: 'string' } }), 'text.format.schema.properties["a\\u0000b"]', /control character/);
+    refused(obj({ tab: { type: 'string', enum: ['ok', 'x\u0007y'] } }), 'text.format.schema.properties.tab.enum[1]', /control character/);
+    refused(obj({ s: { const: 'half \ud800' } }), 'text.format.schema.properties.s.const', /surrogate/);
+    // A whole pair (an emoji) is text like any other.
+    assert.doesNotThrow(() => translateJsonSchema(obj({ 'é😀': { type: 'string', enum: ['😀'] } })));
+  });
+  it('length and item bounds the grammar would spell out by the thousand', () => {
+    refused(obj({ s: { type: 'string', maxLength: 100_000 } }), 'text.format.schema.properties.s.maxLength', /above 8192/);
+    refused(obj({ a: { type: 'array', items: { type: 'integer' }, minItems: 5000 } }), 'text.format.schema.properties.a.minItems', /above 1024/);
+    assert.doesNotThrow(() => translateJsonSchema(obj({ s: { type: 'string', maxLength: 8192 } })));
+  });
+  it('$ref cycles that read nothing before recursing; recursion through an object or array stays allowed', () => {
+    refused({ $defs: { A: { $ref: '#/$defs/A' } }, ...obj({ a: { $ref: '#/$defs/A' } }) }, 'text.format.schema.$defs.A', /cycle/);
+    refused(
+      { $defs: { A: { anyOf: [{ $ref: '#/$defs/B' }, { type: 'null' }] }, B: { $ref: '#/$defs/A' } }, ...obj({ a: { $ref: '#/$defs/A' } }) },
+      'text.format.schema.$defs.A',
+      /cycle/,
+    );
+    const tree = {
+      $defs: { node: obj({ children: { type: 'array', items: { $ref: '#/$defs/node' } } }) },
+      ...obj({ root: { $ref: '#/$defs/node' } }),
+    };
+    assert.doesNotThrow(() => translateJsonSchema(tree));
+  });
+});
