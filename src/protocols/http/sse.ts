@@ -19,6 +19,8 @@ export interface SseWriterOptions {
 }
 
 export const DEFAULT_HEARTBEAT_MS = 15_000;
+/** Bytes the socket may hold unsent before a writer that can wait (a replay) waits for it to drain. */
+export const REPLAY_HIGH_WATER_BYTES = 1024 * 1024;
 
 export class SseWriter {
   private closed = false;
@@ -52,6 +54,24 @@ export class SseWriter {
     return this.closed;
   }
 
+  /** More is queued than the socket should hold: a writer that can wait (a replay) waits for `drained()`. */
+  get congested(): boolean {
+    return !this.closed && this.res.writableLength > REPLAY_HIGH_WATER_BYTES;
+  }
+
+  /** Resolves once the socket has taken what is queued, or the stream closed. */
+  drained(): Promise<void> {
+    if (!this.congested) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        resolve();
+      };
+      this.res.once('drain', done);
+      this.onClose(done);
+    });
+  }
+
   onClose(listener: () => void): void {
     if (this.closed) listener();
     else this.closeListeners.push(listener);
@@ -78,12 +98,14 @@ export class SseWriter {
 
   private write(text: string): void {
     if (this.closed) return;
-    this.res.write(text);
-    // writableLength counts what the socket has not taken yet: a reader that stops reading gets cut off.
+    // writableLength counts what the socket has not taken yet: a reader that stopped reading (more than the cap still
+    // unsent before this frame) is cut off. The frame itself does not count, so one large event still goes out.
     if (this.res.writableLength > this.maxBuffered) {
       this.res.destroy();
       this.finish();
+      return;
     }
+    this.res.write(text);
   }
 
   private finish(): void {

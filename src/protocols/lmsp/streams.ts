@@ -51,22 +51,37 @@ export function openWriter(deps: LmspDeps, res: ServerResponse, signal: AbortSig
 
 export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts: TaskStreamOptions): Promise<void> {
   const release = acquireStreamSlot(deps, opts.principal);
-  const pending: TaskEvent[] = [];
+  // Events wait here until the writer exists and the socket takes them: a replay of any size is written with
+  // backpressure (the writer's congestion, not its hard cap on a reader that stopped reading), live events after it.
+  const queue: TaskEvent[] = [];
   let writer: SseWriter | undefined;
   let ended = false;
+  let pumping = false;
 
-  const deliver = (event: TaskEvent) => {
-    if (ended) return;
-    if (!writer) {
-      pending.push(event);
-      return;
-    }
-    if (!opts.filter || opts.filter(event)) (opts.send ?? sendEvent)(writer, event);
+  const write = (w: SseWriter, event: TaskEvent) => {
+    if (!opts.filter || opts.filter(event)) (opts.send ?? sendEvent)(w, event);
     if (TERMINAL_EVENT_TYPES.has(event.type)) {
       ended = true;
-      if (opts.trailer !== undefined) writer.send({ data: opts.trailer });
-      writer.close();
+      if (opts.trailer !== undefined) w.send({ data: opts.trailer });
+      w.close();
     }
+  };
+  const pump = async () => {
+    if (pumping || !writer) return;
+    pumping = true;
+    try {
+      while (queue.length && !ended && !writer.isClosed) {
+        write(writer, queue.shift()!);
+        if (writer.congested) await writer.drained();
+      }
+    } finally {
+      pumping = false;
+    }
+  };
+  const deliver = (event: TaskEvent) => {
+    if (ended) return;
+    queue.push(event);
+    void pump();
   };
 
   let subscription: Subscription;
@@ -77,7 +92,7 @@ export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts
     throw e;
   }
   let done = false;
-  if (pending.length === 0) {
+  if (queue.length === 0) {
     const task = deps.runtime.getTask(opts.taskId, opts.principal);
     done = !task || isTerminal(task.status);
     if (done && opts.noContentWhenDone) {
@@ -97,6 +112,6 @@ export async function streamTaskEvents(deps: LmspDeps, res: ServerResponse, opts
     if (opts.trailer !== undefined) writer.send({ data: opts.trailer });
     writer.close();
   }
-  for (const event of pending.splice(0)) deliver(event);
+  void pump();
   await closed;
 }
