@@ -2,7 +2,7 @@
 // panels, scripted answers to confirmations) is returned only when the editor test harness sets TEST_API_ENV. Pure:
 // no vscode.
 //
-// Why the task source is not public (issue #23): it shows every principal's tasks, prompts and outputs (agents' MCP
+// Why the task source is not public: it shows every principal's tasks, prompts and outputs (agents' MCP
 // tasks included) and can create and cancel them. VS Code does not tell an exported API who calls it, so "what the
 // caller may see" cannot be decided here, and a confirmation could not name the extension asking. Other extensions
 // run prompts through the language-model API instead (vendor `task-runtime`: vscode.lm.selectChatModels), which

@@ -1,4 +1,4 @@
-// How long start-up holds the extension host's event loop (issue #21 item 4): activate() itself, then every block
+// How long start-up holds the extension host's event loop: activate() itself, then every block
 // while the runtime opens the store and starts listening in the background. A 1 ms timer chain, running only until
 // start-up is over: each tick that comes late by more than its interval is a block, the longest is kept. The
 // result is logged once (`startup: activate() took X ms; …, longest event-loop block Y ms`) so the editor test

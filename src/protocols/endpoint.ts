@@ -65,7 +65,7 @@ export async function startEndpoint(runtime: TaskRuntimeApi, opts: EndpointOptio
     await Promise.all(doors.map((d) => d.close()));
   };
   // A turn of the event loop before the server starts: the doors' set-up and the listener's were one block of the
-  // editor's start-up (issue #21 item 4: none over 20 ms).
+  // editor's start-up (none over 20 ms).
   await nextTurn();
   const listener = await startListener({
     port: opts.port,

@@ -5,7 +5,7 @@ const ALPHABET = Buffer.from('0123456789abcdefghjkmnpqrstvwxyz', 'latin1');
 
 // Random bytes are drawn 4 KiB at a time (as Node's crypto.randomUUID buffers its entropy) and the id is built in one
 // buffer: a create makes two ids, and a fresh randomBytes() plus 26 string concatenations per id were a tenth of the
-// garbage a durable create leaves (issue #14, create p99).
+// garbage a durable create leaves ( create p99).
 const pool = Buffer.alloc(4096);
 let poolAt = pool.length;
 const scratch = Buffer.alloc(64);

@@ -146,7 +146,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       throw e;
     }
     // A turn of the event loop between the restore and the recovery: in the editor both share the extension host's
-    // thread, and together they were one block of start-up (issue #21 item 4: none over 20 ms).
+    // thread, and together they were one block of start-up (none over 20 ms).
     await nextTurn();
     const store = new TaskStore(db);
     const recovery = recoverTasks(store, new TaskTransitions(store, new TaskEventBus(), options.now ?? Date.now), options.backend);

@@ -1,4 +1,4 @@
-// Whether a request's prompt and output budget fit a local model's context (issue #19): prompt + an explicit
+// Whether a request's prompt and output budget fit a local model's context: prompt + an explicit
 // max_output_tokens beyond the context is context_length_exceeded, as llama.cpp's server and OpenAI answer it. A
 // budget the caller did not give (capMaxOutputTokens: the MCP tools' defaults, the editor's chat provider) is an
 // "up to" budget and only the prompt must leave room.

@@ -13,7 +13,7 @@
 // entry fails the stream like any other bad shape (a client that asked must not get silently wrong numbers), and
 // entries that arrive on a chunk without content (an engine holding text back) go with the next content piece —
 // those still pending at the end belonged to text never sent (a stop sequence) and are dropped.
-// Function calls and reasoning (issue #19): `delta.tool_calls[{index, id, type, function: {name, arguments}}]` become
+// Function calls and reasoning: `delta.tool_calls[{index, id, type, function: {name, arguments}}]` become
 // pieces on a function_call channel — a call starts (a piece, maybe '') with the first delta of its index, which
 // must name the function, and its arguments follow as raw JSON text; each index is one call, with the engine's id
 // (or `call_` + random when it sends none or repeats one), indexes 0, 1, 2… in order (parallel calls), never back to

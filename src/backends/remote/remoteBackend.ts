@@ -10,7 +10,7 @@
 // Sampling, output formats and log-probabilities go to the engine under the names its kind takes (quirks.ts
 // ENGINE_PROFILES[kind].request); what its kind cannot honour is refused by checkRequest before the task is stored,
 // so nothing is sent that the engine would ignore.
-// Function tools and reasoning (issue #19): tools, tool_choice and parallel_tool_calls go as chat/completions takes
+// Function tools and reasoning: tools, tool_choice and parallel_tool_calls go as chat/completions takes
 // them (a named choice as the engine kind reads it, quirks.ts), the history's calls as assistant `tool_calls` and
 // `role: "tool"` messages; the stream's tool_calls and reasoning deltas come back on their channels (chatStream.ts).
 // "resume" is refused with tools or a reasoning effort, and a resume point inside a call or a thought fails: an

@@ -2,7 +2,7 @@
 // endpoint, regenerate the access token, restart the runtime, show the log. Any extension can run any command (VS Code
 // does not say who asked), so the ones that touch the token take no arguments, always ask the user first with a
 // modal, and give the caller nothing secret back: Copy MCP Server Config and Copy OpenAI-Compatible Endpoint put the
-// token on the clipboard only after the user said yes and return only whether they did (issue #23: the MCP one
+// token on the clipboard only after the user said yes and return only whether they did (the MCP one
 // returned the token to whoever ran it).
 import * as vscode from 'vscode';
 import { Commands } from '../constants';

@@ -3,7 +3,7 @@
 // a download shows progress and can be cancelled. Only the window that owns the store runs the model.
 // Any extension can run these commands with an argument (VS Code does not say who asked): an argument is checked
 // exactly as the input box checks what the user types (modelUriProblem), and nothing is downloaded or switched
-// before the user confirms it in a modal (issue #23). What the user picks or types in our own quick pick and input
+// before the user confirms it in a modal. What the user picks or types in our own quick pick and input
 // box needs no second question.
 import * as vscode from 'vscode';
 import { isRuntimeError } from '../../runtime/errors';

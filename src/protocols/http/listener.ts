@@ -183,7 +183,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   /**
    * A request's context. Its abort signal is made on first use: a poll answered at once (MCP tasks/get, an LMSP GET)
    * never asks for one, and an AbortController with a 'close' listener and an abort per request were about 5–8 % of
-   * the server's busy CPU under 100 pollers (issue #14 profile).
+   * the server's busy CPU under 100 pollers (a profile).
    */
   class Scope implements RequestContext {
     private controller: AbortController | undefined;

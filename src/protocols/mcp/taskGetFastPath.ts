@@ -1,4 +1,4 @@
-// tasks/get on a 2025-11-25 session, answered before the SDK transport (issue #14: every poller's hot path).
+// tasks/get on a 2025-11-25 session, answered before the SDK transport (every poller's hot path).
 //
 // Through the SDK a poll costs a Web Request/Response conversion (Hono), zod parses of the message, a ReadableStream for
 // the SSE answer and the Protocol's bookkeeping; here it is a few property checks, a Map lookup for a finished task

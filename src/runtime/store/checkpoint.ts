@@ -28,7 +28,7 @@ import { migrate } from './migrations';
 // sql.js's WebAssembly, compiled once per thread and shareable with workers. V8 compiles a module's functions
 // lazily, on their first call, on the calling thread: the store's first query after start-up compiled ~40 ms of
 // SQLite in one call on the host's event loop (2-core machine, Node 20), the largest block of the editor's start-up
-// (issue #21 item 4). Compiled code belongs to the module, and a module posted to a worker is the same module, not
+//. Compiled code belongs to the module, and a module posted to a worker is the same module, not
 // a copy: the checkpoint worker runs the store's statements once (warmSqlJs) and the host's restore then runs
 // code already compiled (that first query: 1–4 ms).
 /** A compiled WebAssembly module, opaque here (this project's TypeScript libs do not declare WebAssembly). */

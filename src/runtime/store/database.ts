@@ -98,7 +98,7 @@ export class DurableDatabase {
       fileOps: options.fileOps,
     };
     // A store whose checkpoints the worker folds gets its worker now, while the restore runs: started at the first
-    // checkpoint instead, it took the event loop for 6–70 ms there (foldWorkerClient.ts, issue #23 item 7).
+    // checkpoint instead, it took the event loop for 6–70 ms there (foldWorkerClient.ts).
     const foldWorker = new FoldWorkerClient(await sqlJsWasm());
     const folding = newestImageBytes(dir) > opts.inlineCheckpointBytes;
     if (folding) foldWorker.start();

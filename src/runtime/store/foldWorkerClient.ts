@@ -28,8 +28,7 @@ export class FoldWorkerClient {
   /**
    * Starts the worker now, idle and unreferenced, so that the first fold finds it running with sql.js loaded:
    * creating it takes 6–70 ms of the host's thread (measured on the loaded 2-core machine) and its start-up
-   * instantiates sql.js; at open that hides in the restore, at the first checkpoint it stalled the loop (issue #23
-   * item 7).
+   * instantiates sql.js; at open that hides in the restore, at the first checkpoint it stalled the loop.
    * Failures are the first fold's to report.
    */
   start(): void {

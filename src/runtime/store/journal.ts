@@ -44,7 +44,7 @@ const OPEN_BRACE = 0x7b;
 // host's thread and the next sync carries them, so a writer grows its file in steps that double from
 // FIRST_PREALLOCATE up to PREALLOCATE: the first write of a generation (after an open, after each checkpoint's
 // rotation) used to zero-fill and sync 4 MiB on the event loop — 60–330 ms of write plus 5–30 ms of sync right after
-// an open of the 100 k-task store on the loaded 2-core machine, 18–67 ms after a rotation (issue #23 item 7) — and
+// an open of the 100 k-task store on the loaded 2-core machine, 18–67 ms after a rotation — and
 // now does 64 KiB. Seven steps reach 4 MiB within a generation's first 8 MiB; from then on it is as before.
 const PREALLOCATE = 4 * 1024 * 1024;
 const FIRST_PREALLOCATE = 64 * 1024;
