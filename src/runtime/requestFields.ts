@@ -60,7 +60,6 @@ export const SAMPLING_FIELDS = {
     wire: 'seed',
     vendor: true,
     chat: 'seed',
-    mcp: 'seed',
     vscode: 'seed',
     range: { kind: 'integer', min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER },
     remote: 'by kind',
