@@ -17,6 +17,7 @@ import type { RuntimeLimits } from '../runtime/api';
 import { RESTART_POLICIES } from '../runtime/task';
 import { TaskRuntime } from '../runtime/runtime';
 import { damageSummary } from '../runtime/store/database';
+import { SERVE_LOCK_WAIT_MS } from '../runtime/store/lock';
 import { UsageError, type ServeArgs } from './args';
 import { loadOrCreateTokens } from './tokenFile';
 
@@ -173,6 +174,8 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     log,
     sweepIntervalMs,
     database: checkpointBytes ? { checkpointBytes } : undefined,
+    // A restart right after a SIGKILL: the old process may not have finished exiting yet.
+    lockWaitMs: SERVE_LOCK_WAIT_MS,
   });
   await prepared;
   const damage = damageSummary(runtime.storeReport);

@@ -59,6 +59,11 @@ export interface RuntimeOptions {
    * deadline or ttl is ever reached.
    */
   now?: () => number;
+  /**
+   * How long open() waits for a live owner of the data directory on this host to exit before refusing with
+   * store_locked (default 0: refused at once; `serve` waits SERVE_LOCK_WAIT_MS for a process killed a moment ago).
+   */
+  lockWaitMs?: number;
 }
 
 export const DEFAULT_LIMITS: RuntimeLimits = {
@@ -137,7 +142,10 @@ export class TaskRuntime implements TaskRuntimeApi {
   static async open(options: RuntimeOptions): Promise<TaskRuntime> {
     const { mkdirSync } = await import('node:fs');
     mkdirSync(options.dataDir, { recursive: true });
-    const lock = DataDirLock.acquire(options.dataDir, () => options.log?.('runtime: lost the data directory lock'));
+    const onLost = () => options.log?.('runtime: lost the data directory lock');
+    const lock = options.lockWaitMs
+      ? await DataDirLock.acquireWaiting(options.dataDir, onLost, { maxMs: options.lockWaitMs })
+      : DataDirLock.acquire(options.dataDir, onLost);
     let db: DurableDatabase;
     try {
       db = await DurableDatabase.open(join(options.dataDir, 'store'), { log: options.log, ...options.database });

@@ -6,6 +6,9 @@
 // connection evicts the oldest such socket (or is refused itself when every slot holds an authenticated client).
 // A local process holding sockets open without a token cannot keep others out. Header and request timeouts are
 // checked every `connectionsCheckingInterval` (Node's default, 30 s, made a 10 s header limit act after ~30 s).
+// A request cut there (or refused as malformed) is answered and then closed: http.Server keeps sockets half-open, so
+// end() alone left a client that kept trickling bytes its socket until it stopped (99 s measured). With the defaults a
+// request head still unfinished is closed at most headersTimeoutMs + 1 s check + 1 s flush (12 s) after it began.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { authenticate, TokenTable, WWW_AUTHENTICATE } from './auth';
@@ -13,6 +16,22 @@ import { isAllowedHost, isAllowedOrigin, normalizeOrigin } from './hostOrigin';
 import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
 import type { DoorHandler, RequestContext } from './types';
 import { REFUSALS, retryAfterHeader } from '../shared/refusals';
+
+/** How long an answer to a refused connection (408, 400, 431, CONNECT) may take to flush before the socket is cut. */
+const FLUSH_BEFORE_CLOSE_MS = 1_000;
+
+/**
+ * Writes `text` and closes the socket once it is flushed (at most FLUSH_BEFORE_CLOSE_MS later). Not end() alone:
+ * http.Server allows half-open sockets, and a client that never ends its side kept one open while it trickled bytes.
+ */
+function answerAndClose(socket: import('node:stream').Duplex, text: string): void {
+  const cut = setTimeout(() => socket.destroy(), FLUSH_BEFORE_CLOSE_MS);
+  cut.unref();
+  socket.end(text, () => {
+    clearTimeout(cut);
+    socket.destroy();
+  });
+}
 
 /** Why a request's signal aborts: its response closed (finished, or the client went away). */
 const RESPONSE_CLOSED = Object.assign(new Error('The response was closed.'), { name: 'AbortError' });
@@ -224,7 +243,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   // CONNECT bypasses 'request'; without this Node drops the socket with no answer at all.
   server.on('connect', (req: IncomingMessage, socket: import('node:net').Socket) => {
     const body = JSON.stringify(problemBody(new HttpProblem(405, 'method_not_allowed', 'CONNECT is not supported.')));
-    socket.end(
+    answerAndClose(
+      socket,
       `HTTP/1.1 405 Method Not Allowed\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
@@ -239,7 +259,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? '408 Request Timeout'
           : '400 Bad Request';
-    socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    answerAndClose(socket, `HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   });
 
   await new Promise<void>((resolve, reject) => {

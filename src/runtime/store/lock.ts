@@ -1,10 +1,13 @@
 // One writer per data directory. The lock file names its owner (pid, start, heartbeat, a random token);
 // a lock whose process is gone, or whose heartbeat stopped long ago, may be taken over.
+// A process killed a moment ago may still exist while the kernel tears it down (a large model's memory, a GPU
+// context): acquireWaiting looks at such an owner again every LOCK_POLL_MS for a bounded time (`serve`:
+// SERVE_LOCK_WAIT_MS) before refusing, so a restart right after a SIGKILL takes over instead of exiting.
 import * as fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { RuntimeError } from '../errors';
+import { isRuntimeError, RuntimeError } from '../errors';
 import { isProcessAlive } from '../process';
 
 export interface LockOwner {
@@ -20,6 +23,19 @@ export interface LockOwner {
 const LOCK_FILE = 'owner.lock';
 const HEARTBEAT_MS = 5_000;
 const STALE_MS = 60_000;
+/** How long `serve` waits at start for a live owner on this host to go away before refusing (acquireWaiting). */
+export const SERVE_LOCK_WAIT_MS = 5_000;
+const LOCK_POLL_MS = 100;
+
+export interface LockWait {
+  /** Longest wait for a live owner on this host to go away, ms. */
+  maxMs: number;
+  /** Between two looks at the owner (default LOCK_POLL_MS). */
+  pollMs?: number;
+  /** The clock and the pause between looks (default Date.now and a timer). */
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
 
 export function readLockOwner(dataDir: string): LockOwner | undefined {
   try {
@@ -104,6 +120,32 @@ export class DataDirLock {
     throw new RuntimeError('store_locked', 'Could not take the data directory lock.');
   }
 
+  /**
+   * acquire(), and while a live owner on this host holds the lock, acquire() again every `pollMs` until it has gone
+   * or `maxMs` have passed; then the refusal says how long it waited. An owner on another host is refused at once:
+   * only its heartbeat can tell it is gone, and that takes STALE_MS.
+   */
+  static async acquireWaiting(dataDir: string, onLost: () => void, wait: LockWait): Promise<DataDirLock> {
+    const now = wait.now ?? Date.now;
+    const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    const pollMs = Math.max(1, wait.pollMs ?? LOCK_POLL_MS);
+    const started = now();
+    for (;;) {
+      try {
+        return DataDirLock.acquire(dataDir, onLost);
+      } catch (e) {
+        if (!isRuntimeError(e, 'store_locked')) throw e;
+        const owner = readLockOwner(dataDir);
+        if (owner && owner.host !== hostname()) throw e;
+        const left = started + wait.maxMs - now();
+        if (left <= 0) {
+          throw new RuntimeError('store_locked', `${e.message.replace(/\.$/, '')}; waited ${formatSeconds(wait.maxMs)} for it to exit.`);
+        }
+        await sleep(Math.min(pollMs, left));
+      }
+    }
+  }
+
   get isLost(): boolean {
     return this.lost;
   }
@@ -145,4 +187,8 @@ export class DataDirLock {
     if (current?.token === this.owner.token) fs.rmSync(join(this.dataDir, LOCK_FILE), { force: true });
     this.lost = true;
   }
+}
+
+function formatSeconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
 }

@@ -3,7 +3,7 @@
 // 30 s check interval.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type * as net from 'node:net';
+import * as net from 'node:net';
 import { startListener, type Listener } from '../../../../src/protocols/http/listener';
 import type { DoorHandler } from '../../../../src/protocols/http/types';
 import { rawSocket, socketClosed } from '../../../support/hostile';
@@ -64,5 +64,26 @@ describe('listener connection slots and timeouts', () => {
       clearInterval(trickle);
     }
     assert.ok(sent > 0, 'the client was still sending when the server closed it');
+  });
+  test('a trickling client that never ends its side is closed after the 408, not kept half-open', { timeout: 20_000 }, async () => {
+    // The answer's FIN alone does not end a socket whose client keeps it half-open and keeps sending: the server kept
+    // it until the client stopped (99 s measured). It is cut once the 408 is flushed.
+    const text = 'GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' + 'a'.repeat(10_000);
+    const s = net.connect({ port: listener.port, host: '127.0.0.1', allowHalfOpen: true });
+    held.push(s);
+    s.on('error', () => undefined);
+    let answer = '';
+    s.on('data', (d: Buffer) => (answer += String(d)));
+    s.resume();
+    let sent = 0;
+    const trickle = setInterval(() => {
+      if (!s.destroyed && s.writable) s.write(text[sent++]);
+    }, 50);
+    try {
+      await socketClosed(s);
+    } finally {
+      clearInterval(trickle);
+    }
+    assert.match(answer, /^HTTP\/1\.1 408 /);
   });
 });
