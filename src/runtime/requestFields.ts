@@ -155,16 +155,22 @@ export function fieldProblem(field: SamplingField, value: unknown): string | und
   return undefined;
 }
 
-/** The sampling of a stored request, as the backend is asked for it (`stop` always a list). */
+/** Where the table puts `field` in a request: top level or the `task_runtime` member (undefined for null too). */
+function storedValue(request: ResponseRequest, field: SamplingField): unknown {
+  const f: RequestField = SAMPLING_FIELDS[field];
+  const holder = (f.vendor ? (request.task_runtime ?? {}) : request) as Record<string, unknown>;
+  return holder[f.wire] ?? undefined;
+}
+
+/** The sampling of a stored request, as the backend is asked for it (`stop` always a list, an empty one none). */
 export function samplingOf(request: ResponseRequest): Sampling {
   const out: Record<string, unknown> = {};
-  const vendor = (request.task_runtime ?? {}) as Record<string, unknown>;
   for (const field of SAMPLING_FIELD_NAMES) {
-    const f: RequestField = SAMPLING_FIELDS[field];
-    const v = f.vendor ? vendor[f.wire] : (request as unknown as Record<string, unknown>)[f.wire];
-    if (v === undefined || v === null) continue;
-    out[field] = field === 'stop' ? (typeof v === 'string' ? [v] : (v as string[]).length ? v : undefined) : v;
-    if (out[field] === undefined) delete out[field];
+    const v = storedValue(request, field);
+    if (v === undefined) continue;
+    if (field !== 'stop') out[field] = v;
+    else if (typeof v === 'string') out[field] = [v];
+    else if ((v as string[]).length) out[field] = v;
   }
   return out as Sampling;
 }
@@ -198,11 +204,9 @@ export function checkRequest(request: ResponseRequest): void {
   const top = request.top_logprobs;
   if (top !== undefined && top !== null && !(Number.isInteger(top) && top >= 0 && top <= 20))
     refuse('top_logprobs', 'must be an integer from 0 to 20');
-  const vendor = (request.task_runtime ?? {}) as Record<string, unknown>;
   for (const field of SAMPLING_FIELD_NAMES) {
-    const f: RequestField = SAMPLING_FIELDS[field];
-    const v = f.vendor ? vendor[f.wire] : (request as unknown as Record<string, unknown>)[f.wire];
-    if (v === undefined || v === null) continue;
+    const v = storedValue(request, field);
+    if (v === undefined) continue;
     const problem = fieldProblem(field, v);
     if (problem) refuse(paramOf(field), problem);
   }

@@ -300,7 +300,7 @@ export function callInput(args: unknown): object {
   if (typeof args !== 'string' || !args.trim()) return {};
   try {
     const v = JSON.parse(args) as unknown;
-    return isObject(v) && !Array.isArray(v) ? v : { value: v };
+    return isObject(v) ? v : { value: v };
   } catch {
     return { arguments: args };
   }
