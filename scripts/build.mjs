@@ -19,6 +19,8 @@ const nodeEntries = [
   { in: 'src/cli/main.ts', out: 'cli' },
   // The store's checkpoint worker: foldWorkerClient.js starts it from its own directory (dist/ here, out/ under tsc).
   { in: 'src/runtime/store/checkpointWorker.ts', out: 'checkpointWorker' },
+  // The grammar worker: grammarCompiler.js starts it from its own directory, like the checkpoint worker.
+  { in: 'src/backends/llama/grammarWorker.ts', out: 'grammarWorker' },
 ].filter((e) => existsSync(join(root, e.in)));
 
 rmSync(join(root, 'dist'), { recursive: true, force: true });

@@ -12,8 +12,16 @@
 //     `--context-size auto` the context is fitted to free memory at load, so even a counted prompt would not decide;
 //   - when the task starts (the model loaded by then): exactly, the same rule; a request that does not fit fails the
 //     task with context_length_exceeded before any token is generated.
+// Before either count, a floor decides without the tokenizer: no token stands for more bytes than the longest entry of
+// the vocabulary (its stored text is never shorter than the bytes it decodes to: SentencePiece's "▁" is 3 bytes for a
+// space, byte-level BPE's characters 1–2 bytes per byte, byte tokens "<0xAB>" 6), so a prompt holding B bytes of the
+// caller's text takes at least B / longest tokens. A 3.8 MB prompt for a 4 096-token context is refused in
+// microseconds, where tokenizing it held the event loop for 2–3 s (docs/security.md). Only text every template keeps
+// whole is counted: instructions, system, user and tool messages, trimmed (templates may drop an assistant turn's
+// earlier reasoning, and re-serialize call arguments).
 
 import { BackendError, RequestRefusedError, type GenerateRequest } from '../../runtime/backend';
+import { systemText } from './prompt';
 
 export interface ContextMisfit {
   message: string;
@@ -43,6 +51,32 @@ export function contextMisfit(contextSize: number, promptTokens: number, budget:
     };
   }
   return undefined;
+}
+
+/** The most bytes one token of `vocabulary` stands for (the longest stored text); undefined without a vocabulary. */
+export function longestTokenBytes(vocabulary: readonly string[] | undefined): number | undefined {
+  if (!vocabulary?.length) return undefined;
+  let longest = 1;
+  for (const token of vocabulary) if (token.length * 3 > longest) longest = Math.max(longest, Buffer.byteLength(token));
+  return longest;
+}
+
+/** Bytes of the caller's text every template renders whole (see the header). */
+export function keptTextBytes(request: GenerateRequest): number {
+  let bytes = Buffer.byteLength(systemText(request.instructions, request.messages).trim());
+  for (const m of request.messages) if (m.role === 'user' || m.role === 'tool') bytes += Buffer.byteLength(m.content.trim());
+  return bytes;
+}
+
+/** Without the tokenizer: the fewest tokens the prompt can take decides that it cannot fit (see the header). */
+export function floorMisfit(contextSize: number, request: GenerateRequest, longestToken: number | undefined): ContextMisfit | undefined {
+  if (longestToken === undefined) return undefined;
+  const bytes = keptTextBytes(request);
+  const floor = Math.ceil(bytes / longestToken);
+  const budget = explicitBudget(request);
+  if (floor + 1 <= contextSize && (budget === undefined || floor + budget <= contextSize)) return undefined;
+  const misfit = contextMisfit(contextSize, floor, budget)!;
+  return { ...misfit, message: misfit.message.replace(` is ${floor} tokens`, ` is ${floor} tokens or more (${bytes} bytes of text)`) };
 }
 
 /** Before a load: only the bound on the context is known, and a prompt takes at least one token. */

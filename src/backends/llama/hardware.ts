@@ -6,6 +6,7 @@
 // the figures: docs/hardware.md; what a GPU machine needs (Vulkan on a headless NVIDIA server): docs/gpu.md.
 import type { Llama, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import { errorText } from '../../runtime/problems';
+import { llamaLogger } from './llamaLog';
 import type { NodeLlamaCpp } from './nodeLlamaCpp';
 
 export const GPU_CHOICES = ['auto', 'off', 'cuda', 'vulkan', 'metal'] as const;
@@ -49,8 +50,9 @@ export interface LlamaSelection {
  * Loads the llama.cpp binary for `choice`: a GPU build when one is asked for (or, under 'auto', present) and works,
  * else the CPU build, with the reason kept for the model's status.
  */
-export async function selectLlama(nlc: NodeLlamaCpp, choice: GpuChoice): Promise<LlamaSelection> {
-  const common = { build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 } as const;
+export async function selectLlama(nlc: NodeLlamaCpp, choice: GpuChoice, log: (line: string) => void = () => {}): Promise<LlamaSelection> {
+  // llama.cpp's own lines go to our log (llamaLog.ts), never to the console or stdout.
+  const common = { build: 'never', logLevel: nlc.LlamaLogLevel.error, logger: llamaLogger(log), maxThreads: 0 } as const;
   let fallbackReason: string | undefined;
   if (choice !== 'off') {
     try {

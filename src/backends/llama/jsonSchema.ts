@@ -27,9 +27,17 @@ const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object
  * zod's `.int()` adds ±Number.MAX_SAFE_INTEGER.
  */
 export const INTEGER_LIMIT = 999_999_999_999_999;
-/** Largest `minLength`/`maxLength` and `minItems`/`maxItems` a grammar is built for (see Translator.count). */
-export const MAX_LENGTH_BOUND = 8192;
+/**
+ * Largest `minLength`/`maxLength`, `minItems`/`maxItems` and `minProperties`/`maxProperties` a grammar is built for
+ * (see Translator.count). llama.cpp's grammar parser (llama-grammar.cpp, MAX_REPETITION_THRESHOLD 2000) fails a
+ * repetition of 2000 or more and silently drops an upper bound above 2000, so a string bound stops below it; item and
+ * property counts repeat a group that may itself hold a repetition, hence the lower cap.
+ */
+export const MAX_LENGTH_BOUND = 1999;
 export const MAX_ITEMS_BOUND = 1024;
+export const MAX_PROPERTIES_BOUND = 1024;
+/** Deepest nesting of schemas: node-llama-cpp's converter and ours recurse per level. */
+export const MAX_SCHEMA_DEPTH = 64;
 /** Text a grammar cannot carry faithfully: control characters (NUL included) and halves of a surrogate pair. */
 const UNSAFE_TEXT = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const ROOT_DEF = '__root';
@@ -63,7 +71,19 @@ class Translator {
     throw new RequestRefusedError('invalid_json_schema', `Invalid schema: ${message} (at ${path || 'the root'}).`, `${this.param}${path}`);
   }
 
+  private depth = 0;
+
   node(s: Json, path: string): Node {
+    if (this.depth >= MAX_SCHEMA_DEPTH) this.refuse(path, `schemas nested deeper than ${MAX_SCHEMA_DEPTH} levels cannot be enforced`);
+    this.depth++;
+    try {
+      return this.nodeAt(s, path);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private nodeAt(s: Json, path: string): Node {
     if (s === true || s === false || typeof s !== 'object' || s === null || Array.isArray(s)) {
       this.refuse(path, 'a schema must be an object with a type; boolean schemas cannot be enforced');
     }
@@ -261,7 +281,7 @@ class Translator {
     const v = n[k];
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) this.refuse(`${path}.${k}`, `"${k}" must be a non-negative integer`);
     // The grammar spells a bound out as that many repetitions: past these it takes seconds and gigabytes to build.
-    const cap = /Items$/.test(k) ? MAX_ITEMS_BOUND : /Length$/.test(k) ? MAX_LENGTH_BOUND : Infinity;
+    const cap = /Items$/.test(k) ? MAX_ITEMS_BOUND : /Length$/.test(k) ? MAX_LENGTH_BOUND : MAX_PROPERTIES_BOUND;
     if (v > cap) this.refuse(`${path}.${k}`, `"${k}" above ${cap} cannot be enforced by the grammar`);
     return v;
   }
@@ -339,6 +359,31 @@ export function translateJsonSchema(schema: Record<string, unknown>, param = 'te
   }
   if (t.usesRoot) return { $defs: { ...defs, [ROOT_DEF]: root }, $ref: `#/$defs/${ROOT_DEF}` };
   return Object.keys(defs).length ? { ...root, $defs: defs } : root;
+}
+
+/** llama.cpp's grammar parser refuses (or, for an upper bound, drops) repetitions from this count on. */
+export const GRAMMAR_REPETITION_LIMIT = 2000;
+
+/**
+ * Throws when GBNF text repeats anything `{m,n}` times at llama.cpp's limit or past it: its parser would fail
+ * (writing the whole grammar to stderr) or drop the bound. Literals, character classes and comments are skipped.
+ * The schema bounds (Translator.count) keep every grammar we build below it; this is the check that says so.
+ */
+export function checkGrammarRepetitions(gbnf: string): void {
+  for (let i = 0; i < gbnf.length; i++) {
+    const c = gbnf[i];
+    if (c === '"' || c === '[') {
+      const close = c === '"' ? '"' : ']';
+      for (i++; i < gbnf.length && gbnf[i] !== close; i++) if (gbnf[i] === '\\') i++;
+    } else if (c === '#') {
+      while (i < gbnf.length && gbnf[i] !== '\n') i++;
+    } else if (c === '{') {
+      const m = /^\{(\d+)(?:,(\d*))?\}/.exec(gbnf.slice(i, i + 48));
+      if (m && [m[1], m[2]].some((n) => n !== undefined && n !== '' && Number(n) >= GRAMMAR_REPETITION_LIMIT)) {
+        throw new Error(`the grammar repeats a rule ${m[0]} times; llama.cpp's parser allows fewer than ${GRAMMAR_REPETITION_LIMIT}`);
+      }
+    }
+  }
 }
 
 /**

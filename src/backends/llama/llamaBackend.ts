@@ -21,7 +21,7 @@ import * as path from 'node:path';
 import type { GenerateOptions, GenerateRequest, GenerateResult, LoadOptions, ModelBackend, ModelInfo } from '../../runtime/backend';
 import { isModelUri } from '../modelSource';
 import type { ConcurrencyChoice } from './contextChoice';
-import { budgetMisfit, contextMisfit, explicitBudget, refuse } from './contextFit';
+import { budgetMisfit, contextMisfit, explicitBudget, failStart, floorMisfit, refuse } from './contextFit';
 import { runGeneration } from './sequenceGeneration';
 import { grammarSchemaFor } from './grammar';
 import { selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
@@ -152,6 +152,7 @@ export class LlamaBackend implements ModelBackend {
     const loaded = entry.loaded;
     if (!loaded) return refuse(budgetMisfit(this.contextBound(entry), explicitBudget(request)));
     checkReasoning(request, loaded.chatWrapper);
+    refuse(floorMisfit(loaded.contextSize, request, loaded.longestToken));
     refuse(contextMisfit(loaded.contextSize, promptTokens(loaded, request).length, explicitBudget(request)));
   }
 
@@ -205,6 +206,8 @@ export class LlamaBackend implements ModelBackend {
     loaded.active++;
     this.keepAlive.busy(id);
     try {
+      // What could not be decided at create (not loaded then) and needs no tokenizer: before tokenizing it.
+      failStart(floorMisfit(loaded.contextSize, request, loaded.longestToken));
       // A resume restoring a snapshot needs an empty sequence; everything else reuses the longest kept prefix.
       const prefix = options.resumeFrom?.snapshot ? [] : promptTokens(loaded, request);
       const { sequence, reused } = await loaded.pool.acquire(prefix, request.cacheKey);
@@ -251,7 +254,7 @@ export class LlamaBackend implements ModelBackend {
   }
 
   private getLlama(nlc: NodeLlamaCpp): Promise<LlamaSelection> {
-    this.llamaPromise ??= selectLlama(nlc, this.options.gpu ?? 'auto');
+    this.llamaPromise ??= selectLlama(nlc, this.options.gpu ?? 'auto', (line) => this.log(line));
     return this.llamaPromise;
   }
 }

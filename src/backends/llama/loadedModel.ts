@@ -14,6 +14,8 @@ export interface LoadedModel {
   /** Output grammars compiled for this model. */
   grammars: GrammarCache;
   trainContextSize: number;
+  /** The most bytes one token stands for (contextFit.ts, the prompt's floor); undefined without a vocabulary. */
+  longestToken?: number;
   contextSize: number;
   hardware: ModelHardware;
   /** Template-driven prompts; undefined → plain-text prompt. */

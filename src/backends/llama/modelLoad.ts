@@ -12,6 +12,7 @@ import { errorText } from '../../runtime/problems';
 import { isModelUri } from '../modelSource';
 import { describeMissingSeams } from './nativeSeams';
 import { BatchedContextPool, chooseSequences, fitContextSize } from './contextPool';
+import { longestTokenBytes } from './contextFit';
 import { GrammarCache } from './grammar';
 import { placeModel, type LlamaSelection } from './hardware';
 import type { LlamaBackendOptions } from './llamaBackend';
@@ -134,6 +135,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       model,
       grammars: new GrammarCache(selection.llama),
       trainContextSize: model.trainContextSize,
+      longestToken: longestTokenBytes(model.fileInfo.metadata.tokenizer?.ggml?.tokens as readonly string[] | undefined),
       contextSize,
       hardware,
       chatWrapper,

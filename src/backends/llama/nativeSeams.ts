@@ -135,3 +135,16 @@ export function describeMissingSeams(missing: readonly NativeSeam[]): string {
   if (!missing.length) return '';
   return `node-llama-cpp internals missing (this version is not the pinned 3.21.1?): ${missing.map((m) => `${m} — ${NATIVE_SEAMS[m]}`).join('; ')}; those features are off`;
 }
+
+/**
+ * node-llama-cpp's JSON-schema → GBNF converter as a module of its own (not exported by the package): the grammar
+ * worker (grammarWorker.ts) loads only it, off the host's thread, instead of the whole package. `resolveFrom` is
+ * the resolver of the module asking (its `require.resolve`).
+ */
+export function jsonSchemaConverterPath(resolveFrom: (id: string) => string): string {
+  const index = resolveFrom('node-llama-cpp');
+  return index.replace(/index\.js$/, 'utils/gbnfJson/getGbnfGrammarForGbnfJsonSchema.js');
+}
+
+/** The converter's export, as the worker calls it. */
+export type JsonSchemaConverter = (schema: unknown) => string;

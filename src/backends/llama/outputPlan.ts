@@ -99,7 +99,7 @@ export async function planOutput(
   const named = typeof choice === 'object' ? tools.filter((t) => t.name === choice.name) : tools;
   const single = typeof choice === 'object' || request.parallelToolCalls === false;
   let cache = caches.get(loaded.llama);
-  if (!cache) caches.set(loaded.llama, (cache = new CallGrammarCache(loaded.llama as never)));
+  if (!cache) caches.set(loaded.llama, (cache = new CallGrammarCache(loaded.llama)));
   const grammar: LlamaGrammar | undefined = mode === 'none' ? undefined : await cache.get(syntax, named, mode, single ? 1 : MAX_PARALLEL_CALLS);
   const fresh = () => new nlc.LlamaGrammarEvaluationState({ model: loaded.model, grammar: grammar! });
   let state: LlamaGrammarEvaluationState | undefined = mode === 'forced' ? fresh() : undefined;

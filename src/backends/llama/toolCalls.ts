@@ -20,10 +20,12 @@
 // there). A call ends when a piece of another channel (or callId) arrives or the generation ends.
 
 import * as crypto from 'node:crypto';
-import type { ChatWrapper, LlamaGrammar, LlamaText } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { ChatWrapper, Llama, LlamaGrammar, LlamaText } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import type { OutputChannel, OutputSegment, TokenLogprob, ToolDefinition } from '../../runtime/backend';
 import { RequestRefusedError } from '../../runtime/backend';
-import { hardenGrammar, JSON_OBJECT_SCHEMA, translateJsonSchema } from './jsonSchema';
+import { GrammarLru, parseGrammar } from './grammar';
+import { grammarCompiler } from './grammarCompiler';
+import { JSON_OBJECT_SCHEMA, translateJsonSchema } from './jsonSchema';
 
 /** At most this many calls in one forced parallel output (a noise model would otherwise chain calls to the limit). */
 export const MAX_PARALLEL_CALLS = 8;
@@ -144,7 +146,7 @@ export type CallMode = 'forced' | 'auto';
 
 /**
  * The GBNF for calls. forced: the whole output (`prefix` first); auto: what follows a `prefix` the model wrote.
- * `argsGrammars` are node-llama-cpp's grammars of toolSchemas, hardened (same order as `names`).
+ * `argsGrammars` are node-llama-cpp's grammars of toolSchemas, hardened by the grammar worker (same order as `names`).
  */
 export function callsGrammar(
   syntax: CallSyntax,
@@ -153,7 +155,7 @@ export function callsGrammar(
   mode: CallMode,
   maxCalls: number,
 ): string {
-  const rules = argsGrammars.map((g, i) => namespaceGrammar(hardenGrammar(g), `t${i}`));
+  const rules = argsGrammars.map((g, i) => namespaceGrammar(g, `t${i}`));
   const calls = names.map((n, i) => `${lit(n)} ${lit(syntax.paramsPrefix)} t${i}-root ${lit(syntax.suffix)}`);
   const call = `call ::= ${calls.map((c) => `(${c})`).join(' | ')}`;
   let root: string;
@@ -167,36 +169,25 @@ export function callsGrammar(
 
 /** Compiled call grammars per tool set (per Llama instance), a few kept. */
 export class CallGrammarCache {
-  private readonly grammars = new Map<string, Promise<LlamaGrammar>>();
-  constructor(
-    private readonly llama: {
-      createGrammarForJsonSchema(s: never): Promise<{ grammar: string }>;
-      createGrammar(o: { grammar: string }): Promise<LlamaGrammar>;
-    },
-  ) {}
+  private readonly grammars = new GrammarLru(16);
+  constructor(private readonly llama: Llama) {}
 
   get(syntax: CallSyntax, tools: readonly ToolDefinition[], mode: CallMode, maxCalls: number): Promise<LlamaGrammar> {
     const schemas = toolSchemas(tools);
     const key = JSON.stringify([syntax, tools.map((t) => t.name), schemas, mode, maxCalls]);
-    let g = this.grammars.get(key);
-    if (!g) {
-      g = (async () => {
-        const args = await Promise.all(schemas.map(async (s) => (await this.llama.createGrammarForJsonSchema(s as never)).grammar));
-        return this.llama.createGrammar({
-          grammar: callsGrammar(
-            syntax,
-            tools.map((t) => t.name),
-            args,
-            mode,
-            maxCalls,
-          ),
-        });
-      })();
-      g.catch(() => this.grammars.delete(key));
-      if (this.grammars.size >= 16) this.grammars.delete(this.grammars.keys().next().value!);
-      this.grammars.set(key, g);
-    }
-    return g;
+    return this.grammars.get(key, async () => {
+      // Each tool's arguments grammar is written (and hardened) in the grammar worker; the call grammar joins them.
+      const text = Promise.all(schemas.map((s) => grammarCompiler().compile(s))).then((args) =>
+        callsGrammar(
+          syntax,
+          tools.map((t) => t.name),
+          args,
+          mode,
+          maxCalls,
+        ),
+      );
+      return parseGrammar(this.llama, text);
+    });
   }
 }
 

@@ -1,6 +1,8 @@
 // Server-Sent Events writer: id/event/data framing, heartbeat comments, a bounded buffer when the client reads
 // slowly (the stream is dropped rather than buffered without end; the client resumes with Last-Event-ID), and
-// clean shutdown when the client goes away.
+// clean shutdown when the client goes away. A stream counts as open (its close listeners wait, and with them the
+// stream slot it holds) until the socket has taken everything written: a finished replay to a reader that does not
+// read still holds its slot, and a reader that takes nothing for STALLED_READER_MS is dropped.
 import type { ServerResponse } from 'node:http';
 
 export interface SseFrame {
@@ -21,9 +23,15 @@ export interface SseWriterOptions {
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 /** Bytes the socket may hold unsent before a writer that can wait (a replay) waits for it to drain. */
 export const REPLAY_HIGH_WATER_BYTES = 1024 * 1024;
+/** A reader that takes nothing for this long while a replay or the stream's end waits on it is dropped. */
+export const STALLED_READER_MS = 60_000;
 
 export class SseWriter {
+  /** No more writes. */
   private closed = false;
+  /** The socket took everything (or is gone): the close listeners ran. */
+  private released = false;
+  private stall: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private readonly closeListeners: Array<() => void> = [];
   private readonly maxBuffered: number;
@@ -63,7 +71,9 @@ export class SseWriter {
   drained(): Promise<void> {
     if (!this.congested) return Promise.resolve();
     return new Promise<void>((resolve) => {
+      const stall = setTimeout(() => this.drop(), STALLED_READER_MS).unref();
       const done = () => {
+        clearTimeout(stall);
         this.res.off('drain', done);
         resolve();
       };
@@ -72,8 +82,9 @@ export class SseWriter {
     });
   }
 
+  /** After the stream ended and the socket took all of it, or the socket went away. */
   onClose(listener: () => void): void {
-    if (this.closed) listener();
+    if (this.released) listener();
     else this.closeListeners.push(listener);
   }
 
@@ -92,7 +103,16 @@ export class SseWriter {
   /** Ends the stream after everything queued has been written. */
   close(): void {
     if (this.closed) return;
+    this.closed = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
     this.res.end();
+    if (this.res.writableFinished) return this.finish();
+    this.res.once('finish', () => this.finish());
+    this.stall = setTimeout(() => this.drop(), STALLED_READER_MS).unref();
+  }
+
+  private drop(): void {
+    this.res.destroy();
     this.finish();
   }
 
@@ -100,18 +120,16 @@ export class SseWriter {
     if (this.closed) return;
     // writableLength counts what the socket has not taken yet: a reader that stopped reading (more than the cap still
     // unsent before this frame) is cut off. The frame itself does not count, so one large event still goes out.
-    if (this.res.writableLength > this.maxBuffered) {
-      this.res.destroy();
-      this.finish();
-      return;
-    }
+    if (this.res.writableLength > this.maxBuffered) return this.drop();
     this.res.write(text);
   }
 
   private finish(): void {
-    if (this.closed) return;
+    if (this.released) return;
+    this.released = true;
     this.closed = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.stall) clearTimeout(this.stall);
     for (const l of this.closeListeners.splice(0)) l();
   }
 }

@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { KeepAliveTimers } from '../../../../src/backends/llama/keepAlive';
+import { keptTextBytes, longestTokenBytes } from '../../../../src/backends/llama/contextFit';
 import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
 import { BackendError, RequestRefusedError, type GenerateRequest } from '../../../../src/runtime/backend';
 import { testModelPath } from '../../../fixtures/testModel';
 
@@ -17,6 +19,11 @@ const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
   temperature: 0,
   ...over,
 });
+/** The test model's vocabulary as its file stores it. */
+async function tinyVocabulary(): Promise<string[]> {
+  const info = await (await importNodeLlamaCpp()).readGgufFileInfo(testModelPath(), { readTensorInfo: false });
+  return info.metadata.tokenizer.ggml.tokens as string[];
+}
 const refusedFor = (param: string) => (e: unknown) => e instanceof RequestRefusedError && e.code === 'context_length_exceeded' && e.param === param;
 
 /** Keep-alive timers fired by the test. */
@@ -95,5 +102,56 @@ describe('LlamaBackend: prompt + max_output_tokens within the context', () => {
     timers.fire();
     assert.equal(backend.listModels()[0]!.state, 'unloaded', 'the keep-alive unloaded it');
     assert.throws(() => backend.checkRequest(request({ maxOutputTokens: 2048 })), refusedFor('max_output_tokens'));
+  });
+
+  it('a prompt whose bytes alone cannot fit is refused before the tokenizer: at start before a load, at create after', async () => {
+    const backend = make({ contextSize: 256 });
+    const huge = request({ messages: [{ role: 'user', content: 'ab '.repeat(1_300_000) }] });
+    const bytes = 3 * 1_300_000 - 1;
+    // Before a load the vocabulary is unknown: accepted at create, refused when the task starts, no token generated.
+    backend.checkRequest(huge);
+    await assert.rejects(
+      backend.generate(huge, { signal: never(), onText: () => assert.fail('no token is generated') }),
+      (e: unknown) =>
+        e instanceof BackendError && e.code === 'context_length_exceeded' && e.message.includes(`tokens or more (${bytes} bytes of text)`),
+    );
+    // Loaded: the floor's wording (the exact count would say "the input is N tokens, which").
+    assert.throws(() => backend.checkRequest(huge), refusedFor('input'));
+    assert.throws(
+      () => backend.checkRequest(huge),
+      new RegExp(`context is 256 tokens; the input is \\d+ tokens or more \\(${bytes} bytes of text\\)`),
+    );
+    // An assistant turn's text is not counted (a template may drop it): the exact count decides that one.
+    const history = request({
+      messages: [
+        { role: 'assistant', content: 'ab '.repeat(1_000) },
+        { role: 'user', content: 'hi' },
+      ],
+    });
+    assert.throws(
+      () => backend.checkRequest(history),
+      (e: unknown) => refusedFor('input')(e) && !/or more/.test((e as Error).message),
+    );
+  });
+
+  it('the floor never exceeds the exact count (ASCII, accents, CJK, emoji, whitespace runs)', async () => {
+    const backend = make({ contextSize: 4096 });
+    await backend.load('tiny-test');
+    const longest = longestTokenBytes(await tinyVocabulary())!;
+    const texts = ['Tell a story.', 'é'.repeat(500), '日本語のテキスト'.repeat(40), '😀🎉'.repeat(100), ' \n\t '.repeat(200), 'x'.repeat(1500)];
+    for (const content of texts) {
+      const r = request({ instructions: 'Be brief.', messages: [{ role: 'user', content }] });
+      const exact = backend.countPromptTokens(r)!;
+      assert.ok(Math.ceil(keptTextBytes(r) / longest) <= exact, `floor ≤ ${exact} for ${JSON.stringify(content.slice(0, 12))}`);
+    }
+  });
+});
+
+describe('longestTokenBytes', () => {
+  it('is the longest stored token in UTF-8 bytes, never shorter than what it decodes to', () => {
+    assert.equal(longestTokenBytes(['a', '\u2581the', '<0x0A>', 'é']), 6);
+    assert.equal(longestTokenBytes(['\u2581\u2581\u2581']), 9);
+    assert.equal(longestTokenBytes([]), undefined);
+    assert.equal(longestTokenBytes(undefined), undefined);
   });
 });

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hardenGrammar, translateJsonSchema } from '../../../../src/backends/llama/jsonSchema';
+import {
+  checkGrammarRepetitions,
+  hardenGrammar,
+  MAX_LENGTH_BOUND,
+  MAX_SCHEMA_DEPTH,
+  translateJsonSchema,
+} from '../../../../src/backends/llama/jsonSchema';
 import { RequestRefusedError } from '../../../../src/runtime/backend';
 
 const refused = (schema: Record<string, unknown>, param: string, word?: RegExp) =>
@@ -118,10 +124,33 @@ describe('schemas the grammar could only fail on are refused at create, the para
     // A whole pair (an emoji) is text like any other.
     assert.doesNotThrow(() => translateJsonSchema(obj({ 'é😀': { type: 'string', enum: ['😀'] } })));
   });
-  it('length and item bounds the grammar would spell out by the thousand', () => {
-    refused(obj({ s: { type: 'string', maxLength: 100_000 } }), 'text.format.schema.properties.s.maxLength', /above 8192/);
+  it("length, item and property bounds past llama.cpp's grammar parser (fewer than 2000 repetitions)", () => {
+    refused(obj({ s: { type: 'string', maxLength: 100_000 } }), 'text.format.schema.properties.s.maxLength', /above 1999/);
+    // 2000 exactly: llama.cpp fails a minimum and silently drops a maximum.
+    refused(obj({ s: { type: 'string', minLength: 2000 } }), 'text.format.schema.properties.s.minLength', /above 1999/);
     refused(obj({ a: { type: 'array', items: { type: 'integer' }, minItems: 5000 } }), 'text.format.schema.properties.a.minItems', /above 1024/);
-    assert.doesNotThrow(() => translateJsonSchema(obj({ s: { type: 'string', maxLength: 8192 } })));
+    refused(
+      obj({ o: { type: 'object', additionalProperties: { type: 'string' }, minProperties: 5000 } }),
+      'text.format.schema.properties.o.minProperties',
+      /above 1024/,
+    );
+    assert.doesNotThrow(() => translateJsonSchema(obj({ s: { type: 'string', maxLength: MAX_LENGTH_BOUND } })));
+  });
+  it('nesting deeper than MAX_SCHEMA_DEPTH is refused, not a stack overflow', () => {
+    let deep: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < 5000; i++) deep = { type: 'array', items: deep };
+    assert.throws(
+      () => translateJsonSchema(obj({ a: deep })),
+      (e: unknown) => e instanceof RequestRefusedError && e.code === 'invalid_json_schema' && /nested deeper than 64/.test(e.message),
+    );
+    let ok: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < MAX_SCHEMA_DEPTH - 2; i++) ok = { type: 'array', items: ok };
+    assert.doesNotThrow(() => translateJsonSchema(obj({ a: ok })));
+  });
+  it('checkGrammarRepetitions: a repetition of 2000 or more outside literals and classes', () => {
+    assert.throws(() => checkGrammarRepetitions('root ::= [a-z]{0,2000}'), /\{0,2000\} times/);
+    assert.throws(() => checkGrammarRepetitions('root ::= "x" ( a ){2500,}'), /fewer than 2000/);
+    checkGrammarRepetitions('root ::= [a-z]{0,1999} "{5000}" [{}0-9] # {9999}\nr ::= "\\"{3000}"');
   });
   it('$ref cycles that read nothing before recursing; recursion through an object or array stays allowed', () => {
     refused({ $defs: { A: { $ref: '#/$defs/A' } }, ...obj({ a: { $ref: '#/$defs/A' } }) }, 'text.format.schema.$defs.A', /cycle/);
