@@ -3,8 +3,10 @@
 //
 // Connection slots: every client here is on loopback, so a per-address cap would cap everyone together. Instead a
 // connection that has not yet made a request with a valid token is the first to go: when the slots are full, a new
-// connection evicts the oldest such socket (or is refused itself when every slot holds an authenticated client).
-// A local process holding sockets open without a token cannot keep others out. Header and request timeouts are
+// connection evicts the oldest such socket, else the authenticated socket idle longest (no request in flight), and
+// is refused itself only when every slot holds a request under way. A local process holding sockets open without
+// a token cannot keep others out; and no principal holds more than maxConnectionsPerPrincipal sockets (its next
+// request on another is answered 429 and the socket closed), so one principal cannot take every slot either. Header and request timeouts are
 // checked every `connectionsCheckingInterval` (Node's default, 30 s, made a 10 s header limit act after ~30 s).
 // A request cut there (or refused as malformed) is answered and then closed: http.Server keeps sockets half-open, so
 // end() alone left a client that kept trickling bytes its socket until it stopped (99 s measured). With the defaults a
@@ -62,6 +64,8 @@ export interface ListenerLimits {
   idleTimeoutMs: number;
   keepAliveTimeoutMs: number;
   maxConnections: number;
+  /** Sockets one principal may hold (counted from its first authenticated request on each). */
+  maxConnectionsPerPrincipal: number;
   /** Time the shutdown waits for in-flight requests before cutting connections. */
   shutdownGraceMs: number;
 }
@@ -72,6 +76,7 @@ export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
   idleTimeoutMs: 120_000,
   keepAliveTimeoutMs: 5_000,
   maxConnections: 1024,
+  maxConnectionsPerPrincipal: 256,
   shutdownGraceMs: 2_000,
 };
 
@@ -119,18 +124,33 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.setTimeout(limits.idleTimeoutMs, (socket) => socket.destroy());
-  // Open sockets that have not made an authenticated request yet, oldest first (see the header).
+  // Open sockets that have not made an authenticated request yet, oldest first; authenticated ones with no request
+  // in flight, idle longest first; each authenticated socket's principal and requests in flight (see the header).
   const unauthenticated = new Set<Socket>();
+  const idle = new Set<Socket>();
   const sockets = new Set<Socket>();
+  const owners = new Map<Socket, string>();
+  const owned = new Map<string, number>();
+  const busy = new Map<Socket, number>();
+  const disown = (socket: Socket) => {
+    const owner = owners.get(socket);
+    if (owner === undefined) return;
+    owners.delete(socket);
+    const n = (owned.get(owner) ?? 1) - 1;
+    if (n > 0) owned.set(owner, n);
+    else owned.delete(owner);
+  };
   server.on('connection', (socket: Socket) => {
     if (sockets.size >= limits.maxConnections) {
-      const oldest = unauthenticated.values().next().value;
+      const oldest = unauthenticated.values().next().value ?? idle.values().next().value;
       if (!oldest) {
         socket.destroy();
         return;
       }
       unauthenticated.delete(oldest);
+      idle.delete(oldest);
       sockets.delete(oldest);
+      disown(oldest);
       oldest.destroy();
     }
     sockets.add(socket);
@@ -138,8 +158,36 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     socket.once('close', () => {
       sockets.delete(socket);
       unauthenticated.delete(socket);
+      idle.delete(socket);
+      busy.delete(socket);
+      disown(socket);
     });
   });
+
+  /** Counts the socket against `principal`; false when that principal already holds its share of sockets. */
+  function claim(socket: Socket, principal: string): boolean {
+    if (owners.get(socket) === principal) return true;
+    const held = owned.get(principal) ?? 0;
+    if (held >= limits.maxConnectionsPerPrincipal) return false;
+    disown(socket);
+    owners.set(socket, principal);
+    owned.set(principal, held + 1);
+    unauthenticated.delete(socket);
+    return true;
+  }
+
+  /** A request under way on `socket` until `res` closes: the socket is not idle meanwhile. */
+  function track(socket: Socket, res: ServerResponse): void {
+    if (socket.destroyed) return;
+    busy.set(socket, (busy.get(socket) ?? 0) + 1);
+    idle.delete(socket);
+    res.once('close', () => {
+      const n = (busy.get(socket) ?? 1) - 1;
+      if (n > 0) return void busy.set(socket, n);
+      busy.delete(socket);
+      if (owners.has(socket) && !socket.destroyed) idle.add(socket);
+    });
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let url: URL;
@@ -186,7 +234,27 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       writeProblem(res, new HttpProblem(401, 'unauthorized', detail, { headers: { 'WWW-Authenticate': challenge } }), style, instance);
       return;
     }
-    unauthenticated.delete(req.socket);
+    if (!claim(req.socket, auth.principal)) {
+      const max = limits.maxConnectionsPerPrincipal;
+      res.setHeader('Connection', 'close');
+      res.once('finish', () => req.socket.destroy());
+      writeProblem(
+        res,
+        new HttpProblem(
+          429,
+          'limit_exceeded',
+          `This client already holds ${max} connections (max_connections_per_principal); reuse one or close some.`,
+          {
+            headers: { 'Retry-After': '1' },
+            members: { limit: { name: 'max_connections_per_principal', max, current: max } },
+          },
+        ),
+        style,
+        instance,
+      );
+      return;
+    }
+    track(req.socket, res);
     try {
       await door.handler(req, res, new Scope(auth.principal, url, res));
     } catch (e) {

@@ -87,3 +87,101 @@ describe('listener connection slots and timeouts', () => {
     assert.match(answer, /^HTTP\/1\.1 408 /);
   });
 });
+
+describe('listener: one principal cannot take every slot', () => {
+  let listener: Listener;
+  const held: net.Socket[] = [];
+  /** Requests on /hold stay open until released. */
+  const waiting: Array<() => void> = [];
+  const hold: DoorHandler = (_req, res) =>
+    new Promise<void>((resolve) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('held');
+      waiting.push(() => {
+        res.end();
+        resolve();
+      });
+    });
+
+  before(async () => {
+    listener = await startListener({
+      port: 0,
+      tokens: new Map([
+        ['tok-a', 'alice'],
+        ['tok-b', 'bob'],
+      ]),
+      doors: [
+        { prefix: '/x', handler: ok, problemStyle: 'problem+json' },
+        { prefix: '/hold', handler: hold, problemStyle: 'problem+json' },
+      ],
+      limits: { maxConnections: 6, maxConnectionsPerPrincipal: 3 },
+    });
+  });
+  after(async () => {
+    for (const r of waiting.splice(0)) r();
+    for (const s of held) s.destroy();
+    await listener.close();
+  });
+
+  /** A keep-alive connection that made one request with `token` and read its answer's head. */
+  const connection = async (token: string, path = '/x') => {
+    const s = await rawSocket(listener.port, `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${listener.port}\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+    held.push(s);
+    const head = await new Promise<string>((resolve) => {
+      let text = '';
+      s.on('data', (d: Buffer) => {
+        text += String(d);
+        if (text.includes('\r\n\r\n')) resolve(text);
+      });
+    });
+    return { socket: s, head };
+  };
+
+  test("a principal's connections past its share are answered 429 and closed; another principal still gets in", async () => {
+    const busy = [];
+    for (let i = 0; i < 3; i++) busy.push(await connection('tok-a', '/hold'));
+    for (const b of busy) assert.match(b.head, /^HTTP\/1\.1 200 /);
+    const fourth = await connection('tok-a');
+    assert.match(fourth.head, /^HTTP\/1\.1 429 /);
+    assert.match(fourth.head, /max_connections_per_principal/);
+    await socketClosed(fourth.socket);
+    const bob = await fetch(`${listener.url}/x`, { headers: { authorization: 'Bearer tok-b' } });
+    assert.equal(bob.status, 200);
+    await bob.text();
+    // A socket alice closes gives her share back.
+    busy[0]!.socket.destroy();
+    await socketClosed(busy[0]!.socket);
+    const again = await connection('tok-a');
+    assert.match(again.head, /^HTTP\/1\.1 200 /);
+    again.socket.destroy();
+    for (const r of waiting.splice(0)) r();
+  });
+
+  test('with every slot taken, a new client evicts the authenticated connection idle longest, not one at work', async () => {
+    for (const s of held.splice(0)) s.destroy();
+    await listener.close();
+    listener = await startListener({
+      port: 0,
+      tokens: new Map([
+        ['tok-a', 'alice'],
+        ['tok-b', 'bob'],
+      ]),
+      doors: [
+        { prefix: '/x', handler: ok, problemStyle: 'problem+json' },
+        { prefix: '/hold', handler: hold, problemStyle: 'problem+json' },
+      ],
+      limits: { maxConnections: 6, maxConnectionsPerPrincipal: 3 },
+    });
+    // Bob: two idle keep-alive connections; alice: three with requests under way; one more socket fills the six.
+    const idleOnes = [await connection('tok-b'), await connection('tok-b')];
+    const working = [];
+    for (let i = 0; i < 3; i++) working.push(await connection('tok-a', '/hold'));
+    const filler = await connection('tok-b');
+    const res = await fetch(`${listener.url}/x`, { headers: { authorization: 'Bearer tok-b' } });
+    assert.equal(res.status, 200);
+    await res.text();
+    await socketClosed(idleOnes[0]!.socket);
+    for (const w of working) assert.equal(w.socket.destroyed, false, 'connections at work are kept');
+    void filler;
+  });
+});
