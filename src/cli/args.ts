@@ -61,7 +61,7 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
                           ${DEFAULT_MAX_QUEUED_PER_PRINCIPAL}); beyond it creates answer 429 naming the limit
            --max-streams-per-principal  event streams one token may hold open per door (default
                           ${DEFAULT_MAX_STREAMS_PER_PRINCIPAL}); beyond it 429
-           --max-stored-mb-per-principal  MiB of prompts and outputs one token may have stored (default
+           --max-stored-mb-per-principal  MiB one token's tasks may store, events included (default
                           ${DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL / 1024 / 1024}); beyond it 429, one prompt larger than it 413
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403

@@ -57,7 +57,7 @@ export interface RuntimeLimits {
   maxQueuedTasks: number;
   /** Unfinished tasks one principal may have queued or running, all doors together (runtime/shares.ts). */
   maxQueuedTasksPerPrincipal: number;
-  /** Bytes of prompts and outputs one principal may have stored (runtime/shares.ts). */
+  /** Bytes one principal may have stored: its tasks' rows and events (runtime/shares.ts). */
   maxStoredBytesPerPrincipal: number;
   defaultTtlMs: number;
   maxTtlMs: number;

@@ -119,7 +119,8 @@ export class TaskRuntime implements TaskRuntimeApi {
     this.now = options.now ?? Date.now;
     this.bus.onTaskChange((task, deleted) => this.collector.taskChanged(task, deleted));
     store.database.onSync((ms) => this.collector.syncTook(ms));
-    this.transitions = new TaskTransitions(store, this.bus, this.now);
+    this.storedBytes = new StoredBytesMeter((principal) => store.storedBytes(principal));
+    this.transitions = new TaskTransitions(store, this.bus, this.now, (principal, bytes) => this.storedBytes.added(principal, bytes));
     this.scheduler = new Scheduler({
       now: this.now,
       store,
@@ -133,7 +134,6 @@ export class TaskRuntime implements TaskRuntimeApi {
       backendRetry: options.backendRetry,
       log: options.log,
     });
-    this.storedBytes = new StoredBytesMeter((principal) => store.storedBytes(principal));
     this.queueOrder = store.maxQueueOrder();
     this.sweepTimer = setInterval(() => this.sweepNow(), options.sweepIntervalMs ?? 60_000);
     this.sweepTimer.unref();
@@ -192,7 +192,6 @@ export class TaskRuntime implements TaskRuntimeApi {
     const planned = this.planCreate(p);
     if (!('ops' in planned)) return planned;
     this.transitions.create(planned.task, planned.queueOrder, { extraOps: planned.ops });
-    this.storedBytes.added(planned.task.principal, planned.bytes);
     this.collector.taskCreated(planned.task);
     this.scheduler.enqueue(planned.task);
     return { task: planned.task, replayed: false };
@@ -209,7 +208,6 @@ export class TaskRuntime implements TaskRuntimeApi {
       const planned = this.planCreate(p);
       if (!('ops' in planned)) return resolve(planned);
       const { task } = planned;
-      this.storedBytes.added(task.principal, planned.bytes);
       this.transitions.create(task, planned.queueOrder, {
         extraOps: planned.ops,
         defer: {
@@ -229,7 +227,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   /** Checks a create and builds its batch; an idempotent replay returns the earlier task instead. */
-  private planCreate(p: CreateTaskParams): CreateTaskResult | { task: TaskRecord; queueOrder: number; ops: WriteOp[]; bytes: number } {
+  private planCreate(p: CreateTaskParams): CreateTaskResult | { task: TaskRecord; queueOrder: number; ops: WriteOp[] } {
     this.assertOpen();
     // A replay must answer with a durable task.
     this.store.database.settle();
@@ -282,7 +280,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     const ops = p.idempotency
       ? this.store.insertIdempotencyOps(p.principal, p.idempotency.scope, p.idempotency.key, p.idempotency.fingerprint, task.id, now)
       : [];
-    return { task, queueOrder: ++this.queueOrder, ops, bytes };
+    return { task, queueOrder: ++this.queueOrder, ops };
   }
 
   /** The backend's own check of what it is asked (formats, schema keywords, sampling, context), before anything is stored. */
@@ -539,7 +537,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   sweepNow() {
     if (this.closed) return { expired: 0, deleted: 0, historyPurged: 0 };
     try {
-      return sweep(
+      const swept = sweep(
         this.store,
         this.bus,
         {
@@ -553,6 +551,9 @@ export class TaskRuntime implements TaskRuntimeApi {
           this.scheduler.stop(id, 'expired');
         },
       );
+      // Deleted tasks and purged history are bytes come free: count again at each principal's next create.
+      if (swept.expired + swept.deleted + swept.historyPurged > 0) this.storedBytes.forgetAll();
+      return swept;
     } catch (e) {
       this.options.log?.(`retention sweep failed: ${(e as Error).message}`);
       return { expired: 0, deleted: 0, historyPurged: 0 };

@@ -9,10 +9,17 @@
 //   door's 256 shared slots to at least seven other clients. A change stream (`/task_runtime/changes`) counts only
 //   against its owner, never against the shared slots, and ends after 5 minutes without a change (clients reconnect
 //   and re-read the list, as they do on every connect), so abandoned ones free their owner's slots too.
-// - 64 MiB of stored prompts and outputs per principal: sixteen of the largest accepted bodies (4 MiB), some
-//   hundred times a long agent conversation; about 100 MB of RSS per principal at most (docs/runtime.md). Counted from the store (task rows' prompt and output JSON); a prompt alone over the cap is refused 413,
-//   one that would take the principal over it 429. Bytes come free as the principal's tasks are deleted (DELETE,
-//   ttl, retention).
+// - 64 MiB stored per principal: sixteen of the largest accepted bodies (4 MiB), some hundred times a long agent
+//   conversation. Counted where it is stored (TaskStore.storedBytes): the task rows' prompt, output, snapshot and
+//   other JSON, and every event row of the principal's tasks, which echo the request (instructions, tool schemas,
+//   text format: four times per task, in created, queued, in_progress and the final response) and carry the output
+//   again (deltas with their logprobs, the final response). So the cap bounds the store itself: the store's image
+//   stays within about 1.5× the sum of the principals' caps (SQLite's pages and indexes; test/unit/runtime/
+//   storedBytes.test.ts), and the host's memory holds that image (docs/runtime.md, "Fair shares"). A prompt alone
+//   over the cap is refused 413, one that would take the principal over it 429. The cap is checked at create: a
+//   task admitted below it may still write its whole output. Bytes come free as the principal's tasks are deleted
+//   (DELETE, ttl, retention) or their event history expires; the image on disk shrinks at the next checkpoint
+//   (store/checkpointer.ts, vacuum).
 import { RuntimeError, type LimitInfo } from './errors';
 
 export const DEFAULT_MAX_QUEUED_PER_PRINCIPAL = 256;
@@ -47,16 +54,22 @@ export function tooManyStreams(current: number, max: number): RuntimeError {
   );
 }
 
-/** Re-counted from the store at least this often, and at most this often while a principal is over its cap. */
-const RECOUNT_MS = 5000;
-const RECOUNT_OVER_MS = 250;
+/**
+ * Re-counted from the store at least this often, and at most this often while a principal is over its cap. Every
+ * write of a principal's tasks is added as it happens and every delete forgets the count, so a recount only corrects
+ * values counted twice (a snapshot replaced); it scans the principal's event rows (TaskStore.storedBytes: 35–45 ms
+ * at 65 000 events), hence rarely.
+ */
+const RECOUNT_MS = 60_000;
+const RECOUNT_OVER_MS = 1000;
 
 /**
- * Stored bytes of prompts and outputs per principal, counted from the store (TaskStore.storedBytes: ~7 ms for a
- * principal with 5 000 tasks here, too dear for every create), so the count is kept between recounts: what was
- * counted plus what creates added since. It is counted again after RECOUNT_MS (outputs grew, tasks were deleted), or
- * when a create would go over the cap (at most every RECOUNT_OVER_MS while a client keeps trying), and after the
- * principal deleted a task.
+ * Stored bytes per principal, counted from the store (TaskStore.storedBytes, too dear for every create: 8 ms for a
+ * principal with 1 000 tasks / 13 000 events, 35–45 ms with 5 000 / 65 000, 2-core machine), so the count is kept between recounts: what was counted plus what the principal's tasks wrote since
+ * (`added`, told by every transition's batch as it is written: creates, and the events and outputs of running
+ * tasks). It is counted again after RECOUNT_MS (replaced values were counted twice), or when a
+ * create would go over the cap (at most every RECOUNT_OVER_MS while a client keeps trying), and after the principal
+ * deleted a task or retention removed any.
  */
 export class StoredBytesMeter {
   private readonly counted = new Map<string, { bytes: number; at: number }>();
@@ -87,7 +100,7 @@ export class StoredBytesMeter {
     if (c.bytes + adding > max) {
       throw limitExceeded(
         { name: LIMIT_NAMES.storedBytes, max, current: c.bytes, unit: 'bytes' },
-        `This client's stored prompts and outputs take ${c.bytes} bytes; ${adding} more would pass its cap. Delete finished tasks to make room`,
+        `This client's stored tasks (prompts, outputs and their events) take ${c.bytes} bytes; ${adding} more would pass its cap. Delete finished tasks to make room`,
       );
     }
   }
@@ -97,7 +110,12 @@ export class StoredBytesMeter {
     this.counted.delete(principal);
   }
 
-  /** A create that was admitted was written. */
+  /** Retention removed tasks or event history of any principal: count each again at its next create. */
+  forgetAll(): void {
+    this.counted.clear();
+  }
+
+  /** A batch of the principal's (a create, a running task's events and output) was written. */
   added(principal: string, bytes: number): void {
     const c = this.counted.get(principal);
     if (c) c.bytes += bytes;

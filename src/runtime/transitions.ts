@@ -22,7 +22,7 @@ import {
   statusEvent,
 } from './responseEvents';
 import { readLogprobs, responseObject } from './responses';
-import type { NewEvent, TaskPatch, TaskStore } from './taskStore';
+import { TaskStore, type NewEvent, type TaskPatch } from './taskStore';
 import { canTransition, isTerminal, type InputRound, type Problem, type TaskEvent, type TaskRecord, type TaskStatus, type Usage } from './task';
 import type { WriteOp } from './store/database';
 
@@ -64,10 +64,15 @@ export class TaskTransitions {
    */
   private readonly unsynced = new Map<string, number[]>();
 
+  /**
+   * `stored`: told the bytes each batch stores for a principal (TaskStore.bytesOf), as it is written: the runtime's
+   * stored-bytes meter (shares.ts), so that what a running task writes counts between the meter's recounts.
+   */
   constructor(
     private readonly store: TaskStore,
     private readonly bus: TaskEventBus,
     private readonly now: () => number,
+    private readonly stored?: (principal: string, bytes: number) => void,
   ) {}
 
   // ---------------- a new task ----------------
@@ -446,6 +451,8 @@ export class TaskTransitions {
       }
     };
     const ops = planned.flatMap((p) => p.ops);
+    // Counted as written (a deferred batch that is rolled back stays counted until the meter's next recount).
+    this.stored?.(planned[0].next.principal, TaskStore.bytesOf(ops));
     if (defer) {
       const id = planned[0].next.id;
       this.holdEvents(id, planned[0].next.nextSeq - planned[0].stored.length);

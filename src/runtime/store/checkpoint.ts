@@ -248,6 +248,41 @@ export function applyPragmas(db: Database): void {
   db.exec('PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF; PRAGMA temp_store = MEMORY;');
 }
 
+// Space of deleted tasks. SQLite keeps a deleted row's pages on its freelist and sql.js's export copies every page,
+// free or not: without a VACUUM an image never shrinks (measured: 2 000 rows of 20 KB, 9 in 10 deleted, the image
+// stayed 41 MB). So a checkpoint vacuums the database it exports when the free pages are worth it (over
+// VACUUM_MIN_FREE_BYTES and over VACUUM_MIN_FREE_SHARE of the image): the fold in the worker, and the host's own
+// inline export (images up to inlineCheckpointBytes, 2 MiB: a few ms). A large store's database on the host keeps its
+// free pages (a VACUUM there would block the event loop for the whole copy); SQLite reuses them for new rows, so the
+// host's memory stays at its high-water mark, and a restart loads the vacuumed image. The VACUUM's temporary
+// database is a file (MEMFS, JS memory that is collected afterwards), not SQLite's WebAssembly heap, which never
+// shrinks. Measured (2-core machine, sql.js 3.54, one run each): a 41 MB image with 4 MB live, 118 ms → 4.1 MB; a
+// 164 MB image with 16 MB live, 259 ms → 16 MB.
+export const VACUUM_MIN_FREE_BYTES = 1024 * 1024;
+export const VACUUM_MIN_FREE_SHARE = 0.25;
+
+export interface VacuumResult {
+  /** Bytes of free pages given back. */
+  freedBytes: number;
+  ms: number;
+}
+
+/** Free pages of `db`, in bytes, and the database's size. */
+export function freePages(db: Database): { freeBytes: number; totalBytes: number } {
+  const r = db.exec('PRAGMA freelist_count; PRAGMA page_count; PRAGMA page_size');
+  const size = Number(r[2]?.values[0]?.[0] ?? 4096);
+  return { freeBytes: Number(r[0]?.values[0]?.[0] ?? 0) * size, totalBytes: Number(r[1]?.values[0]?.[0] ?? 0) * size };
+}
+
+/** VACUUMs `db` when its free pages are worth it (see above); undefined when they were not. Outside a transaction. */
+export function vacuumIfWorthIt(db: Database): VacuumResult | undefined {
+  const { freeBytes, totalBytes } = freePages(db);
+  if (freeBytes < VACUUM_MIN_FREE_BYTES || freeBytes < totalBytes * VACUUM_MIN_FREE_SHARE) return undefined;
+  const t0 = performance.now();
+  db.exec('PRAGMA temp_store = FILE; VACUUM; PRAGMA temp_store = MEMORY;');
+  return { freedBytes: freeBytes, ms: performance.now() - t0 };
+}
+
 /** Replays one journal batch (recovery and the fold); sets meta.journal_seq so an image names its sequence. */
 export function applyBatch(db: Database, seq: number, ops: WriteOp[]): void {
   db.exec('BEGIN');
@@ -305,6 +340,8 @@ export interface FoldResult {
   bytes: number;
   replayed: number;
   ms: number;
+  /** The fold's VACUUM, when the free pages were worth one. */
+  vacuum?: VacuumResult;
 }
 
 /**
@@ -339,10 +376,11 @@ export async function foldCheckpoint(req: FoldRequest): Promise<FoldResult> {
     }
     if (expected !== req.upTo + 1) throw new Error(`batches ${expected}–${req.upTo} are missing`);
     db.run("UPDATE meta SET value = ? WHERE key = 'journal_seq'", [String(req.upTo)]);
+    const vacuum = vacuumIfWorthIt(db);
     const image = db.export();
     db.close();
     writeImageSync(req.dir, req.upTo, image);
-    return { bytes: image.length, replayed, ms: performance.now() - t0 };
+    return { bytes: image.length, replayed, ms: performance.now() - t0, ...(vacuum ? { vacuum } : {}) };
   } catch (e) {
     try {
       db.close();

@@ -24,6 +24,8 @@ export interface FoldReply {
   bytes?: number;
   replayed?: number;
   ms?: number;
+  /** The fold's VACUUM (checkpoint.ts vacuumIfWorthIt), when there was one. */
+  vacuum?: { freedBytes: number; ms: number };
   error?: string;
   /** errno code when the failure was an I/O error (disk full …): falling back on the host's thread would not help. */
   code?: string;

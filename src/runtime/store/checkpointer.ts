@@ -13,10 +13,12 @@
 //     waits is synced and committed first.
 //   - One checkpoint at a time; a request while one runs gets one more after it, so the caller's writes are covered.
 //   - The newest two images are kept, with every journal the older one still needs.
+//   - Deleted rows' pages come back in the next image: the fold vacuums when they are worth it, and so does an
+//     inline export (checkpoint.ts, vacuumIfWorthIt: the figures).
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Database } from 'sql.js';
-import { checkpointName, fsyncDir, journalName, listFiles, sealImage } from './checkpoint';
+import { checkpointName, fsyncDir, journalName, listFiles, sealImage, vacuumIfWorthIt, type VacuumResult } from './checkpoint';
 import type { FoldWorkerClient } from './foldWorkerClient';
 import type { GroupCommit } from './groupCommit';
 import type { StatementCache } from './statements';
@@ -31,6 +33,8 @@ export interface CheckpointStats {
   bytes: number;
   /** The longest stretch of the checkpoint's own synchronous work on the host thread (not counting waits). */
   hostMs: number;
+  /** The VACUUM before the export, when deleted rows had left enough free pages (checkpoint.ts vacuumIfWorthIt). */
+  vacuum?: VacuumResult;
 }
 
 export interface CheckpointPolicy {
@@ -134,6 +138,8 @@ export class Checkpointer {
     const seq = this.commits.commitSeq;
     const h0 = performance.now();
     this.statements.get("UPDATE meta SET value = ? WHERE key = 'journal_seq'").run([String(seq)]);
+    // Deleted rows' pages come back (checkpoint.ts): here only for a small database (the fallback may be a large one).
+    const vacuum = mode === 'inline' ? vacuumIfWorthIt(this.db) : undefined;
     const image = this.db.export();
     sealImage(image);
     // New writes go to a new journal generation while the image is written.
@@ -155,7 +161,7 @@ export class Checkpointer {
     await fs.promises.rename(tmp, final);
     fsyncDir(this.dir);
     this.base = seq;
-    this.last = { seq, mode, ms: performance.now() - t0, bytes: image.length, hostMs };
+    this.last = { seq, mode, ms: performance.now() - t0, bytes: image.length, hostMs, ...(vacuum ? { vacuum } : {}) };
   }
 
   /**
@@ -169,7 +175,14 @@ export class Checkpointer {
     const reply = await pending;
     if (reply.ok) {
       this.base = upTo;
-      this.last = { seq: upTo, mode: 'worker', ms: performance.now() - t0, bytes: reply.bytes ?? 0, hostMs };
+      this.last = {
+        seq: upTo,
+        mode: 'worker',
+        ms: performance.now() - t0,
+        bytes: reply.bytes ?? 0,
+        hostMs,
+        ...(reply.vacuum ? { vacuum: reply.vacuum } : {}),
+      };
       return;
     }
     if (reply.code && IO_ERRORS.has(reply.code)) {

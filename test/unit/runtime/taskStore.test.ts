@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { problem } from '../../../src/runtime/problems';
 import type { TaskRecord } from '../../../src/runtime/task';
+import { TaskTransitions } from '../../../src/runtime/transitions';
 import { openParts } from '../../fixtures/runtimeParts';
 
 test('a task written by the create batch reads back the same, also after a reopen', async () => {
@@ -135,5 +136,52 @@ test('counts leave out tasks whose ttl has passed, before retention has swept th
   assert.deepEqual(parts.store.countByStatus(parts.clock.now()), [{ status: 'queued', n: 2 }]);
   parts.clock.advance(60_000);
   assert.deepEqual(parts.store.countByStatus(parts.clock.now()), [{ status: 'queued', n: 1 }]);
+  await parts.close();
+});
+
+test('stored bytes count what is stored for the principal: the task rows and their events, not another principal’s', async () => {
+  const parts = await openParts();
+  const instructions = 'i'.repeat(10_000);
+  const t = parts.add({ principal: 'alice', input: { model: 'm', input: 'hi', instructions } });
+  parts.add({ principal: 'bob', input: { model: 'm', input: 'x'.repeat(50_000) } });
+  const row = Buffer.byteLength(JSON.stringify(t.request));
+  const events = () => parts.events(t.id).reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)) + e.type.length, 0);
+  const meta = Buffer.byteLength(JSON.stringify(t.meta));
+  // The create's events (created, queued) echo the instructions: counted too.
+  assert.equal(parts.store.storedBytes('alice'), row + meta + events());
+  assert.ok(parts.store.storedBytes('alice') > 3 * instructions.length, 'the prompt and its two echoes');
+  // A running task's events: long deltas.
+  parts.transitions.startRunning(t.id, { messageId: 'msg_1', fromQueued: true });
+  const delta = 'd'.repeat(20_000);
+  parts.transitions.progress(t.id, { messageId: 'msg_1', tokens: 1, output: [{ kind: 'text', delta }] });
+  const before = parts.store.storedBytes('alice');
+  // The prompt, its echoes in created, queued and in_progress, and the delta.
+  assert.ok(before >= row + 3 * instructions.length + delta.length, String(before));
+  assert.equal(parts.store.storedBytes('nobody'), 0);
+  // Purged history and deleted tasks give their bytes back.
+  parts.transitions.succeed(t.id, { finishReason: 'stop', inputTokens: 1, outputTokens: 1 }, { text: delta, messageId: 'msg_1' });
+  const done = parts.store.getTask(t.id)!;
+  const finished = parts.store.storedBytes('alice');
+  assert.ok(finished > before + 2 * delta.length, 'the response on the row and in response.completed');
+  parts.db.write(parts.store.purgeEventsOps(t.id, done.nextSeq));
+  const purged = parts.store.storedBytes('alice');
+  assert.ok(purged < finished - 2 * delta.length, `${purged} < ${finished}: the delta and the completed event are gone`);
+  parts.db.write(parts.store.deleteTaskOps(t.id));
+  assert.equal(parts.store.storedBytes('alice'), 0);
+  await parts.close();
+});
+
+test('the bytes a batch stores are counted as it is written, for its task’s principal', async () => {
+  const parts = await openParts();
+  const told = new Map<string, number>();
+  const transitions = new TaskTransitions(parts.store, parts.bus, parts.clock.now, (p, n) => told.set(p, (told.get(p) ?? 0) + n));
+  const t = parts.record({ principal: 'alice', input: { model: 'm', input: 'hi', instructions: 'i'.repeat(5000) } });
+  transitions.create(t, 1);
+  transitions.startRunning(t.id, { messageId: 'msg_1', fromQueued: true });
+  transitions.progress(t.id, { messageId: 'msg_1', tokens: 1, output: [{ kind: 'text', delta: 'd'.repeat(8000) }] });
+  const stored = parts.store.storedBytes('alice');
+  // What was told is at least what is stored (ids and status messages count too), and not much more.
+  assert.ok((told.get('alice') ?? 0) >= stored, `${told.get('alice')} >= ${stored}`);
+  assert.ok((told.get('alice') ?? 0) < stored * 1.2, `${told.get('alice')} < 1.2 × ${stored}`);
   await parts.close();
 });

@@ -155,3 +155,40 @@ test('a checkpoint temp file left by a kill is removed at the next open', async 
   assert.equal(count(b), 1);
   await b.close();
 });
+
+/** The last checkpoint's VACUUM (a function: no narrowing across checkpoints). */
+const vacuumOf = (db: DurableDatabase) => db.lastCheckpoint?.vacuum;
+
+for (const [mode, inlineCheckpointBytes] of [
+  ['worker', 0],
+  ['inline', Infinity],
+] as const) {
+  test(`deleted rows' pages come back at the next checkpoint (${mode}): the image shrinks, and stays small after a reopen`, async (t) => {
+    const dir = tempDir();
+    const a = await DurableDatabase.open(dir, { inlineCheckpointBytes });
+    const pad = 'x'.repeat(20_000);
+    for (let i = 0; i < 400; i += 50) a.write(Array.from({ length: 50 }, (_, k) => insert(i + k, pad)[0]));
+    await a.checkpoint();
+    const full = a.lastCheckpoint!.bytes;
+    assert.equal(vacuumOf(a), undefined, 'nothing to give back yet');
+    a.write([['DELETE FROM idempotency_keys WHERE created_at >= 40', []]]);
+    await a.checkpoint();
+    assert.equal(a.lastCheckpoint?.mode, mode);
+    const shrunk = a.lastCheckpoint!.bytes;
+    t.diagnostic(`${full} → ${shrunk} bytes; VACUUM ${vacuumOf(a)?.ms.toFixed(1)} ms`);
+    assert.ok(vacuumOf(a), 'vacuumed');
+    assert.ok(shrunk < full / 5, `${full} → ${shrunk}`);
+    assert.equal(fs.statSync(join(dir, checkpoints(dir).pop()!)).size, shrunk);
+    // A few freed pages are not worth a VACUUM.
+    a.write([['DELETE FROM idempotency_keys WHERE created_at = 39', []]]);
+    await a.checkpoint();
+    assert.equal(vacuumOf(a), undefined);
+    a.write(insert(1000));
+    await a.close();
+    const b = await DurableDatabase.open(dir);
+    assert.equal(count(b), 40);
+    assert.equal(b.get("SELECT key FROM idempotency_keys WHERE key = 'k1000'")?.key, 'k1000');
+    await b.close();
+    assert.ok(fs.statSync(join(dir, checkpoints(dir).pop()!)).size < full / 5);
+  });
+}
