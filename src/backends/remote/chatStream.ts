@@ -24,7 +24,7 @@
 // The stop string an engine says ended the output (vLLM's `choices[0].stop_reason`, quirks.ts STOP_SEQUENCE_FIELDS)
 // is kept when it is text; the backend reports it only when it is one of the request's stop strings.
 // What engines send (error shapes, overflow messages, finish reasons) is data in quirks.ts.
-import { scrubKey } from './scrubKey';
+import { KeyTextScrubber, scrubKey } from './scrubKey';
 import { randomBytes } from 'node:crypto';
 import { BackendError, type FinishReason, type OutputChannel, type TokenLogprob } from '../../runtime/backend';
 import type { FailureCode } from '../../runtime/problems';
@@ -230,6 +230,22 @@ async function readStream(
   const idle = `sent no complete event for ${formatMs(req.timeouts.idleMs)}`;
   const reader = body.getReader();
   const st: ChatStreamState = { chunks: 0, logprobs: req.logprobs };
+  // Generated text may echo the key (an engine that repeats its prompt or headers): scrubbed per channel as it
+  // streams; a piece that lost a spelling of the key keeps its log-probabilities' numbers (and so its token count)
+  // but not their token texts, which spell the key too.
+  const scrubber = apiKey ? new KeyTextScrubber(apiKey) : undefined;
+  const onDelta: ChatStreamRequest['onDelta'] = !scrubber
+    ? req.onDelta
+    : (text, logprobs, channel) => {
+        const { text: safe, replaced } = scrubber.scrub(text, channel ? JSON.stringify(channel) : '');
+        if (!replaced) return req.onDelta(text, logprobs, channel);
+        if (channel) return req.onDelta(safe, undefined, channel);
+        const blank = <T extends { token: string; bytes: number[] }>(l: T): T => ({ ...l, token: '', bytes: [] });
+        return req.onDelta(
+          safe,
+          logprobs?.map((l) => ({ ...blank(l), top_logprobs: l.top_logprobs.map(blank) })),
+        );
+      };
   let done = false;
   arm(req.timeouts.idleMs, idle);
   try {
@@ -254,7 +270,7 @@ async function readStream(
       if (events.length) arm(req.timeouts.idleMs, idle);
       for (const data of events) {
         try {
-          done = applyChatEvent(data, st, req.onDelta);
+          done = applyChatEvent(data, st, onDelta);
         } catch (e) {
           if (e instanceof ChatEventError)
             throw e.info ? engineFailure(label, e.info, apiKey, 'reported an error mid-stream') : streamFailure(label, e, apiKey);

@@ -68,6 +68,24 @@ describe('configuration', () => {
 });
 
 describe('remote backend through the runtime', () => {
+  it('a key the engine echoes into its answer is stored as [key], also split across chunks and in hex', async () => {
+    const hex = Buffer.from(KEY, 'utf8').toString('hex');
+    const e = await engine(goodStream(['Your key: ', KEY.slice(0, 12), KEY.slice(12), ', in hex ', hex.slice(0, 5), hex.slice(5, 40), '. Done.']), [
+      'm1',
+    ]);
+    const b = new RemoteBackend([{ name: 'gpu', urls: [e.base], apiKey: KEY }]);
+    await b.refresh();
+    const r = await open(b);
+    const t = create(r, 'gpu/m1');
+    const done = await r.waitForTerminal(t.id);
+    assert.equal(done.status, 'succeeded');
+    const text = (done.response as { output: Array<{ content: Array<{ text: string }> }> }).output[0]!.content[0]!.text;
+    assert.match(text, /^Your key: \[key\](\[key\])*, in hex .{0,5}\[key\]\. Done\.$/);
+    const stored = everything(r, t.id);
+    for (let i = 0; i + 8 <= KEY.length; i++) assert.ok(!stored.includes(KEY.slice(i, i + 8)), `a run of the key at ${i} is stored`);
+    for (let i = 5; i + 8 <= 40; i++) assert.ok(!stored.includes(hex.slice(i, i + 8)), `a run of its hex at ${i} is stored`);
+  });
+
   it('streams a chat completion: deltas, usage, stop; the request is the OpenAI baseline with the key', async () => {
     const e = await engine(goodStream(['Hello', ', ', 'world']), ['m1']);
     const b = new RemoteBackend([{ name: 'gpu', urls: [e.base], apiKey: KEY }]);

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { engineText } from '../../../../src/backends/remote/chatStream';
-import { scrubKey } from '../../../../src/backends/remote/scrubKey';
+import { KeyTextScrubber, MIN_RUN, scrubKey } from '../../../../src/backends/remote/scrubKey';
 import { keySpellings } from '../../../support/hostile';
 
 const KEY = 'sk-live_4f9QZ2m+/x7Lp0Ra8vWc=Tq3';
@@ -39,4 +39,21 @@ test('engineText scrubs before it cuts and strips control characters', () => {
   assert.ok(!out.includes(KEY.slice(0, 8)), out);
   assert.ok(!out.includes(Buffer.from(KEY).toString('base64').slice(0, 8)), out);
   assert.ok(out.length <= 301, String(out.length));
+});
+
+test('streamed text: a key split across pieces is caught from the second piece on, per channel', () => {
+  const s = new KeyTextScrubber(KEY);
+  const pieces = ['answer: ', KEY.slice(0, 5), KEY.slice(5, 20), KEY.slice(20), ' end'];
+  const out = pieces.map((p) => s.scrub(p).text).join('');
+  // The first five characters went out before the rest showed they were the key (fewer than MIN_RUN).
+  assert.equal(out, `answer: ${KEY.slice(0, 5)}[key][key] end`);
+  assert.ok(5 < MIN_RUN);
+  // Another channel has its own tail: the end of the answer's stream does not join a reasoning piece.
+  const r = new KeyTextScrubber(KEY);
+  assert.equal(r.scrub(KEY.slice(0, 6), 'a').text, KEY.slice(0, 6));
+  assert.deepEqual(r.scrub(KEY.slice(6, 12), 'b'), { text: KEY.slice(6, 12), replaced: false });
+  assert.deepEqual(r.scrub(KEY.slice(12), 'a'), { text: '[key]', replaced: true });
+  // Plain text passes piece for piece, unchanged.
+  const plain = new KeyTextScrubber(KEY);
+  for (const p of ['Hello', ', ', 'world', ' — sk-live is a prefix']) assert.deepEqual(plain.scrub(p), { text: p, replaced: false });
 });
