@@ -15,6 +15,7 @@ import { CONFIG_SECTION, ContextKeys, OUTPUT_CHANNEL_NAME, engineKeySecret } fro
 import { TaskService, type EndpointInfo } from './host/taskService';
 import { Disposable, toDisposable } from './lifecycle';
 import { registerChatProvider } from './lm/chatProvider';
+import { PendingRequests } from './model/pendingRequests';
 import { McpServerProvider } from './mcpProvider';
 import { readSettings, restartNeeded, type ExtensionSettings } from './model/settings';
 import { describeStartup, StartupProbe, type StartupFigures } from './startupProbe';
@@ -71,7 +72,9 @@ class TaskRuntimeExtension extends Disposable {
     );
     const source = this.service.source;
     this.overview = this._register(new OverviewViewProvider(context.extensionUri, source, this.service));
-    const tree = (this.tree = this._register(new TasksTreeProvider(source, this.overview.throughput)));
+    // Chat requests waiting for their model's first load, shown in the tree before their task exists.
+    const pending = this._register(new PendingRequests());
+    const tree = (this.tree = this._register(new TasksTreeProvider(source, this.overview.throughput, pending)));
     this.panels = this._register(new EventsPanelManager(context.extensionUri, source));
     const notifier = this._register(new CompletionNotifier(source, () => this.settings));
     this._register(new ResultDocumentProvider(source));
@@ -84,6 +87,7 @@ class TaskRuntimeExtension extends Disposable {
         loadModel: async (model) => {
           await this.service.runtime?.loadModel(model);
         },
+        pending,
         log: (m) => this.log.info(m),
       }),
     );

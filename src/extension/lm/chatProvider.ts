@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { LM_VENDOR } from '../constants';
 import { Disposable, toDisposable, type IDisposable } from '../lifecycle';
 import type { TaskSource, TaskInfo } from '../model/taskSource';
+import type { PendingRequests } from '../model/pendingRequests';
 import { TERMINAL_EVENT_TYPES } from '../../runtime/responseEvents';
 import {
   chatModelInfos,
@@ -33,6 +34,8 @@ export interface ChatProviderDeps {
   onDidChangeState(listener: () => void): IDisposable;
   /** Loads a model ahead of a request so its real context is known (owner only; undefined elsewhere). */
   loadModel?: (model: string) => Promise<void>;
+  /** Where a request waiting for its model's load shows before its task exists (the Tasks tree). */
+  pending?: PendingRequests;
   log: (message: string) => void;
 }
 
@@ -88,6 +91,31 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
     token: vscode.CancellationToken,
   ): Promise<void> {
     if (token.isCancellationRequested) return;
+    // Shown in the tree from now until its task exists: the first request may wait for its model's load.
+    const shown = this.d.pending?.add(chatTitle(toInputItems(messages)), model.id);
+    let task: TaskInfo;
+    try {
+      const made = await this.makeTask(model, messages, options, token);
+      if (!made) return;
+      task = made;
+    } finally {
+      shown?.dispose();
+    }
+    const final = await this.follow(task, progress, token);
+    if (final.status === 'succeeded') return;
+    if (final.status === 'cancelled' && token.isCancellationRequested) return;
+    const detail = final.error?.detail ?? final.error?.title ?? final.statusMessage ?? final.status;
+    if (final.error?.code === 'model_not_found') throw vscode.LanguageModelError.NotFound(detail);
+    throw new Error(t('Task Runtime: the request ended {0}: {1}', final.status, detail));
+  }
+
+  /** Fits the conversation to the model's context (loading a local model first when it is unknown) and makes its task. */
+  private async makeTask(
+    model: vscode.LanguageModelChatInformation,
+    messages: readonly vscode.LanguageModelChatRequestMessage[],
+    options: vscode.ProvideLanguageModelChatResponseOptions,
+    token: vscode.CancellationToken,
+  ): Promise<TaskInfo | undefined> {
     const info = await this.currentInfo(model.id);
     const required = options.toolMode === vscode.LanguageModelChatToolMode.Required;
     const fit = await fitToContext(
@@ -102,7 +130,7 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
         `chat request for ${model.id} trimmed to ${fit.tokens}/${info.maxInputTokens} tokens: ${fit.dropped.items} history item(s), ${fit.dropped.tools} tool(s), ${fit.dropped.cutTokens} token(s) of text`,
       );
     }
-    if (token.isCancellationRequested) return;
+    if (token.isCancellationRequested) return undefined;
     const sampling = samplingFromModelOptions(options.modelOptions);
     // Without a budget a reply gets the room kept for output (the advertised maxOutputTokens). A caller may ask for
     // another (modelOptions `maxOutputTokens` or `max_tokens`): less, or more when its prompt leaves the room (a short
@@ -111,7 +139,7 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
     const asked = options.modelOptions?.['maxOutputTokens'] ?? options.modelOptions?.['max_tokens'];
     const context = info.maxInputTokens + info.maxOutputTokens;
     const maxOutputTokens = Number.isInteger(asked) && (asked as number) > 0 ? Math.min(asked as number, context) : info.maxOutputTokens;
-    const task = await this.d.source.create({
+    return this.d.source.create({
       prompt: '',
       input: fit.items,
       model: model.id,
@@ -121,12 +149,6 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
       sampling,
       ...(fit.tools.length ? { tools: fit.tools, toolChoice: required ? 'required' : toToolChoice(options.toolMode) } : {}),
     });
-    const final = await this.follow(task, progress, token);
-    if (final.status === 'succeeded') return;
-    if (final.status === 'cancelled' && token.isCancellationRequested) return;
-    const detail = final.error?.detail ?? final.error?.title ?? final.statusMessage ?? final.status;
-    if (final.error?.code === 'model_not_found') throw vscode.LanguageModelError.NotFound(detail);
-    throw new Error(t('Task Runtime: the request ended {0}: {1}', final.status, detail));
   }
 
   /** The model's information now (its context may have become known since VS Code listed it). */

@@ -6,6 +6,7 @@ import { ChangeCoalescer, realTimers, type Timers } from './coalescer';
 import type { TaskInfo, TaskSource } from './taskSource';
 import { emptyCounts } from './taskSource';
 import type { IDisposable } from '../lifecycle';
+import type { PendingRequest, PendingRequests } from './pendingRequests';
 
 export const GROUP_IDS = ['queued', 'running', 'needsInput', 'succeeded', 'failed', 'cancelled'] as const;
 export type GroupId = (typeof GROUP_IDS)[number];
@@ -40,7 +41,13 @@ export interface MoreNode {
   /** How many tasks of the group are not shown yet. */
   remaining: number;
 }
-export type TreeNode = GroupNode | TaskNode | MoreNode;
+/** A request accepted but not a task yet (pendingRequests.ts), shown first in the running group. */
+export interface PendingNode {
+  readonly kind: 'pending';
+  readonly id: string;
+  readonly request: PendingRequest;
+}
+export type TreeNode = GroupNode | TaskNode | MoreNode | PendingNode;
 
 /** What changed since the last notification. `root` means the set of visible groups changed. */
 export interface TreeChange {
@@ -62,6 +69,8 @@ type ChangeKey = 'root' | `group:${GroupId}` | `task:${string}`;
 
 export interface TreeModelOptions {
   pageSize?: number;
+  /** Requests not yet tasks, shown in the running group. */
+  pending?: PendingRequests;
   intervalMs?: number;
   timers?: Timers;
 }
@@ -77,6 +86,8 @@ export class TaskTreeModel implements IDisposable {
   private readonly pageSize: number;
   private generation = 0;
   private subscriptions: IDisposable[] = [];
+  private readonly pending: PendingRequests | undefined;
+  private pendingNodes = new Map<string, PendingNode>();
 
   constructor(
     private readonly source: TaskSource,
@@ -95,6 +106,18 @@ export class TaskTreeModel implements IDisposable {
     this.coalescer = new ChangeCoalescer((keys) => void this.emit(keys), options.intervalMs ?? 250, 16, options.timers ?? realTimers);
     this.subscriptions.push(source.onDidChangeTask((task, deleted) => this.applyChange(task, deleted)));
     if (source.onDidInvalidate) this.subscriptions.push(source.onDidInvalidate(() => void this.reload()));
+    this.pending = options.pending;
+    if (this.pending) this.subscriptions.push(this.pending.onDidChange(() => this.pendingChanged()));
+  }
+
+  /** The running group's pending rows follow the list (stable nodes per request). */
+  private pendingChanged(): void {
+    const next = new Map<string, PendingNode>();
+    for (const request of this.pending!.list())
+      next.set(request.id, this.pendingNodes.get(request.id) ?? { kind: 'pending', id: request.id, request });
+    this.pendingNodes = next;
+    this.coalescer.add('group:running');
+    this.syncGroupCounts();
   }
 
   onDidChange(listener: (change: TreeChange) => void): IDisposable {
@@ -106,16 +129,18 @@ export class TaskTreeModel implements IDisposable {
     return this.counts;
   }
 
+  /** Tasks, and requests not yet tasks. */
   get total(): number {
-    return Object.values(this.counts).reduce((a, b) => a + b, 0);
+    return Object.values(this.counts).reduce((a, b) => a + b, 0) + this.pendingNodes.size;
   }
 
+  /** Tasks of the running group, and requests not yet tasks (they load their model). */
   get activeCount(): number {
-    return this.counts.loading + this.counts.running + this.counts.cancelling;
+    return this.counts.loading + this.counts.running + this.counts.cancelling + this.pendingNodes.size;
   }
 
   groupCount(id: GroupId): number {
-    return GROUP_STATUSES[id].reduce((n, s) => n + this.counts[s], 0);
+    return GROUP_STATUSES[id].reduce((n, s) => n + this.counts[s], 0) + (id === 'running' ? this.pendingNodes.size : 0);
   }
 
   /** Re-reads counts and forgets loaded pages (they load again on expand). */
@@ -143,7 +168,7 @@ export class TaskTreeModel implements IDisposable {
   }
 
   /** A group's rows: loaded tasks, then a "show more" row while pages remain. Loads the first page on demand. */
-  async groupChildren(id: GroupId): Promise<Array<TaskNode | MoreNode>> {
+  async groupChildren(id: GroupId): Promise<Array<TaskNode | MoreNode | PendingNode>> {
     const g = this.groups.get(id)!;
     if (!g.ids) {
       g.loading ??= this.loadPage(g, undefined);
@@ -174,8 +199,9 @@ export class TaskTreeModel implements IDisposable {
     return [...this.nodes.values()].map((n) => n.task);
   }
 
-  private rowsOf(g: GroupState): Array<TaskNode | MoreNode> {
-    const rows: Array<TaskNode | MoreNode> = (g.ids ?? []).map((tid) => this.nodes.get(tid)!).filter(Boolean);
+  private rowsOf(g: GroupState): Array<TaskNode | MoreNode | PendingNode> {
+    const pending = g.node.id === 'running' ? [...this.pendingNodes.values()] : [];
+    const rows: Array<TaskNode | MoreNode | PendingNode> = [...pending, ...(g.ids ?? []).map((tid) => this.nodes.get(tid)!).filter(Boolean)];
     const remaining = Math.max(0, g.node.count - rows.length);
     g.more.remaining = remaining;
     if (g.nextCursor && remaining > 0) rows.push(g.more);

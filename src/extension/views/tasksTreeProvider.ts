@@ -5,6 +5,7 @@ import type { TaskStatus } from '../../runtime/task';
 import { Commands, ContextKeys, TASKS_VIEW_ID, TASK_URI_SCHEME } from '../constants';
 import { Disposable } from '../lifecycle';
 import { statusLabel, taskDescription, taskTitle, taskTooltipMarkdown } from '../model/format';
+import type { PendingRequests } from '../model/pendingRequests';
 import type { TaskSource } from '../model/taskSource';
 import { GROUP_STATUSES, TaskTreeModel, groupOf as groupOfStatus, type GroupId, type TreeNode } from '../model/treeModel';
 
@@ -66,9 +67,10 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
   constructor(
     source: TaskSource,
     private readonly speeds?: { rate(id: string, now: number): number | undefined },
+    pending?: PendingRequests,
   ) {
     super();
-    this.model = this._register(new TaskTreeModel(source));
+    this.model = this._register(new TaskTreeModel(source, pending ? { pending } : {}));
     this.view = this._register(vscode.window.createTreeView(TASKS_VIEW_ID, { treeDataProvider: this, showCollapseAll: true }));
     this._register(
       this.model.onDidChange((change) => {
@@ -131,6 +133,17 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
         item.command = { command: Commands.loadMore, title: t('Show more'), arguments: [node.group] };
         return item;
       }
+      case 'pending': {
+        const { request } = node;
+        const item = new vscode.TreeItem(request.title, vscode.TreeItemCollapsibleState.None);
+        item.id = `pending:${request.id}`;
+        item.description = t('{0} · loading the model', request.model);
+        item.iconPath = statusIcon('loading');
+        item.contextValue = 'pending';
+        item.tooltip = t('Waiting for {0} to load; the task starts when it has.', request.model);
+        item.accessibilityInformation = { label: `${request.title}, ${statusLabel('loading', t)}` };
+        return item;
+      }
       case 'task': {
         const task = node.task;
         const item = new vscode.TreeItem(taskTitle(task), vscode.TreeItemCollapsibleState.None);
@@ -175,6 +188,7 @@ export class TasksTreeProvider extends Disposable implements vscode.TreeDataProv
       return this.model.rootNodes().find((g) => g.id === groupOfStatus(node.task.status));
     }
     if (node.kind === 'more') return this.model.rootNodes().find((g) => g.id === node.group);
+    if (node.kind === 'pending') return this.model.rootNodes().find((g) => g.id === 'running');
     return undefined;
   }
 

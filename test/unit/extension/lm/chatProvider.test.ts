@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { TaskRuntimeChatProvider } from '../../../../src/extension/lm/chatProvider';
 import { LocalTaskSource } from '../../../../src/extension/model/localTaskSource';
+import { PendingRequests } from '../../../../src/extension/model/pendingRequests';
+import { TaskTreeModel } from '../../../../src/extension/model/treeModel';
 import { answerText } from '../../../../src/runtime/responses';
 import { TaskRuntime } from '../../../../src/runtime/runtime';
 import { Gate, ScriptedBackend, says } from '../../../fixtures/scriptedBackend';
@@ -116,6 +118,57 @@ describe('chat provider over the runtime', () => {
         (e: { code?: string }) => e.code === 'NotFound',
       );
     } finally {
+      await runtime.close();
+    }
+  });
+});
+
+describe('a request waiting for its model to load', () => {
+  it('shows in the tree at once, in the running group, until its task replaces it', async () => {
+    const backend = new ScriptedBackend(says('ok'));
+    const runtime = await TaskRuntime.open({ dataDir: tempDir(), backend, deltaFlushMs: 0 });
+    const source = new LocalTaskSource(runtime, 'editor');
+    const pending = new PendingRequests();
+    const tree = new TaskTreeModel(source, { pending, intervalMs: 0 });
+    let loaded!: () => void;
+    const loading = new Promise<void>((resolve) => (loaded = resolve));
+    let asked!: () => void;
+    const askedToLoad = new Promise<void>((resolve) => (asked = resolve));
+    const provider = new TaskRuntimeChatProvider({
+      source,
+      onDidChangeState: () => ({ dispose() {} }),
+      loadModel: async () => {
+        asked();
+        await loading;
+      },
+      pending,
+      log() {},
+    });
+    try {
+      await tree.reload();
+      const reply = provider.provideLanguageModelChatResponse(model(), [user('Explain this')], {} as never, { report: () => {} }, token() as never);
+      await askedToLoad;
+      // No task yet: the model loads first. The tree shows the request anyway.
+      assert.equal((await source.list({ limit: 10 })).tasks.length, 0);
+      assert.deepEqual(
+        tree.rootNodes().map((g) => [g.id, g.count]),
+        [['running', 1]],
+      );
+      const rows = await tree.groupChildren('running');
+      assert.deepEqual(
+        rows.map((r) => (r.kind === 'pending' ? [r.kind, r.request.title, r.request.model] : [r.kind])),
+        [['pending', 'Chat: Explain this', 'm']],
+      );
+      assert.equal(tree.activeCount, 1);
+      loaded();
+      await reply;
+      assert.equal(pending.size, 0, 'its task replaced it');
+      const [task] = (await source.list({ limit: 10 })).tasks;
+      assert.equal(task?.status, 'succeeded');
+      assert.ok((await tree.groupChildren('running')).every((r) => r.kind !== 'pending'));
+    } finally {
+      tree.dispose();
+      provider.dispose();
       await runtime.close();
     }
   });
