@@ -47,6 +47,8 @@ async function main() {
   suites.push(['batching', () => batchingBench()]);
   const agents = optional('./agents', 'agentsBench');
   if (agents) suites.push(['agents', () => agents({ modelPath })]);
+  const hostile = optional('./hostile', 'hostileBench');
+  if (hostile) suites.push(['hostile', () => hostile({ modelPath })]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

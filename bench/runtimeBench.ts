@@ -62,11 +62,13 @@ export function seedTasks(store: TaskStore, n: number, eventsPerTask: number): v
     const ops = [];
     for (let i = start; i < Math.min(n, start + batch); i++) {
       const id = `task_seed${String(i).padStart(22, '0')}`;
-      ops.push(...store.insertTaskOps(benchTask(id, 'succeeded', now + i), ++order));
+      const task = benchTask(id, 'succeeded', now + i);
+      ops.push(...store.insertTaskOps(task, ++order));
       if (eventsPerTask > 0) {
         ops.push(
           ...store.appendEventOps(
             id,
+            task.request,
             0,
             Array.from({ length: eventsPerTask }, (_, k) => ({
               type: 'response.output_text.delta',

@@ -27,6 +27,45 @@ export interface ResponseParts {
   stopSequence?: string;
 }
 
+/** The members of a response object that echo its request and may be large: stored in events as references. */
+export const REQUEST_ECHO_KEYS = ['instructions', 'tools', 'text'] as const;
+export type RequestEcho = Readonly<Record<(typeof REQUEST_ECHO_KEYS)[number], unknown>>;
+
+const echoes = new WeakMap<ResponseRequest, RequestEcho>();
+
+/**
+ * The request's echo in every response object of its task, built once per request object and frozen: each
+ * response object shares it, so the store can tell an echo by identity and keep it out of the events
+ * (taskStore.ts, "Echoes of the request").
+ */
+export function requestEcho(input: ResponseRequest): RequestEcho {
+  let echo = echoes.get(input);
+  if (!echo) {
+    const tools = input.tools ?? [];
+    echo = deepFreeze({
+      instructions: input.instructions ?? null,
+      // Function tools in OpenAI's echo shape; the others (namespace, custom, hosted) as they were given.
+      tools: tools.map((t) =>
+        t.type === 'function'
+          ? { type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null }
+          : t,
+      ),
+      // The request's format as it was given (OpenAI echoes it; a schema comes back whole).
+      text: { format: input.text?.format ?? { type: 'text' }, ...(input.text?.verbosity ? { verbosity: input.text.verbosity } : {}) },
+    });
+    echoes.set(input, echo);
+  }
+  return echo;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
 export function responseObject(task: TaskRecord, parts: ResponseParts): Record<string, unknown> {
   const input = task.request;
   const itemStatus = parts.itemStatus ?? 'completed';
@@ -44,6 +83,7 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
         ]
       : [];
   const tools = input.tools ?? [];
+  const echo = requestEcho(input);
   const ignored = ignoredToolsOf(tools);
   // Vendor member: the hosted tools the model was not offered (docs/lmsp.md, "Codex dialect"), the stop string that
   // ended the output (docs/lmsp.md, "Vendor members of the response"). Absent when it would be empty.
@@ -60,7 +100,7 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     background: input.background === true,
     completed_at: parts.completedAt ? seconds(parts.completedAt) : null,
     model: task.model,
-    instructions: input.instructions ?? null,
+    instructions: echo.instructions,
     max_output_tokens: input.max_output_tokens ?? null,
     temperature: input.temperature ?? null,
     top_p: input.top_p ?? null,
@@ -69,15 +109,9 @@ export function responseObject(task: TaskRecord, parts: ResponseParts): Record<s
     output_text: parts.text ?? '',
     parallel_tool_calls: input.parallel_tool_calls ?? true,
     tool_choice: input.tool_choice ?? (tools.length ? 'auto' : 'none'),
-    // Function tools in OpenAI's echo shape; the others (namespace, custom, hosted) as they were given.
-    tools: tools.map((t) =>
-      t.type === 'function'
-        ? { type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? null }
-        : t,
-    ),
+    tools: echo.tools,
     reasoning: input.reasoning ? { effort: input.reasoning.effort ?? null, summary: input.reasoning.summary ?? null } : null,
-    // The request's format as it was given (OpenAI echoes it; a schema comes back whole).
-    text: { format: input.text?.format ?? { type: 'text' }, ...(input.text?.verbosity ? { verbosity: input.text.verbosity } : {}) },
+    text: echo.text,
     ...echoed(input),
     truncation: 'disabled',
     previous_response_id: input.previous_response_id ?? null,

@@ -16,6 +16,8 @@ import {
   type Usage,
 } from './task';
 import type { GenerationSnapshot } from './backend';
+import { isObject } from './jsonValues';
+import { REQUEST_ECHO_KEYS, requestEcho } from './responses';
 import { pendingRequests } from './input';
 
 const TASK_COLUMNS = `id, response_id, origin, principal, title, model, input_json, status, status_message, created_at,
@@ -57,6 +59,47 @@ function toTask(r: Row): TaskRecord {
 }
 
 const EVENT_INSERT = 'INSERT INTO events (task_id, seq, type, data_json, created_at) VALUES (?, ?, ?, ?, ?)';
+
+// Echoes of the request. Every event that carries a response object (created, queued, in_progress and the terminal
+// one) echoes the request's instructions, tools and text format, and an agent's request carries tens of kilobytes of
+// them (a schema may carry 256 KiB): stored whole, each task kept four more copies of them than its own row, and
+// writing them held the event loop (bench/hostile.ts). An echo member of at least ECHO_MIN_CHARS, the very object
+// the task's request gave (responses.ts requestEcho), is stored as ECHO; reading the event puts the request's echo
+// back, so every reader sees the event as it was emitted.
+const ECHO = { $task_runtime_echo: 'request' } as const;
+const ECHO_MARK = '"$task_runtime_echo"';
+const ECHO_MIN_CHARS = 256;
+
+/** Sizes of a request's echo members in JSON, once per request. */
+const echoSizes = new WeakMap<ResponseRequest, Record<string, number>>();
+
+/** An event's data as stored: echo members of its response object (see above) as references. */
+function storedEventJson(request: ResponseRequest, data: Record<string, unknown>): string {
+  const response = data.response;
+  if (!isObject(response)) return JSON.stringify(data);
+  const echo = requestEcho(request);
+  let sizes = echoSizes.get(request);
+  if (!sizes) echoSizes.set(request, (sizes = Object.fromEntries(REQUEST_ECHO_KEYS.map((k) => [k, JSON.stringify(echo[k]).length]))));
+  let compact: Record<string, unknown> | undefined;
+  for (const k of REQUEST_ECHO_KEYS) {
+    if (response[k] !== echo[k] || sizes[k]! < ECHO_MIN_CHARS) continue;
+    compact ??= { ...response };
+    compact[k] = ECHO;
+  }
+  return JSON.stringify(compact ? { ...data, response: compact } : data);
+}
+
+/** The event's data as emitted: references to the request's echo replaced by it. */
+function restoreEcho(data: Record<string, unknown>, request: ResponseRequest | undefined): Record<string, unknown> {
+  const response = data.response;
+  if (!request || !isObject(response)) return data;
+  const echo = requestEcho(request);
+  for (const k of REQUEST_ECHO_KEYS) {
+    const v = response[k];
+    if (isObject(v) && v.$task_runtime_echo === ECHO.$task_runtime_echo) response[k] = echo[k];
+  }
+  return data;
+}
 /** The status sets as SQL lists (constants of task.ts, never user input). */
 const sqlList = (statuses: readonly string[]) => statuses.map((s) => `'${s}'`).join(', ');
 
@@ -257,15 +300,15 @@ export class TaskStore {
   }
 
   readEvents(taskId: string, afterSeq: number, limit = 100_000): TaskEvent[] {
+    let request: ResponseRequest | undefined;
     return this.db
       .all('SELECT seq, type, data_json, created_at FROM events WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?', [taskId, afterSeq, limit])
-      .map((r) => ({
-        taskId,
-        seq: Number(r.seq),
-        type: String(r.type),
-        data: JSON.parse(String(r.data_json)) as Record<string, unknown>,
-        createdAt: Number(r.created_at),
-      }));
+      .map((r) => {
+        const json = String(r.data_json);
+        let data = JSON.parse(json) as Record<string, unknown>;
+        if (json.includes(ECHO_MARK)) data = restoreEcho(data, (request ??= this.getTask(taskId)?.request));
+        return { taskId, seq: Number(r.seq), type: String(r.type), data, createdAt: Number(r.created_at) };
+      });
   }
 
   findIdempotencyKey(principal: string, scope: string, key: string): { fingerprint: string; taskId: string; createdAt: number } | undefined {
@@ -348,16 +391,16 @@ export class TaskStore {
     let json = '';
     for (let i = 0; i < events.length; i++) {
       const e = events[i];
-      if (i === 0 || e.data !== data) json = JSON.stringify((data = e.data));
+      if (i === 0 || e.data !== data) json = storedEventJson(t.request, (data = e.data));
       ops.push([EVENT_INSERT, [t.id, i, e.type, json, createdAt]]);
     }
     return ops;
   }
 
   /** Appends events at seqs firstSeq, firstSeq+1, … and advances next_seq. */
-  appendEventOps(taskId: string, firstSeq: number, events: NewEvent[], createdAt: number): WriteOp[] {
+  appendEventOps(taskId: string, request: ResponseRequest, firstSeq: number, events: NewEvent[], createdAt: number): WriteOp[] {
     this.forget(taskId);
-    const ops: WriteOp[] = events.map((e, i) => [EVENT_INSERT, [taskId, firstSeq + i, e.type, JSON.stringify(e.data), createdAt]]);
+    const ops: WriteOp[] = events.map((e, i) => [EVENT_INSERT, [taskId, firstSeq + i, e.type, storedEventJson(request, e.data), createdAt]]);
     ops.push(['UPDATE tasks SET next_seq = ? WHERE id = ?', [firstSeq + events.length, taskId]]);
     return ops;
   }

@@ -430,7 +430,7 @@ export class TaskTransitions {
       next.status !== 'input_required' ? null : patch.inputRounds !== undefined ? pendingRequests(patch.inputRounds) : current.inputRequests;
     const newEvents = events(next);
     const ops: WriteOp[] = this.store.updateTaskOps(current.id, patch, now);
-    if (newEvents.length) ops.push(...this.store.appendEventOps(current.id, current.nextSeq, newEvents, now));
+    if (newEvents.length) ops.push(...this.store.appendEventOps(current.id, current.request, current.nextSeq, newEvents, now));
     next.nextSeq = current.nextSeq + newEvents.length;
     const stored: TaskEvent[] = newEvents.map((e, i) => ({
       taskId: current.id,

@@ -18,6 +18,7 @@ import { isAllowedHost, isAllowedOrigin, normalizeOrigin } from './hostOrigin';
 import { HttpProblem, problemBody, writeProblem, type ProblemStyle } from './problem';
 import type { DoorHandler, RequestContext } from './types';
 import { REFUSALS, retryAfterHeader } from '../shared/refusals';
+import { LARGE_BODY_BYTES, REFUSAL_BURST, RefusalBudget } from './refusalBudget';
 
 /** How long an answer to a refused connection (408, 400, 431, CONNECT) may take to flush before the socket is cut. */
 const FLUSH_BEFORE_CLOSE_MS = 1_000;
@@ -91,6 +92,8 @@ export interface ListenerOptions {
   doors: MountedDoor[];
   limits?: Partial<ListenerLimits>;
   log?: (msg: string) => void;
+  /** The clock of the refusal budget (refusalBudget.ts). */
+  now?: () => number;
 }
 
 export interface Listener {
@@ -111,6 +114,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     return n;
   });
   const log = options.log ?? (() => {});
+  const refusals = new RefusalBudget(options.now);
   const doors = longestPrefixFirst(options.doors);
   // Aborted at shutdown: long requests (SSE, synchronous generations) end instead of holding the port.
   const inFlight = new Set<AbortController>();
@@ -254,7 +258,34 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       );
       return;
     }
+    // A principal whose large requests keep being refused: its next large one is refused unread (refusalBudget.ts).
+    const declared = Number(req.headers['content-length'] ?? 0);
+    const wait = declared >= LARGE_BODY_BYTES || req.headers['transfer-encoding'] ? refusals.waitMs(auth.principal) : 0;
+    if (wait > 0) {
+      res.setHeader('Connection', 'close');
+      res.once('finish', () => req.socket.destroy());
+      writeProblem(
+        res,
+        new HttpProblem(
+          429,
+          'limit_exceeded',
+          `Too many large requests from this client were refused lately (refused_large_requests); send a valid one again in ${Math.ceil(wait / 1000)} s.`,
+          {
+            headers: { 'Retry-After': String(Math.ceil(wait / 1000)) },
+            members: { limit: { name: 'refused_large_requests', max: REFUSAL_BURST, current: REFUSAL_BURST } },
+          },
+        ),
+        style,
+        instance,
+      );
+      return;
+    }
     track(req.socket, res);
+    const bodyStart = req.socket.bytesRead;
+    res.once('finish', () => {
+      const refused = res.statusCode >= 400 && res.statusCode < 500 && res.statusCode !== 429 && res.statusCode !== 401;
+      if (refused && Math.max(declared, req.socket.bytesRead - bodyStart) >= LARGE_BODY_BYTES) refusals.charge(auth.principal);
+    });
     try {
       await door.handler(req, res, new Scope(auth.principal, url, res));
     } catch (e) {

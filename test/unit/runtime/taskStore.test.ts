@@ -145,18 +145,21 @@ test('stored bytes count what is stored for the principal: the task rows and the
   const t = parts.add({ principal: 'alice', input: { model: 'm', input: 'hi', instructions } });
   parts.add({ principal: 'bob', input: { model: 'm', input: 'x'.repeat(50_000) } });
   const row = Buffer.byteLength(JSON.stringify(t.request));
-  const events = () => parts.events(t.id).reduce((n, e) => n + Buffer.byteLength(JSON.stringify(e.data)) + e.type.length, 0);
+  // The events as stored (their echoes of the request are references to it: the test after the next).
+  const events = () =>
+    parts.store.database
+      .all('SELECT type, data_json FROM events WHERE task_id = ?', [t.id])
+      .reduce((n, r) => n + Buffer.byteLength(String(r.data_json)) + String(r.type).length, 0);
   const meta = Buffer.byteLength(JSON.stringify(t.meta));
-  // The create's events (created, queued) echo the instructions: counted too.
   assert.equal(parts.store.storedBytes('alice'), row + meta + events());
-  assert.ok(parts.store.storedBytes('alice') > 3 * instructions.length, 'the prompt and its two echoes');
+  assert.ok(parts.store.storedBytes('alice') < 2 * instructions.length, 'the prompt once: its echoes in created and queued are references');
   // A running task's events: long deltas.
   parts.transitions.startRunning(t.id, { messageId: 'msg_1', fromQueued: true });
   const delta = 'd'.repeat(20_000);
   parts.transitions.progress(t.id, { messageId: 'msg_1', tokens: 1, output: [{ kind: 'text', delta }] });
   const before = parts.store.storedBytes('alice');
-  // The prompt, its echoes in created, queued and in_progress, and the delta.
-  assert.ok(before >= row + 3 * instructions.length + delta.length, String(before));
+  // The prompt and the delta.
+  assert.ok(before >= row + delta.length, String(before));
   assert.equal(parts.store.storedBytes('nobody'), 0);
   // Purged history and deleted tasks give their bytes back.
   parts.transitions.succeed(t.id, { finishReason: 'stop', inputTokens: 1, outputTokens: 1 }, { text: delta, messageId: 'msg_1' });
@@ -184,4 +187,49 @@ test('the bytes a batch stores are counted as it is written, for its task’s pr
   assert.ok((told.get('alice') ?? 0) >= stored, `${told.get('alice')} >= ${stored}`);
   assert.ok((told.get('alice') ?? 0) < stored * 1.2, `${told.get('alice')} < 1.2 × ${stored}`);
   await parts.close();
+});
+
+test("events keep the request's large echoes as references to it; reading them, also after a reopen, gives them back whole", async () => {
+  const parts = await openParts();
+  const instructions = 'Be precise and brief. '.repeat(500);
+  const description = 'The path of the file to read. '.repeat(200);
+  const schema = { type: 'object', properties: { answer: { type: 'string', enum: Array.from({ length: 300 }, (_, i) => `choice number ${i}`) } } };
+  const t = parts.add({
+    principal: 'alice',
+    input: {
+      model: 'm',
+      input: 'hi',
+      instructions,
+      tools: [
+        {
+          type: 'function',
+          name: 'read',
+          description: 'Reads',
+          parameters: { type: 'object', properties: { path: { type: 'string', description } } },
+        },
+      ],
+      text: { format: { type: 'json_schema', name: 'a', schema } },
+    },
+  });
+  parts.transitions.fail(t.id, problem('model_error', 'x'));
+  const check = (store: typeof parts.store) => {
+    const withResponse = store.readEvents(t.id, -1).filter((e) => typeof e.data.response === 'object');
+    assert.ok(withResponse.length >= 3, `${withResponse.length} events with a response`);
+    for (const e of withResponse) {
+      const r = e.data.response as { instructions: string; tools: Array<{ parameters: unknown }>; text: { format: { schema: unknown } } };
+      assert.equal(r.instructions, instructions, e.type);
+      assert.deepEqual(r.tools[0]!.parameters, { type: 'object', properties: { path: { type: 'string', description } } });
+      assert.deepEqual(r.text.format.schema, schema);
+    }
+    const raw = store.database
+      .all('SELECT data_json FROM events WHERE task_id = ?', [t.id])
+      .map((r) => String(r.data_json))
+      .join('\n');
+    for (const big of [instructions, description, 'choice number 299']) assert.ok(!raw.includes(big), 'stored once, in the task row only');
+  };
+  check(parts.store);
+  await parts.close();
+  const again = await openParts(parts.dir, parts.clock);
+  check(again.store);
+  await again.close();
 });

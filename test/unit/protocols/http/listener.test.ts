@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import { startListener, type Listener } from '../../../../src/protocols/http/listener';
+import { LARGE_BODY_BYTES, REFUSAL_BURST, REFUSAL_REFILL_MS } from '../../../../src/protocols/http/refusalBudget';
 import type { DoorHandler } from '../../../../src/protocols/http/types';
 import { rawSocket, socketClosed } from '../../../support/hostile';
 
@@ -183,5 +184,55 @@ describe('listener: one principal cannot take every slot', () => {
     await socketClosed(idleOnes[0]!.socket);
     for (const w of working) assert.equal(w.socket.destroyed, false, 'connections at work are kept');
     void filler;
+  });
+});
+
+describe('listener: large requests refused again and again', () => {
+  let listener: Listener;
+  let now = 1_000_000;
+  let bodiesRead = 0;
+  /** Refuses every body (as a door refuses an oversized prompt), after reading it. */
+  const refuse: DoorHandler = async (req, res) => {
+    for await (const chunk of req) void chunk;
+    bodiesRead++;
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end('{"error":"too big"}');
+  };
+  before(async () => {
+    listener = await startListener({
+      port: 0,
+      tokens: new Map([
+        ['tok-m', 'mallory'],
+        ['tok-b', 'bob'],
+      ]),
+      doors: [{ prefix: '/x', handler: refuse, problemStyle: 'problem+json' }],
+      now: () => now,
+    });
+  });
+  after(async () => listener.close());
+
+  const post = (token: string, bytes: number) =>
+    fetch(`${listener.url}/x`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: 'x'.repeat(bytes) }).then(async (r) => ({
+      status: r.status,
+      retryAfter: r.headers.get('retry-after'),
+      body: await r.text(),
+    }));
+
+  test('after REFUSAL_BURST refusals a large body is refused unread with 429; small ones and other principals pass', async () => {
+    for (let i = 0; i < REFUSAL_BURST; i++) assert.equal((await post('tok-m', LARGE_BODY_BYTES)).status, 400);
+    assert.equal(bodiesRead, REFUSAL_BURST);
+    const held = await post('tok-m', LARGE_BODY_BYTES);
+    assert.equal(held.status, 429);
+    assert.equal(held.retryAfter, String(REFUSAL_REFILL_MS / 1000));
+    assert.match(held.body, /refused_large_requests/);
+    assert.equal(bodiesRead, REFUSAL_BURST, 'the door never read it');
+    // A small request of the same principal, and a large one of another, still reach the door.
+    assert.equal((await post('tok-m', 100)).status, 400);
+    assert.equal((await post('tok-b', LARGE_BODY_BYTES)).status, 400);
+    assert.equal(bodiesRead, REFUSAL_BURST + 2);
+    // The budget comes back with time.
+    now += REFUSAL_REFILL_MS;
+    assert.equal((await post('tok-m', LARGE_BODY_BYTES)).status, 400);
+    assert.equal((await post('tok-m', LARGE_BODY_BYTES)).status, 429);
   });
 });
