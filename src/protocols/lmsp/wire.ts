@@ -1,6 +1,7 @@
 // Small helpers shared by the LMSP routes: JSON answers, event framing, id checks.
 import type { ServerResponse } from 'node:http';
 import type { TaskEvent } from '../../runtime/task';
+import { endWithText } from '../http/bodyWriter';
 import type { SseWriter } from '../http/sse';
 import { wireResponse } from './format';
 import { lmspProblem } from './problems';
@@ -10,7 +11,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
   res.setHeader('Content-Type', 'application/json');
   res.setHeader('Cache-Control', 'no-store');
-  res.end(JSON.stringify(body));
+  endWithText(res, JSON.stringify(body));
 }
 
 /** The event as LMSP sends it: `type` and `sequence_number` first, Responses objects in wire form. */

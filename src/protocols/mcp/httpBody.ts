@@ -1,6 +1,7 @@
 // Answering raw HTTP for the MCP door (before the SDK transport sees a request): the one place that writes a JSON
 // answer's status and headers for it. Bodies are read by http/body.ts.
 import type { ServerResponse } from 'node:http';
+import { endWithText } from '../http/bodyWriter';
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   sendJsonText(res, status, JSON.stringify(body), headers);
@@ -13,7 +14,7 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
     return;
   }
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-  res.end(text);
+  endWithText(res, text);
 }
 
 export function sendJsonRpcError(
