@@ -28,7 +28,13 @@ describe('replaying a large event history', () => {
 
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-big-replay-'));
-    runtime = await TaskRuntime.open({ dataDir, backend: new ScriptedBackend(writesALot), deltaFlushMs: 0 });
+    // Two 12.5 MiB histories: more than the default stored-bytes share (its events count).
+    runtime = await TaskRuntime.open({
+      dataDir,
+      backend: new ScriptedBackend(writesALot),
+      deltaFlushMs: 0,
+      limits: { maxStoredBytesPerPrincipal: 1024 * 1024 * 1024 },
+    });
     endpoint = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'alice']]), lmsp: { maxSseStreamsPerPrincipal: 2 } });
   });
   after(async () => {

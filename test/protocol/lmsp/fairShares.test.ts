@@ -90,7 +90,15 @@ describe('fair shares: per-principal caps on every door', () => {
     await Promise.all([legacyAlice.close(), legacyBob.close()]);
   });
 
+  /** Deletes a principal's finished tasks: the tests before left them, and their events count against the share. */
+  const clearFinished = async (token: string) => {
+    const mine = await call(server, 'GET', '/tasks?limit=100', { token });
+    for (const t of mine.json.data)
+      if (['succeeded', 'failed', 'cancelled'].includes(t.status)) await call(server, 'DELETE', `/tasks/${t.id}`, { token });
+  };
+
   it('open streams: alice’s third stream answers 429 naming the limit on LMSP and on MCP’s GET stream; bob’s streams open', async () => {
+    await clearFinished(server.tokenB);
     const controllers: AbortController[] = [];
     const open = async (path: string, token: string) => {
       const c = new AbortController();
@@ -180,6 +188,7 @@ describe('fair shares: per-principal caps on every door', () => {
       alice.responses.create({ model: server.model, input: prompt(1500), max_output_tokens: 1 }),
       (e: unknown) => e instanceof OpenAI.RateLimitError && e.code === 'limit_exceeded' && /max_stored_bytes_per_principal/.test(e.message),
     );
+    await clearFinished(server.tokenB);
     const bob = await createTask(server, { input: prompt(1500), max_output_tokens: 1 }, {}, server.tokenB);
     await waitForStatus(server, bob.id, ['succeeded'], server.tokenB);
   });
