@@ -13,6 +13,7 @@ import { Worker } from 'node:worker_threads';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { startEndpoint } from '../src/protocols/endpoint';
 import { TaskRuntime } from '../src/runtime/runtime';
+import { ScriptedBackend, type Script } from '../test/fixtures/scriptedBackend';
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
@@ -65,20 +66,20 @@ export async function hostileBench(opts: { modelPath: string }): Promise<Record<
     // the server's, which it would on one event loop.
     const attacker = new Worker(
       `const { parentPort, workerData } = require('node:worker_threads');
-       let running = true, attacks = 0, refused = 0;
-       parentPort.on('message', () => (running = false));
-       (async () => {
-         for (let i = 0; running; i++) {
-           const body = i % 2 === 0 ? workerData.oversized : workerData.enumBody.replace('"name":"s"', '"name":"s' + i + '"');
-           try {
-             const res = await fetch(workerData.url, { method: 'POST', headers: workerData.headers, body });
-             await res.text();
-             attacks++;
-             if (res.status >= 400) refused++;
-           } catch { attacks++; refused++; }
-         }
-         parentPort.postMessage({ attacks, refused });
-       })();`,
+         let running = true, attacks = 0, refused = 0;
+         parentPort.on('message', () => (running = false));
+         (async () => {
+           for (let i = 0; running; i++) {
+             const body = i % 2 === 0 ? workerData.oversized : workerData.enumBody.replace('"name":"s"', '"name":"s' + i + '"');
+             try {
+               const res = await fetch(workerData.url, { method: 'POST', headers: workerData.headers, body });
+               await res.text();
+               attacks++;
+               if (res.status >= 400) refused++;
+             } catch { attacks++; refused++; }
+           }
+           parentPort.postMessage({ attacks, refused });
+         })();`,
       {
         eval: true,
         workerData: {
@@ -102,56 +103,73 @@ export async function hostileBench(opts: { modelPath: string }): Promise<Record<
     });
     await attacker.terminate();
 
-    // Memory: 48 readers that read nothing, replaying a finished task's large event history.
-    const histories: Record<string, string> = {};
-    for (const principal of ['bob', 'eve']) {
-      const big = runtime.createTask({
-        origin: 'lmsp',
-        principal,
-        input: { model: 'tiny', input: 'go', max_output_tokens: 1500, temperature: 0, top_logprobs: 5 } as never,
-      }).task;
-      await runtime.waitForTerminal(big.id);
-      histories[principal] = big.id;
-    }
-    const token = (p: string) => `tok-${p}`;
-    const whole = await fetch(`${endpoint.lmspUrl}/tasks/${histories.bob}/events`, { headers: auth(token('bob')) });
-    const historyBytes = (await whole.text()).length;
-    (global as { gc?: () => void }).gc?.();
-    const rssBefore = process.memoryUsage().rss;
-    const readers: net.Socket[] = [];
-    const heads: string[] = [];
-    for (let i = 0; i < 48; i++) {
-      const principal = i % 2 === 0 ? 'bob' : 'eve';
-      const url = new URL(`${endpoint.lmspUrl}/tasks/${histories[principal]}/events`);
-      const s = net.connect(Number(url.port), url.hostname);
-      s.on('error', () => {});
-      readers.push(s);
-      heads.push(
-        await new Promise<string>((resolve) => {
-          s.once('connect', () => s.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${token(principal)}\r\n\r\n`));
-          s.once('data', (d: Buffer) => {
-            s.pause();
-            resolve(String(d).slice(0, 12));
-          });
-        }),
-      );
-    }
-    await new Promise((r) => setTimeout(r, 2000));
-    const rssStalled = process.memoryUsage().rss;
-    for (const s of readers) s.destroy();
-    return {
-      bob_idle_ms: idle,
-      bob_under_attack_ms: attacked,
-      p99_ratio: round(attacked.p99 / idle.p99, 2),
-      p99_goal: '≤ 2×',
-      mallory_requests: attacks,
-      mallory_refused: refused,
-      replay_history_bytes: historyBytes,
-      stalled_readers: readers.length,
-      stalled_readers_accepted: heads.filter((h) => h.startsWith('HTTP/1.1 200')).length,
-      rss_growth_mb: round((rssStalled - rssBefore) / 1024 / 1024),
-      rss_goal: '≤ +64 MB',
+    // Memory: 48 readers that read nothing, replaying finished tasks' 12.5 MiB event histories (a model that writes
+    // 200 pieces of 64 KiB, on a runtime and endpoint of their own).
+    const piece = 'x'.repeat(64 * 1024);
+    const writesALot: Script = async (_req, o) => {
+      for (let i = 0; i < 200; i++) o.onText(piece, 1);
+      return { finishReason: 'stop', inputTokens: 1, outputTokens: 200 };
     };
+    const bigDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-hostile-big-'));
+    const big = await TaskRuntime.open({
+      dataDir: bigDir,
+      backend: new ScriptedBackend(writesALot),
+      deltaFlushMs: 0,
+      limits: { maxStoredBytesPerPrincipal: 1024 * 1024 * 1024 },
+    });
+    const bigEndpoint = await startEndpoint(big, { port: 0, tokens, lmsp: {} });
+    try {
+      const histories: Record<string, string> = {};
+      for (const principal of ['bob', 'eve']) {
+        const t = big.createTask({ origin: 'lmsp', principal, input: { model: 'm', input: 'go' } }).task;
+        await big.waitForTerminal(t.id);
+        histories[principal] = t.id;
+      }
+      const events = (p: string) => new URL(`${bigEndpoint.lmspUrl}/tasks/${histories[p]}/events`);
+      const whole = await fetch(events('bob'), { headers: auth('tok-bob') });
+      const historyBytes = (await whole.text()).length;
+      (global as { gc?: () => void }).gc?.();
+      const rssBefore = process.memoryUsage().rss;
+      const readers: net.Socket[] = [];
+      const heads: string[] = [];
+      for (let i = 0; i < 48; i++) {
+        const principal = i % 2 === 0 ? 'bob' : 'eve';
+        const url = events(principal);
+        const s = net.connect(Number(url.port), url.hostname);
+        s.on('error', () => {});
+        readers.push(s);
+        heads.push(
+          await new Promise<string>((resolve) => {
+            s.once('connect', () => s.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer tok-${principal}\r\n\r\n`));
+            s.once('data', (d: Buffer) => {
+              s.pause();
+              resolve(String(d).slice(0, 12));
+            });
+          }),
+        );
+      }
+      // The replays run until the readers' sockets are full; then nothing moves.
+      await new Promise((r) => setTimeout(r, 3000));
+      const rssStalled = process.memoryUsage().rss;
+      for (const s of readers) s.destroy();
+      return {
+        bob_idle_ms: idle,
+        bob_under_attack_ms: attacked,
+        p99_ratio: round(attacked.p99 / idle.p99, 2),
+        p99_goal: '≤ 2×',
+        mallory_requests: attacks,
+        mallory_refused: refused,
+        replay_history_bytes: historyBytes,
+        stalled_readers: readers.length,
+        stalled_readers_accepted: heads.filter((h) => h.startsWith('HTTP/1.1 200')).length,
+        rss_growth_mb: round((rssStalled - rssBefore) / 1024 / 1024),
+        rss_goal: '≤ +64 MB',
+      };
+    } finally {
+      await bigEndpoint.close();
+      await big.close();
+      fs.rmSync(bigDir, { recursive: true, force: true });
+    }
   } finally {
     await endpoint.close();
     await runtime.close();
