@@ -238,47 +238,30 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       writeProblem(res, new HttpProblem(401, 'unauthorized', detail, { headers: { 'WWW-Authenticate': challenge } }), style, instance);
       return;
     }
-    if (!claim(req.socket, auth.principal)) {
-      const max = limits.maxConnectionsPerPrincipal;
+    /** A 429 naming a per-principal limit of the listener's; the connection closes after it (its body unread). */
+    const refuseAndClose = (detail: string, limit: string, max: number, retryAfterS: number) => {
       res.setHeader('Connection', 'close');
       res.once('finish', () => req.socket.destroy());
+      const members = { limit: { name: limit, max, current: max } };
       writeProblem(
         res,
-        new HttpProblem(
-          429,
-          'limit_exceeded',
-          `This client already holds ${max} connections (max_connections_per_principal); reuse one or close some.`,
-          {
-            headers: { 'Retry-After': '1' },
-            members: { limit: { name: 'max_connections_per_principal', max, current: max } },
-          },
-        ),
+        new HttpProblem(429, 'limit_exceeded', detail, { headers: { 'Retry-After': String(retryAfterS) }, members }),
         style,
         instance,
       );
-      return;
+    };
+    if (!claim(req.socket, auth.principal)) {
+      const max = limits.maxConnectionsPerPrincipal;
+      const detail = `This client already holds ${max} connections (max_connections_per_principal); reuse one or close some.`;
+      return refuseAndClose(detail, 'max_connections_per_principal', max, 1);
     }
     // A principal whose large requests keep being refused: its next large one is refused unread (refusalBudget.ts).
     const declared = Number(req.headers['content-length'] ?? 0);
     const wait = declared >= LARGE_BODY_BYTES || req.headers['transfer-encoding'] ? refusals.waitMs(auth.principal) : 0;
     if (wait > 0) {
-      res.setHeader('Connection', 'close');
-      res.once('finish', () => req.socket.destroy());
-      writeProblem(
-        res,
-        new HttpProblem(
-          429,
-          'limit_exceeded',
-          `Too many large requests from this client were refused lately (refused_large_requests); send a valid one again in ${Math.ceil(wait / 1000)} s.`,
-          {
-            headers: { 'Retry-After': String(Math.ceil(wait / 1000)) },
-            members: { limit: { name: 'refused_large_requests', max: REFUSAL_BURST, current: REFUSAL_BURST } },
-          },
-        ),
-        style,
-        instance,
-      );
-      return;
+      const s = Math.ceil(wait / 1000);
+      const detail = `Too many large requests from this client were refused lately (refused_large_requests); send a valid one again in ${s} s.`;
+      return refuseAndClose(detail, 'refused_large_requests', REFUSAL_BURST, s);
     }
     track(req.socket, res);
     const bodyStart = req.socket.bytesRead;

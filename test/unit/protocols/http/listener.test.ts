@@ -104,8 +104,9 @@ describe('listener: one principal cannot take every slot', () => {
       });
     });
 
-  before(async () => {
-    listener = await startListener({
+  /** Six slots, three per principal. */
+  const start = () =>
+    startListener({
       port: 0,
       tokens: new Map([
         ['tok-a', 'alice'],
@@ -117,6 +118,9 @@ describe('listener: one principal cannot take every slot', () => {
       ],
       limits: { maxConnections: 6, maxConnectionsPerPrincipal: 3 },
     });
+
+  before(async () => {
+    listener = await start();
   });
   after(async () => {
     for (const r of waiting.splice(0)) r();
@@ -161,18 +165,7 @@ describe('listener: one principal cannot take every slot', () => {
   test('with every slot taken, a new client evicts the authenticated connection idle longest, not one at work', async () => {
     for (const s of held.splice(0)) s.destroy();
     await listener.close();
-    listener = await startListener({
-      port: 0,
-      tokens: new Map([
-        ['tok-a', 'alice'],
-        ['tok-b', 'bob'],
-      ]),
-      doors: [
-        { prefix: '/x', handler: ok, problemStyle: 'problem+json' },
-        { prefix: '/hold', handler: hold, problemStyle: 'problem+json' },
-      ],
-      limits: { maxConnections: 6, maxConnectionsPerPrincipal: 3 },
-    });
+    listener = await start();
     // Bob: two idle keep-alive connections; alice: three with requests under way; one more socket fills the six.
     const idleOnes = [await connection('tok-b'), await connection('tok-b')];
     const working = [];
