@@ -1,6 +1,6 @@
 // Responses-shaped objects and events (OpenAI Responses / Open Responses vocabulary) built from a task.
 import type { ChatMessage, GenerateRequest, TokenLogprob, ToolCall } from './backend';
-import { isObject, list } from './jsonValues';
+import { deepFreeze, isObject, list } from './jsonValues';
 import { samplingOf } from './requestFields';
 import { itemObject, type OutputItem } from './outputItems';
 import { choiceName, customCallArguments, flatToolName, ignoredToolsOf, modelToolsOf } from './responseTools';
@@ -56,14 +56,6 @@ export function requestEcho(input: ResponseRequest): RequestEcho {
     echoes.set(input, echo);
   }
   return echo;
-}
-
-function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
 }
 
 export function responseObject(task: TaskRecord, parts: ResponseParts): Record<string, unknown> {

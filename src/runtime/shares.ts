@@ -11,9 +11,9 @@
 //   and re-read the list, as they do on every connect), so abandoned ones free their owner's slots too.
 // - 64 MiB stored per principal: sixteen of the largest accepted bodies (4 MiB), some hundred times a long agent
 //   conversation. Counted where it is stored (TaskStore.storedBytes): the task rows' prompt, output, snapshot and
-//   other JSON, and every event row of the principal's tasks, which echo the request (instructions, tool schemas,
-//   text format: four times per task, in created, queued, in_progress and the final response) and carry the output
-//   again (deltas with their logprobs, the final response). So the cap bounds the store itself: the store's image
+//   other JSON, and every event row of the principal's tasks, which carry the output again (deltas with their
+//   logprobs, the final response); their echoes of the request (instructions, tool schemas, text format) are stored
+//   as references to it (taskStore.ts, "Echoes of the request"). So the cap bounds the store itself: the store's image
 //   stays within about 1.5× the sum of the principals' caps (SQLite's pages and indexes; test/unit/runtime/
 //   storedBytes.test.ts), and the host's memory holds that image (docs/runtime.md, "Fair shares"). A prompt alone
 //   over the cap is refused 413, one that would take the principal over it 429. The cap is checked at create: a

@@ -16,7 +16,7 @@ import {
   type Usage,
 } from './task';
 import type { GenerationSnapshot } from './backend';
-import { isObject } from './jsonValues';
+import { deepFreeze, isObject } from './jsonValues';
 import { REQUEST_ECHO_KEYS, requestEcho } from './responses';
 import { pendingRequests } from './input';
 
@@ -127,14 +127,6 @@ export interface NewEvent {
 
 /** Bounds of the finished-task cache: entries, and characters of their stored JSON (input, response, meta…). */
 export const FINISHED_CACHE_LIMITS = { entries: 2048, chars: 16 * 1024 * 1024 };
-
-function deepFreeze<T>(v: T): T {
-  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
 
 export class TaskStore {
   /**

@@ -6,8 +6,9 @@
 // connection evicts the oldest such socket, else the authenticated socket idle longest (no request in flight), and
 // is refused itself only when every slot holds a request under way. A local process holding sockets open without
 // a token cannot keep others out; and no principal holds more than maxConnectionsPerPrincipal sockets (its next
-// request on another is answered 429 and the socket closed), so one principal cannot take every slot either. Header and request timeouts are
-// checked every `connectionsCheckingInterval` (Node's default, 30 s, made a 10 s header limit act after ~30 s).
+// request on another is answered 429 and the socket closed), so one principal cannot take every slot either.
+// Header and request timeouts are checked every `connectionsCheckingInterval` (Node's default, 30 s, made a 10 s
+// header limit act after ~30 s).
 // A request cut there (or refused as malformed) is answered and then closed: http.Server keeps sockets half-open, so
 // end() alone left a client that kept trickling bytes its socket until it stopped (99 s measured). With the defaults a
 // request head still unfinished is closed at most headersTimeoutMs + 1 s check + 1 s flush (12 s) after it began.
