@@ -47,6 +47,7 @@ export function benchTask(id: string, status: 'queued' | 'succeeded', at = Date.
     usage: status === 'succeeded' ? { input_tokens: 5, output_tokens: 7, total_tokens: 12 } : null,
     outputTokens: 7,
     meta: {},
+    priority: 0,
     nextSeq: 0,
     oldestSeq: 0,
     inputRequests: null,

@@ -20,6 +20,8 @@ export const CONFIG_SECTION = 'taskRuntime';
 export const Commands = {
   createTask: 'taskRuntime.createTask',
   cancelTask: 'taskRuntime.cancelTask',
+  runNext: 'taskRuntime.runNext',
+  cancelQueued: 'taskRuntime.cancelQueued',
   fetchResult: 'taskRuntime.fetchResult',
   openEvents: 'taskRuntime.openEvents',
   retryTask: 'taskRuntime.retryTask',

@@ -1,6 +1,7 @@
 // What the doors (LMSP, MCP, editor) may call. TaskRuntime implements it; doors depend on this interface only.
 import type { LoadOptions, ModelInfo } from './backend';
 import type { MetricsSnapshot } from './metrics';
+import type { QueueInfo } from './queue';
 import type { ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus } from './task';
 
 export interface CreateTaskParams {
@@ -15,6 +16,11 @@ export interface CreateTaskParams {
   ttlMs?: number | null;
   /** Fail the task with `deadline_exceeded` if not terminal this many ms after creation. */
   deadlineMs?: number;
+  /**
+   * Order among the principal's own queued tasks, higher first: an integer from -10 to 10, default 0 (runtime/queue.ts;
+   * waiting raises it). Throws invalid_request outside the range.
+   */
+  priority?: number;
   /** Short human title; defaults to an excerpt of the prompt. */
   title?: string;
   meta?: Record<string, unknown>;
@@ -37,6 +43,17 @@ export interface ListTasksQuery {
   cursor?: string;
   /** 1..1000, default 50. Newest first. */
   limit?: number;
+}
+
+/** Which of a principal's tasks a cancel by filter stops. */
+export interface CancelFilter {
+  /** Whose tasks (undefined = every principal's, for the editor). */
+  principal?: string;
+  /** `queued`: waiting ones; `running`: loading, running or waiting for input. */
+  statuses: ReadonlyArray<'queued' | 'running'>;
+  /** Only tasks of this model (as the task names it, or as it was resolved). */
+  model?: string;
+  reason?: string;
 }
 
 export interface ListTasksPage {
@@ -115,8 +132,21 @@ export interface TaskRuntimeApi {
   subscribe(id: string, afterSeq: number | undefined, onEvent: (event: TaskEvent) => void, principal?: string): Subscription;
   /** Every committed change of any task (status, progress, deletion: `deleted` true). */
   onTaskChange(listener: (task: TaskRecord, deleted: boolean) => void): Subscription;
-  /** 1-based position of a queued task among its owner's queued tasks (other principals' are not counted), else null. */
-  queuePosition(id: string): number | null;
+  /**
+   * Where a queued task stands: its place in the order its capacity group will start tasks (every principal's
+   * counted) and its expected start from measured run times; null when it is not waiting in the queue.
+   */
+  queueInfo(id: string): QueueInfo | null;
+  /**
+   * A queued task goes first among its principal's queued tasks, with the highest priority (stored). Any other
+   * status: returned unchanged. Throws task_not_found.
+   */
+  runNext(id: string, principal?: string): TaskRecord;
+  /**
+   * Cancels every task of the filter in one durable batch: queued ones at once, running ones → cancelling. Returns
+   * the tasks it changed, as they are now (none: an empty list; a repeat finds nothing left to change).
+   */
+  cancelTasks(filter: CancelFilter): TaskRecord[];
   listModels(): ModelInfo[];
   /**
    * Tokens `text` takes in the tokenizer of `model` (undefined = the default), or null when that tokenizer is not at

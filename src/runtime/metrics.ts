@@ -43,6 +43,14 @@ export interface MetricsSnapshot {
   journalSync: HistogramSnapshot;
   /** Checkpoints and journals on disk. */
   storeBytes: number;
+  /** The queue now: tasks waiting per model and per principal, and how long the oldest has waited. */
+  queue: QueueDepths;
+}
+
+export interface QueueDepths {
+  byModel: Array<{ model: string; n: number }>;
+  byPrincipal: Array<{ principal: string; n: number }>;
+  oldestWaitSeconds: number;
 }
 
 export class Histogram {
@@ -151,7 +159,7 @@ export class RuntimeMetrics {
     }
   }
 
-  snapshot(tasksByStatus: Record<TaskStatus, number>, storeBytes: number): MetricsSnapshot {
+  snapshot(tasksByStatus: Record<TaskStatus, number>, storeBytes: number, queue: QueueDepths): MetricsSnapshot {
     const byModel = (m: Map<string, Histogram>) => [...m].sort(([a], [b]) => (a < b ? -1 : 1)).map(([model, h]) => ({ model, h: h.snapshot() }));
     return {
       tasksByStatus,
@@ -163,6 +171,7 @@ export class RuntimeMetrics {
       queueWait: this.queueWait.snapshot(),
       journalSync: this.journalSync.snapshot(),
       storeBytes,
+      queue,
     };
   }
 }

@@ -1,6 +1,7 @@
 // A new task's record, built in one place for the runtime's create and for tests that write tasks directly. Apart
 // from task.ts, which the webview bundle imports too: ids come from node:crypto.
 import { newResponseId, newTaskId } from './ids';
+import { PRIORITY } from './queue';
 import type { ResponseRequest, RestartPolicy, TaskOrigin, TaskRecord } from './task';
 
 /** What a new task is made of, already checked and resolved by the runtime (`input.model` is a known model id). */
@@ -13,6 +14,8 @@ export interface NewTaskFields {
   ttlMs: number | null;
   deadlineAt: number | null;
   meta: Record<string, unknown>;
+  /** Checked already (queue.ts checkPriority); default PRIORITY.default. */
+  priority?: number;
   now: number;
 }
 
@@ -40,6 +43,7 @@ export function newTaskRecord(f: NewTaskFields): TaskRecord {
     usage: null,
     outputTokens: 0,
     meta: f.meta,
+    priority: f.priority ?? PRIORITY.default,
     nextSeq: 2,
     oldestSeq: 0,
     inputRequests: null,

@@ -6,6 +6,7 @@ import type { TokenLogprob } from './backend';
 import { itemObject, type OutputItem, type OutputStep } from './outputItems';
 import type { NewEvent } from './taskStore';
 import type { Problem, TaskRecord } from './task';
+import { queueObject, type QueueInfo } from './queue';
 
 export const EVENT = {
   created: 'response.created',
@@ -31,6 +32,8 @@ export const EVENT = {
   taskStatus: 'task_runtime:task.status',
   /** Vendor: model load progress, 0..1. */
   modelLoading: 'task_runtime:model.loading',
+  /** Vendor: a queued task's place moved (position, priority, expected start; runtime/queue.ts). */
+  taskQueue: 'task_runtime:task.queue',
 } as const;
 
 /** The events that end a response: exactly one of them closes every attempt's stream that finishes. */
@@ -38,6 +41,10 @@ export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([EVENT.complete
 
 export function statusEvent(t: TaskRecord): NewEvent {
   return { type: EVENT.taskStatus, data: taskStatusSnapshot(t) };
+}
+
+export function queueEvent(info: QueueInfo): NewEvent {
+  return { type: EVENT.taskQueue, data: queueObject(info) };
 }
 
 export function modelLoadingEvent(model: string, progress: number): NewEvent {

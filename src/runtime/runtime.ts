@@ -3,6 +3,7 @@ import { checkRequest } from './requestFields';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type {
+  CancelFilter,
   CreateTaskParams,
   CreateTaskResult,
   ListTasksPage,
@@ -20,6 +21,7 @@ import { RuntimeMetrics, type MetricsSnapshot } from './metrics';
 import { recoverTasks, type RecoveryOutcome } from './recovery';
 import { generateRequestOf, titleOf } from './responses';
 import { sweep } from './retention';
+import { checkPriority, PRIORITY, type QueueInfo } from './queue';
 import { Scheduler, type BackendRetryPolicy } from './scheduler';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, StoredBytesMeter, tooManyQueued } from './shares';
 import { DurableDatabase, type DatabaseOptions, type WriteOp } from './store/database';
@@ -52,6 +54,8 @@ export interface RuntimeOptions {
   snapshotMinReevalMs?: number;
   /** Retries while a backend is unavailable (remote engine unreachable); see `BackendRetryPolicy`. */
   backendRetry?: Partial<BackendRetryPolicy>;
+  /** Waiting this long raises a queued task's priority one level (runtime/queue.ts; default 10 s, 0 = never). */
+  priorityAgingMs?: number;
   database?: DatabaseOptions;
   /**
    * The clock task times come from, in ms since the epoch (default Date.now): creation and update stamps, ttl expiry,
@@ -132,6 +136,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       snapshotEveryMs: options.snapshotEveryMs,
       snapshotMinReevalMs: options.snapshotMinReevalMs,
       backendRetry: options.backendRetry,
+      priorityAgingMs: options.priorityAgingMs,
       log: options.log,
     });
     this.queueOrder = store.maxQueueOrder();
@@ -234,6 +239,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     // Whoever calls: the doors checked the same already, the editor's local path did not.
     checkRequest(p.input);
     const onRestart = p.onRestart ?? 'fail';
+    const priority = p.priority !== undefined ? checkPriority(p.priority) : checkPriority(p.input.task_runtime?.priority, 'task_runtime.priority');
     if (!this.limits.onRestart.includes(onRestart)) {
       throw new RuntimeError('unsupported_capability', `on_restart "${onRestart}" is not supported by this server.`, 'on_restart');
     }
@@ -274,6 +280,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       ttlMs,
       deadlineAt: p.deadlineMs ? now + Math.max(1, Math.floor(p.deadlineMs)) : null,
       meta: p.meta ?? {},
+      priority,
       now,
     });
     // The idempotency key is written in the create's batch.
@@ -357,12 +364,26 @@ export class TaskRuntime implements TaskRuntimeApi {
   }
 
   metrics(): MetricsSnapshot {
-    return this.collector.snapshot(this.countTasks().byStatus, this.store.database.sizeBytes());
+    const { byModel, byPrincipal, oldestSince } = this.scheduler.queueDepths();
+    const queue = {
+      byModel: [...byModel].map(([model, n]) => ({ model, n })),
+      byPrincipal: [...byPrincipal].map(([principal, n]) => ({ principal, n })),
+      oldestWaitSeconds: oldestSince === null ? 0 : Math.max(0, this.now() - oldestSince) / 1000,
+    };
+    return this.collector.snapshot(this.countTasks().byStatus, this.store.database.sizeBytes(), queue);
   }
 
-  queuePosition(id: string): number | null {
+  queueInfo(id: string): QueueInfo | null {
     this.settle();
-    return this.scheduler.position(id);
+    return this.scheduler.queueInfo(id);
+  }
+
+  runNext(id: string, principal?: string): TaskRecord {
+    this.assertOpen();
+    const task = this.mustGet(id, principal);
+    if (task.status !== 'queued' || !this.scheduler.runNext(id)) return task;
+    const front = Math.min(this.store.minQueueOrder(), 1) - 1;
+    return this.transitions.prioritize(id, PRIORITY.max, front) ?? this.mustGet(id, principal);
   }
 
   listModels(): ModelInfo[] {
@@ -486,6 +507,28 @@ export class TaskRuntime implements TaskRuntimeApi {
         return t ?? this.mustGet(id, principal);
       }
     }
+  }
+
+  cancelTasks(filter: CancelFilter): TaskRecord[] {
+    this.assertOpen();
+    this.settle();
+    const statuses = filter.statuses.flatMap((s): TaskStatus[] => (s === 'queued' ? ['queued'] : ['loading', 'running', 'input_required']));
+    if (statuses.length === 0) return [];
+    const ids: string[] = [];
+    for (const t of this.store.activeTasks()) {
+      if (filter.principal !== undefined && t.principal !== filter.principal) continue;
+      if (!statuses.includes(t.status)) continue;
+      if (filter.model !== undefined && t.model !== filter.model && t.request.model !== filter.model) continue;
+      ids.push(t.id);
+    }
+    for (const id of ids) if (this.store.getTask(id)?.status === 'queued') this.scheduler.remove(id);
+    const changed = this.transitions.cancelMany(ids, filter.reason);
+    for (const t of changed) {
+      if (t.status !== 'cancelling') continue;
+      // Nothing running it here (it waited for input after a restart): finish the stop now.
+      if (!this.scheduler.stop(t.id, 'cancel')) this.transitions.cancelled(t.id, this.transitions.delivered(t));
+    }
+    return changed.map((t) => this.store.getTask(t.id) ?? t);
   }
 
   // ---------------- input ----------------

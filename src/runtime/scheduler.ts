@@ -4,10 +4,14 @@
 // group goes to the principal that group served least recently (one that never was, or not since its tasks last
 // drained, first; ties in queue order). So a client's backlog delays another client's first task by at most the one
 // task that holds the slot; with one principal it is the plain FIFO it always was (bench `fair_share`).
+// Within one principal's line, priority decides (higher first, raised by waiting: queue.ts), then queue order. The
+// same order, simulated, gives each queued task its position and expected start (queueInfo), and a task whose place
+// moved hears of it on its event stream (`task_runtime:task.queue`, at most every QUEUE_NOTICE_MIN_MS per task).
 import { join } from 'node:path';
 import type { ModelBackend } from './backend';
 import { GenerationRun, type GenerationSettings, type RequeueRequest, type ResumePoint, type StopReason } from './generation';
 import { problem } from './problems';
+import { DEFAULT_PRIORITY_AGING_MS, effectivePriority, expectedStarts, PRIORITY, RunDurations, type QueueInfo } from './queue';
 import type { TaskStore } from './taskStore';
 import type { TaskTransitions } from './transitions';
 import { isTerminal, type TaskRecord } from './task';
@@ -15,6 +19,12 @@ import { isTerminal, type TaskRecord } from './task';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** How often tasks orphaned by a failed store write are retried while writes keep failing. */
 const ORPHAN_RETRY_MS = 1000;
+/** Queue positions are simulated again at most this often while nothing in the queue changed (aging moves them). */
+const QUEUE_SNAPSHOT_MS = 1000;
+/** A queued task whose place moved is told (an event) at most this often, and at most so many tasks per tick. */
+const QUEUE_NOTICE_TICK_MS = 1000;
+const QUEUE_NOTICE_MIN_MS = 5000;
+const QUEUE_NOTICES_PER_TICK = 64;
 
 export interface SchedulerOptions {
   store: TaskStore;
@@ -28,6 +38,8 @@ export interface SchedulerOptions {
   /** The runtime's clock (task times); deadlines are compared against it. */
   now: () => number;
   backendRetry?: Partial<BackendRetryPolicy>;
+  /** Waiting this long raises a queued task's priority one level (queue.ts; default 10 s, 0 = never). */
+  priorityAgingMs?: number;
   log?: (msg: string) => void;
 }
 
@@ -61,6 +73,16 @@ interface Queued {
   principal: string;
   /** Queue order: tasks put back at the front of their principal's line (retries, orphans) get lower numbers. */
   seq: number;
+  priority: number;
+  /** When it was created (the runtime's clock): aging counts from here. */
+  since: number;
+}
+
+/** What a queued task was last told of its place (the `task_runtime:task.queue` event). */
+interface Told {
+  at: number;
+  position: number;
+  expectedStartAt: number | null;
 }
 
 export class Scheduler {
@@ -75,6 +97,14 @@ export class Scheduler {
   private readonly running = new Map<string, GenerationRun>();
   /** The principal of each running task (for per-principal counts). */
   private readonly runningOwners = new Map<string, string>();
+  /** When each run started (the runtime's clock), and how long recent runs of each model took. */
+  private readonly startedAt = new Map<string, number>();
+  private readonly durations = new RunDurations();
+  /** Bumped by every change of the queue or the runs: the position snapshot is simulated again after one. */
+  private version = 0;
+  private snapshot: { at: number; version: number; infos: Map<string, QueueInfo> } | undefined;
+  private readonly told = new Map<string, Told>();
+  private noticeTimer: NodeJS.Timeout | undefined;
   private readonly resumePoints = new Map<string, ResumePoint>();
   private readonly deadlines = new Map<string, NodeJS.Timeout>();
   /** Tasks whose run ended because the store could not be written: settled once writes work again. */
@@ -86,6 +116,7 @@ export class Scheduler {
   private readonly retryOwners = new Map<string, string>();
   private readonly retryPolicy: BackendRetryPolicy;
   private readonly settings: GenerationSettings;
+  private readonly agingMs: number;
   private closed = false;
 
   constructor(private readonly o: SchedulerOptions) {
@@ -98,6 +129,7 @@ export class Scheduler {
       log: o.log,
     };
     this.retryPolicy = { ...DEFAULT_BACKEND_RETRY, ...o.backendRetry };
+    this.agingMs = o.priorityAgingMs ?? DEFAULT_PRIORITY_AGING_MS;
     o.backend.onCapacityChange?.(() => this.poke());
   }
 
@@ -125,9 +157,18 @@ export class Scheduler {
   }
 
   /** Into its principal's line: at the end, or at the front (a task that already had its turn). */
-  private push(task: Pick<TaskRecord, 'id' | 'model' | 'principal'>, front: boolean): void {
+  private push(task: Pick<TaskRecord, 'id' | 'model' | 'principal' | 'priority' | 'createdAt'>, front: boolean): void {
     if (this.queued.has(task.id)) return;
-    const q: Queued = { id: task.id, model: task.model, principal: task.principal, seq: front ? --this.firstSeq : ++this.lastSeq };
+    const q: Queued = {
+      id: task.id,
+      model: task.model,
+      principal: task.principal,
+      seq: front ? --this.firstSeq : ++this.lastSeq,
+      priority: task.priority,
+      since: task.createdAt,
+    };
+    this.version++;
+    this.scheduleNotices();
     this.queued.set(q.id, q);
     const line = this.lines.get(q.principal);
     if (!line) this.lines.set(q.principal, [q]);
@@ -138,7 +179,10 @@ export class Scheduler {
   private unqueue(id: string): void {
     const q = this.queued.get(id);
     if (!q) return;
+    this.version++;
     this.queued.delete(id);
+    this.told.delete(id);
+    if (this.queued.size) this.scheduleNotices();
     const line = this.lines.get(q.principal)!;
     line.splice(line.indexOf(q), 1);
     if (line.length === 0) this.lines.delete(q.principal);
@@ -163,13 +207,169 @@ export class Scheduler {
   }
 
   /**
-   * 1-based position of a queued task among its own principal's queued tasks (another principal's queue is none of
-   * its business), else null (also while it waits to retry an unavailable backend).
+   * Where a queued task stands: its place in the order its capacity group will start tasks, every principal's
+   * counted (how many are ahead says no more than /metrics' queue depth), and its expected start; null when it is
+   * not queued here (also while it waits to retry an unavailable backend).
    */
-  position(id: string): number | null {
+  queueInfo(id: string): QueueInfo | null {
+    if (!this.queued.has(id)) return null;
+    return this.positions().get(id) ?? null;
+  }
+
+  /**
+   * A queued task of the principal goes to the front of its line with the highest priority ("run next"); stored by
+   * the caller. False when it is not queued here.
+   */
+  runNext(id: string): boolean {
     const q = this.queued.get(id);
-    if (!q) return null;
-    return this.lines.get(q.principal)!.indexOf(q) + 1;
+    if (!q) return false;
+    const line = this.lines.get(q.principal)!;
+    line.splice(line.indexOf(q), 1);
+    q.seq = --this.firstSeq;
+    q.priority = PRIORITY.max;
+    line.unshift(q);
+    this.version++;
+    this.scheduleNotices();
+    return true;
+  }
+
+  /** Queued tasks per model and per principal, and the oldest wait's start (for /metrics). */
+  queueDepths(): { byModel: Map<string, number>; byPrincipal: Map<string, number>; oldestSince: number | null } {
+    const byModel = new Map<string, number>();
+    const byPrincipal = new Map<string, number>();
+    let oldestSince: number | null = null;
+    for (const q of this.queued.values()) {
+      byModel.set(q.model, (byModel.get(q.model) ?? 0) + 1);
+      byPrincipal.set(q.principal, (byPrincipal.get(q.principal) ?? 0) + 1);
+      if (oldestSince === null || q.since < oldestSince) oldestSince = q.since;
+    }
+    return { byModel, byPrincipal, oldestSince };
+  }
+
+  /** The competing priority of a queued task now. */
+  private effective(q: Queued, now: number): number {
+    return effectivePriority(q.priority, now - q.since, this.agingMs);
+  }
+
+  /** Whether `a` goes before `b` in their principal's line now. */
+  private before(a: Queued, b: Queued, now: number): boolean {
+    const pa = this.effective(a, now);
+    const pb = this.effective(b, now);
+    return pa !== pb ? pa > pb : a.seq < b.seq;
+  }
+
+  /**
+   * The order each capacity group will start its queued tasks, as pump picks them while slots free one at a time:
+   * principals take turns (least recently served first, ties by their first task's queue order), each giving its
+   * best task for the group (priority, then queue order).
+   */
+  private startOrder(now: number): Map<string, { limit: number; order: Queued[] }> {
+    const groups = new Map<string, { limit: number; lines: Map<string, Queued[]> }>();
+    for (const [principal, line] of this.lines) {
+      for (const q of line) {
+        const { group, limit } = this.slot(q.model);
+        let g = groups.get(group);
+        if (!g) groups.set(group, (g = { limit, lines: new Map() }));
+        let l = g.lines.get(principal);
+        if (!l) g.lines.set(principal, (l = []));
+        l.push(q);
+      }
+    }
+    const out = new Map<string, { limit: number; order: Queued[] }>();
+    for (const [group, g] of groups) {
+      const lines = [...g.lines.entries()].map(([principal, l]) => ({
+        last: this.served.get(group)?.get(principal) ?? -1,
+        l: l.sort((a, b) => (this.before(a, b, now) ? -1 : this.before(b, a, now) ? 1 : 0)),
+      }));
+      lines.sort((a, b) => a.last - b.last || a.l[0].seq - b.l[0].seq);
+      const order: Queued[] = [];
+      for (let round = 0; order.length < this.queued.size; round++) {
+        let any = false;
+        for (const { l } of lines) {
+          if (round < l.length) {
+            order.push(l[round]);
+            any = true;
+          }
+        }
+        if (!any) break;
+      }
+      out.set(group, { limit: g.limit, order });
+    }
+    return out;
+  }
+
+  /** Every queued task's place and expected start, simulated again when the queue changed or time moved on. */
+  private positions(): Map<string, QueueInfo> {
+    const now = this.o.now();
+    const s = this.snapshot;
+    if (s && s.version === this.version && now >= s.at && now - s.at < QUEUE_SNAPSHOT_MS) return s.infos;
+    const infos = new Map<string, QueueInfo>();
+    const runsByGroup = new Map<string, Array<number | null>>();
+    for (const [id, run] of this.running) {
+      if (run.awaitingInput) continue;
+      const group = this.slot(run.model).group;
+      const typical = this.durations.typical(run.model);
+      const left = typical === null ? null : typical - (now - (this.startedAt.get(id) ?? now));
+      let r = runsByGroup.get(group);
+      if (!r) runsByGroup.set(group, (r = []));
+      r.push(left);
+    }
+    for (const [group, { limit, order }] of this.startOrder(now)) {
+      const busy = runsByGroup.get(group) ?? [];
+      const starts = busy.includes(null)
+        ? order.map(() => null)
+        : expectedStarts(
+            busy as number[],
+            limit,
+            order.map((q) => this.durations.typical(q.model)),
+          );
+      order.forEach((q, i) => {
+        const at = starts[i];
+        infos.set(q.id, { position: i + 1, priority: q.priority, expectedStartAt: at === null ? null : now + at, expectedWaitMs: at });
+      });
+    }
+    this.snapshot = { at: now, version: this.version, infos };
+    return infos;
+  }
+
+  /** Queued tasks whose place moved hear of it, a tick after the queue changed (batched, rate-limited per task). */
+  private scheduleNotices(): void {
+    if (this.noticeTimer || this.closed) return;
+    this.noticeTimer = setTimeout(() => {
+      this.noticeTimer = undefined;
+      this.tellPlaces();
+    }, QUEUE_NOTICE_TICK_MS);
+    this.noticeTimer.unref();
+  }
+
+  private tellPlaces(): void {
+    if (this.closed || this.queued.size === 0) return;
+    const now = this.o.now();
+    const infos = [...this.positions()].sort((a, b) => a[1].position - b[1].position);
+    let told = 0;
+    let pending = false;
+    for (const [id, info] of infos) {
+      const last = this.told.get(id);
+      const moved =
+        !last ||
+        last.position !== info.position ||
+        (last.expectedStartAt === null) !== (info.expectedStartAt === null) ||
+        Math.abs((last.expectedStartAt ?? 0) - (info.expectedStartAt ?? 0)) > Math.max(2000, 0.25 * Math.max(0, (info.expectedStartAt ?? now) - now));
+      if (!moved) continue;
+      if ((last && now - last.at < QUEUE_NOTICE_MIN_MS) || told >= QUEUE_NOTICES_PER_TICK) {
+        pending = true;
+        continue;
+      }
+      try {
+        this.o.transitions.queueMoved(id, info);
+      } catch (e) {
+        this.o.log?.(`task ${id}: queue notice not written: ${(e as Error).message}`);
+        return;
+      }
+      this.told.set(id, { at: now, position: info.position, expectedStartAt: info.expectedStartAt });
+      told++;
+    }
+    if (pending) this.scheduleNotices();
   }
 
   /** Forgets a task that will not run (cancelled while queued, expired, deleted). */
@@ -228,14 +428,18 @@ export class Scheduler {
     const free = (group: string, limit: number) => (busy.get(group) ?? 0) < Math.max(1, limit);
     for (;;) {
       let best: { q: Queued; group: string; last: number } | undefined;
+      const now = this.o.now();
       for (const line of this.lines.values()) {
-        // Each principal's first task per group with a free slot; a busy group does not hold up its other tasks.
-        const seen = new Set<string>();
+        // Each principal's best task per group with a free slot (priority, then queue order); a busy group does not
+        // hold up its other tasks.
+        const first = new Map<string, Queued>();
         for (const q of line) {
           const { group, limit } = slotOf(q.model);
-          if (seen.has(group)) continue;
-          seen.add(group);
           if (!free(group, limit)) continue;
+          const f = first.get(group);
+          if (!f || this.before(q, f, now)) first.set(group, q);
+        }
+        for (const [group, q] of first) {
           const last = this.served.get(group)?.get(q.principal) ?? -1;
           if (!best || last < best.last || (last === best.last && q.seq < best.q.seq)) best = { q, group, last };
         }
@@ -278,6 +482,8 @@ export class Scheduler {
     run.onWaitChange = () => this.poke();
     this.running.set(task.id, run);
     this.runningOwners.set(task.id, task.principal);
+    this.startedAt.set(task.id, this.o.now());
+    this.version++;
     run
       .run()
       .then(() => {
@@ -292,11 +498,17 @@ export class Scheduler {
       .finally(() => {
         this.running.delete(task.id);
         this.runningOwners.delete(task.id);
+        const began = this.startedAt.get(task.id);
+        this.startedAt.delete(task.id);
+        this.version++;
         const t = this.o.store.getTask(task.id);
         if (!t || isTerminal(t.status)) {
           this.clearDeadline(task.id);
           this.clearRetry(task.id);
         }
+        // A run that ended its task times its model (a run put back for a retry or a shutdown does not).
+        if (t && isTerminal(t.status) && began !== undefined) this.durations.record(task.model, this.o.now() - began);
+        if (this.queued.size) this.scheduleNotices();
         this.pump();
       });
   }
@@ -419,6 +631,7 @@ export class Scheduler {
   async close(): Promise<void> {
     this.closed = true;
     if (this.orphanTimer) clearTimeout(this.orphanTimer);
+    if (this.noticeTimer) clearTimeout(this.noticeTimer);
     for (const t of this.deadlines.values()) clearTimeout(t);
     for (const t of this.retryTimers.values()) clearTimeout(t);
     const runs = [...this.running.values()];

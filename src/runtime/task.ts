@@ -113,6 +113,8 @@ export interface ResponseSamplingExtras {
    * did not give (MCP tools' defaults, the editor's chat provider); an LMSP client may too.
    */
   cap_max_output_tokens?: boolean;
+  /** Not sampling: the task's priority among its principal's queued tasks (runtime/queue.ts; create's `priority` wins). */
+  priority?: number;
 }
 
 /** A function tool of a Responses request (OpenAI's flat Responses shape, not chat completions' nested one). */
@@ -245,6 +247,8 @@ export interface TaskRecord {
   outputTokens: number;
   /** Door-specific data recorded at creation (e.g. MCP tool name and arguments). */
   meta: Record<string, unknown>;
+  /** Order among its principal's queued tasks, higher first (runtime/queue.ts: range, aging; "run next" sets the top). */
+  priority: number;
   /**
    * While `input_required`: the requests of the current input round not answered yet, by key (never empty then);
    * else null. Durable: written in the same batch as the status change (see InputRound).

@@ -22,7 +22,7 @@ import { pendingRequests } from './input';
 
 const TASK_COLUMNS = `id, response_id, origin, principal, title, model, input_json, status, status_message, created_at,
   updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json, usage_json,
-  output_tokens, meta_json, next_seq, oldest_seq, input_rounds_json`;
+  output_tokens, meta_json, next_seq, oldest_seq, input_rounds_json, priority`;
 
 function parse<T>(v: SqlParam): T | null {
   return v === null || v === undefined ? null : (JSON.parse(String(v)) as T);
@@ -52,6 +52,7 @@ function toTask(r: Row): TaskRecord {
     usage: parse<Usage>(r.usage_json),
     outputTokens: Number(r.output_tokens),
     meta: JSON.parse(String(r.meta_json)) as Record<string, unknown>,
+    priority: Number(r.priority ?? 0),
     nextSeq: Number(r.next_seq),
     oldestSeq: Number(r.oldest_seq),
     inputRequests: status === 'input_required' ? pendingRequests(parse<InputRound[]>(r.input_rounds_json)) : null,
@@ -116,6 +117,7 @@ export interface TaskPatch {
   outputTokens?: number;
   snapshot?: GenerationSnapshot | null;
   queueOrder?: number;
+  priority?: number;
   /** The task's input rounds, all of them (runtime/input.ts). */
   inputRounds?: InputRound[] | null;
 }
@@ -205,6 +207,15 @@ export class TaskStore {
         `SELECT ${TASK_COLUMNS} FROM tasks WHERE status IN (${sqlList(ACTIVE_STATUSES)}) ORDER BY queue_order`,
       )
       .map(toTask);
+  }
+
+  /** The lowest queue order of any task (a task moved to the front of the queue goes below it). */
+  minQueueOrder(): number {
+    let min = 0;
+    for (const status of TASK_STATUSES) {
+      min = Math.min(min, Number(this.db.get('SELECT MIN(queue_order) AS m FROM tasks WHERE status = ?', [status])?.m ?? 0));
+    }
+    return min;
   }
 
   maxQueueOrder(): number {
@@ -319,7 +330,7 @@ export class TaskStore {
     return [
       [
         // One line: the statement text travels in every journal record.
-        'INSERT INTO tasks (id, response_id, origin, principal, title, model, input_json, status, status_message, created_at, updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json, usage_json, output_tokens, meta_json, next_seq, oldest_seq, queue_order, snapshot_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
+        'INSERT INTO tasks (id, response_id, origin, principal, title, model, input_json, status, status_message, created_at, updated_at, on_restart, attempt, ttl_ms, expires_at, deadline_at, response_json, error_json, usage_json, output_tokens, meta_json, next_seq, oldest_seq, queue_order, priority, snapshot_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)',
         [
           t.id,
           t.responseId,
@@ -345,6 +356,7 @@ export class TaskStore {
           t.nextSeq,
           t.oldestSeq,
           queueOrder,
+          t.priority,
         ],
       ],
     ];
@@ -367,6 +379,7 @@ export class TaskStore {
     if (patch.outputTokens !== undefined) add('output_tokens', patch.outputTokens);
     if (patch.snapshot !== undefined) add('snapshot_json', json(patch.snapshot));
     if (patch.queueOrder !== undefined) add('queue_order', patch.queueOrder);
+    if (patch.priority !== undefined) add('priority', patch.priority);
     if (patch.inputRounds !== undefined) add('input_rounds_json', json(patch.inputRounds));
     params.push(id);
     return [[`UPDATE tasks SET ${sets.join(', ')} WHERE id = ?`, params]];

@@ -17,13 +17,25 @@ import {
   finishedEvents,
   modelLoadingEvent,
   outputOpenedEvents,
+  queueEvent,
   outputStepEvents,
   queuedEvents,
   statusEvent,
 } from './responseEvents';
 import { readLogprobs, responseObject } from './responses';
 import { TaskStore, type NewEvent, type TaskPatch } from './taskStore';
-import { canTransition, isTerminal, type InputRound, type Problem, type TaskEvent, type TaskRecord, type TaskStatus, type Usage } from './task';
+import type { QueueInfo } from './queue';
+import {
+  canTransition,
+  isCancellable,
+  isTerminal,
+  type InputRound,
+  type Problem,
+  type TaskEvent,
+  type TaskRecord,
+  type TaskStatus,
+  type Usage,
+} from './task';
 import type { WriteOp } from './store/database';
 
 /** For an operation written with a background sync: what to do if it is rolled back instead. */
@@ -285,22 +297,49 @@ export class TaskTransitions {
     });
   }
 
+  // ---------------- the queue ----------------
+
+  /** A queued task's place moved: an event on its stream (no field of the task changes). */
+  queueMoved(id: string, info: QueueInfo): TaskRecord | undefined {
+    const current = this.store.getTask(id);
+    if (!current || current.status !== 'queued') return undefined;
+    return this.commit([this.plan(current, {}, () => [queueEvent(info)])]);
+  }
+
+  /** A queued task to the front of its principal's line ("run next"): its priority and queue order, with a status event. */
+  prioritize(id: string, priority: number, queueOrder: number): TaskRecord | undefined {
+    const current = this.store.getTask(id);
+    if (!current || current.status !== 'queued') return undefined;
+    return this.commit([this.plan(current, { priority, queueOrder, statusMessage: 'queued: runs next' }, (t) => [statusEvent(t)])]);
+  }
+
+  /**
+   * Many of one principal's tasks cancelled in one durable batch: queued ones → cancelled, running ones →
+   * cancelling (their runs are stopped by the caller). Tasks in any other status are left out. Returns the tasks as
+   * they are after the batch.
+   */
+  cancelMany(ids: readonly string[], reason?: string): TaskRecord[] {
+    const planned: Planned[] = [];
+    for (const id of ids) {
+      const current = this.store.getTask(id);
+      if (!current || !isCancellable(current.status)) continue;
+      if (current.status === 'queued') {
+        planned.push(this.plan(current, { status: 'cancelled', ...cancelledPatch(current, NOTHING_DELIVERED) }, (t) => cancelledEvents(t)));
+      } else {
+        const statusMessage = reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling';
+        planned.push(this.plan(current, { status: 'cancelling', statusMessage }, (t) => [statusEvent(t)]));
+      }
+    }
+    if (planned.length === 0) return [];
+    this.commit(planned);
+    return planned.map((p) => p.next);
+  }
+
   /** → cancelled (from queued, or cancelling), keeping what the attempt delivered in the partial response. */
   cancelled(id: string, delivered: Delivered = NOTHING_DELIVERED): TaskRecord | undefined {
     return this.move(id, {
       to: 'cancelled',
-      patch: (cur) => ({
-        statusMessage: 'cancelled',
-        snapshot: null,
-        ...(delivered.tokens !== undefined ? { outputTokens: delivered.tokens } : {}),
-        response: responseObject(cur, {
-          status: 'cancelled',
-          text: delivered.text,
-          messageId: delivered.messageId,
-          itemStatus: 'incomplete',
-          items: delivered.messageId ? itemsOf(delivered.messageId, delivered.segments) : [],
-        }),
-      }),
+      patch: (cur) => cancelledPatch(cur, delivered),
       events: (t) => cancelledEvents(t),
     });
   }
@@ -424,6 +463,7 @@ export class TaskTransitions {
       ...(patch.error !== undefined ? { error: patch.error } : {}),
       ...(patch.usage !== undefined ? { usage: patch.usage } : {}),
       ...(patch.outputTokens !== undefined ? { outputTokens: patch.outputTokens } : {}),
+      ...(patch.priority !== undefined ? { priority: patch.priority } : {}),
     };
     // The pending requests are derived from the stored rounds, as getTask derives them (taskStore.toTask).
     next.inputRequests =
@@ -475,6 +515,22 @@ export class TaskTransitions {
     }
     return planned[planned.length - 1].next;
   }
+}
+
+/** The fields of a task that ends cancelled, keeping what its attempt delivered in the partial response. */
+function cancelledPatch(cur: TaskRecord, delivered: Delivered): Omit<TaskPatch, 'status'> {
+  return {
+    statusMessage: 'cancelled',
+    snapshot: null,
+    ...(delivered.tokens !== undefined ? { outputTokens: delivered.tokens } : {}),
+    response: responseObject(cur, {
+      status: 'cancelled',
+      text: delivered.text,
+      messageId: delivered.messageId,
+      itemStatus: 'incomplete',
+      items: delivered.messageId ? itemsOf(delivered.messageId, delivered.segments) : [],
+    }),
+  };
 }
 
 interface Planned {

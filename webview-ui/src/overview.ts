@@ -92,7 +92,7 @@ function renderModels(list: ModelView[]): void {
   models.body.append(actions);
 }
 
-function renderQueue(counts: OverviewState['counts']): void {
+function renderQueue(counts: OverviewState['counts'], next: OverviewState['next']): void {
   queue.body.replaceChildren();
   const grid = el('div', { class: 'counts' });
   for (const status of TASK_STATUSES) {
@@ -105,6 +105,21 @@ function renderQueue(counts: OverviewState['counts']): void {
     grid.append(cell);
   }
   queue.body.append(grid);
+  if (!next.length) return;
+  queue.body.append(el('h3', { class: 'subhead' }, s('nextInQueue')));
+  const list = el('ol', { class: 'next', id: 'next-list', 'aria-label': s('nextInQueue') });
+  for (const q of next) {
+    const li = el('li', { value: String(q.position) });
+    const link = el('a', { href: '#', class: 'task-link' }, q.title);
+    link.addEventListener('click', (e) => {
+      e.preventDefault();
+      post('openTask', q.id);
+    });
+    const wait = q.waitMs === null ? '' : q.waitMs < 1000 ? s('startingSoon') : s('startsIn', Math.round(q.waitMs / 1000));
+    li.append(link, el('span', { class: 'muted rate' }, wait));
+    list.append(li);
+  }
+  queue.body.append(list);
 }
 
 function renderThroughput(st: OverviewState): void {
@@ -175,7 +190,7 @@ function render(st: OverviewState): void {
   role.hidden = !role.textContent;
   renderModels(st.models);
   renderThroughput(st);
-  renderQueue(st.counts);
+  renderQueue(st.counts, st.next);
   renderEndpoints(st);
   document.body.dataset['ready'] = 'true';
 }

@@ -58,6 +58,8 @@ export class TaskCommands extends Disposable {
     const reg = (...a: Parameters<RegisterCommand>) => this._register(register(...a));
     reg(Commands.createTask, (arg?: unknown) => this.createTask(arg));
     reg(Commands.cancelTask, (arg?: unknown) => this.cancelTask(arg));
+    reg(Commands.runNext, (arg?: unknown) => this.runNext(arg));
+    reg(Commands.cancelQueued, () => this.cancelQueued());
     reg(Commands.fetchResult, (arg?: unknown) => this.fetchResult(arg));
     reg(Commands.openEvents, (arg?: unknown) => this.openEvents(arg));
     reg(Commands.retryTask, (arg?: unknown) => this.retryTask(arg));
@@ -165,6 +167,29 @@ export class TaskCommands extends Disposable {
     if (!id) return undefined;
     const task = await this.d.source.cancel(id);
     return task.status;
+  }
+
+  /** Moves a queued task of the editor's to the front of its queue; returns its new position. */
+  async runNext(arg?: unknown): Promise<number | undefined> {
+    const id = await this.taskIdFrom(arg, ['queued'], t('Run which queued task next?'));
+    if (!id) return undefined;
+    let task;
+    try {
+      task = await this.d.source.runNext(id);
+    } catch (e) {
+      // Another client's task (an agent with its own token): only that client may reorder its queue.
+      void vscode.window.showWarningMessage(t('Only the client that created a task can move it in the queue: {0}', (e as Error).message));
+      return undefined;
+    }
+    return task.queue?.position;
+  }
+
+  /** Cancels every queued task of the editor's (after asking); returns how many were cancelled. */
+  async cancelQueued(): Promise<number> {
+    if (!(await this.d.confirm(t('Cancel every task of yours that is waiting in the queue?'), t('Cancel Queued Tasks')))) return 0;
+    const changed = await this.d.source.cancelMany(['queued']);
+    void vscode.window.setStatusBarMessage(t('{0} queued tasks cancelled', changed.length), 3000);
+    return changed.length;
   }
 
   async fetchResult(arg?: unknown): Promise<string | undefined> {

@@ -83,14 +83,26 @@ export function rateLabel(tokensPerSecond: number, t: Localize): string {
   return t('{0} tok/s', tokensPerSecond < 10 ? tokensPerSecond.toFixed(1) : String(Math.round(tokensPerSecond)));
 }
 
+/** A queued task's place: "#3 in queue", with "starts in about 12s" once run times are known. */
+export function queueLabel(task: Pick<TaskInfo, 'queue'>, now: number, t: Localize): string | undefined {
+  const q = task.queue;
+  if (!q) return undefined;
+  const place = t('#{0} in queue', q.position);
+  if (q.expectedStartAt === null) return place;
+  const wait = q.expectedStartAt - now;
+  return wait < 1000 ? t('{0}, starting soon', place) : t('{0}, starts in about {1}', place, formatDuration(wait));
+}
+
 /**
- * The tree row description: origin · model · timing · [speed] · tokens. `rate` (tokens/s, moving window) is the
+ * The tree row description: origin · model · timing · [queue place] · [speed] · tokens. `rate` (tokens/s, moving window) is the
  * running task's key figure, as the Testing view shows each test's duration.
  */
 export function taskDescription(task: TaskInfo, now: number, t: Localize, rate?: number): string {
   const parts = [originLabel(task.origin, t)];
   if (task.model) parts.push(task.model);
   parts.push(taskTiming(task, now, t));
+  const queue = task.status === 'queued' ? queueLabel(task, now, t) : undefined;
+  if (queue) parts.push(queue);
   if (rate !== undefined && !isTerminal(task.status)) parts.push(rateLabel(rate, t));
   const tokens = tokensLabel(task, t);
   if (tokens) parts.push(tokens);
@@ -109,6 +121,9 @@ export function taskTooltipMarkdown(task: TaskInfo, now: number, t: Localize): s
   if (task.model) lines.push(`${t('Model')}: ${esc(task.model)}`);
   lines.push(`${t('Created')}: ${new Date(task.createdAt).toLocaleString()}`);
   lines.push(`${t('Time')}: ${taskTiming(task, now, t)}`);
+  const queue = task.status === 'queued' ? queueLabel(task, now, t) : undefined;
+  if (queue) lines.push(`${t('Queue')}: ${esc(queue)}`);
+  if (task.priority !== undefined && task.priority !== 0) lines.push(`${t('Priority')}: ${task.priority}`);
   const tokens = tokensLabel(task, t);
   if (tokens) lines.push(`${t('Output')}: ${tokens}`);
   if (task.attempt > 1) lines.push(`${t('Attempt')}: ${task.attempt}`);

@@ -2,6 +2,7 @@
 import { describeHardware } from '../../runtime/backend';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import { inputText } from '../../runtime/responses';
+import type { QueueInfo } from '../../runtime/queue';
 import type { TaskRecord } from '../../runtime/task';
 import type { IDisposable } from '../lifecycle';
 import {
@@ -15,7 +16,7 @@ import {
   type TaskSource,
 } from './taskSource';
 
-export function taskInfoFromRecord(t: TaskRecord): TaskInfo {
+export function taskInfoFromRecord(t: TaskRecord, queue?: QueueInfo | null): TaskInfo {
   return {
     id: t.id,
     responseId: t.responseId,
@@ -36,6 +37,8 @@ export function taskInfoFromRecord(t: TaskRecord): TaskInfo {
     input: t.request,
     oldestSeq: t.oldestSeq,
     nextSeq: t.nextSeq,
+    priority: t.priority,
+    ...(queue ? { queue: { position: queue.position, expectedStartAt: queue.expectedStartAt } } : {}),
   };
 }
 
@@ -49,9 +52,14 @@ export class LocalTaskSource implements TaskSource {
     private readonly principal: string,
   ) {}
 
+  /** The task as the editor shows it, a queued one with its place in the queue. */
+  private info(t: TaskRecord): TaskInfo {
+    return taskInfoFromRecord(t, t.status === 'queued' ? this.runtime.queueInfo(t.id) : null);
+  }
+
   async list(query: TaskListQuery): Promise<TaskPage> {
     const page = this.runtime.listTasks({ statuses: query.statuses, cursor: query.cursor, limit: query.limit });
-    return { tasks: page.tasks.map(taskInfoFromRecord), nextCursor: page.nextCursor };
+    return { tasks: page.tasks.map((t) => this.info(t)), nextCursor: page.nextCursor };
   }
 
   async counts() {
@@ -60,7 +68,7 @@ export class LocalTaskSource implements TaskSource {
 
   async get(id: string): Promise<TaskInfo | undefined> {
     const t = this.runtime.getTask(id);
-    return t && taskInfoFromRecord(t);
+    return t && this.info(t);
   }
 
   async create(request: CreateTaskRequest): Promise<TaskInfo> {
@@ -76,6 +84,15 @@ export class LocalTaskSource implements TaskSource {
 
   async cancel(id: string): Promise<TaskInfo> {
     return taskInfoFromRecord(this.runtime.cancelTask(id, undefined, 'cancelled from the editor'));
+  }
+
+  async cancelMany(statuses: ReadonlyArray<'queued' | 'running'>): Promise<TaskInfo[]> {
+    const changed = this.runtime.cancelTasks({ principal: this.principal, statuses, reason: 'cancelled from the editor' });
+    return changed.map((t) => this.info(t));
+  }
+
+  async runNext(id: string): Promise<TaskInfo> {
+    return this.info(this.runtime.runNext(id, this.principal));
   }
 
   async delete(id: string): Promise<void> {
@@ -108,7 +125,7 @@ export class LocalTaskSource implements TaskSource {
   }
 
   onDidChangeTask(listener: (task: TaskInfo, deleted: boolean) => void): IDisposable {
-    const sub = this.runtime.onTaskChange((t, deleted) => listener(taskInfoFromRecord(t), deleted));
+    const sub = this.runtime.onTaskChange((t, deleted) => listener(deleted ? taskInfoFromRecord(t) : this.info(t), deleted));
     this.subscriptions.add(sub);
     return {
       dispose: () => {

@@ -86,6 +86,15 @@ export function taskInfoFromLmsp(o: unknown): TaskInfo {
     error: isObject(o['error']) ? (o['error'] as unknown as Problem) : null,
     response,
     prompt: typeof vendor['prompt'] === 'string' ? vendor['prompt'] : undefined,
+    ...(typeof vendor['priority'] === 'number' ? { priority: vendor['priority'] } : {}),
+    ...(isObject(vendor['queue']) && typeof vendor['queue']['position'] === 'number'
+      ? {
+          queue: {
+            position: vendor['queue']['position'],
+            expectedStartAt: typeof vendor['queue']['expected_start_at_ms'] === 'number' ? vendor['queue']['expected_start_at_ms'] : null,
+          },
+        }
+      : {}),
   };
 }
 
@@ -199,6 +208,15 @@ export class RemoteTaskSource implements TaskSource {
 
   async cancel(id: string): Promise<TaskInfo> {
     return taskInfoFromLmsp(await this.request('POST', taskPath(id, TASK_PATHS.cancel)));
+  }
+
+  async cancelMany(statuses: ReadonlyArray<'queued' | 'running'>): Promise<TaskInfo[]> {
+    const body = await this.request('POST', PATHS.cancelTasks, { status: statuses });
+    return isObject(body) && Array.isArray(body['data']) ? body['data'].map(taskInfoFromLmsp) : [];
+  }
+
+  async runNext(id: string): Promise<TaskInfo> {
+    return taskInfoFromLmsp(await this.request('POST', taskPath(id, TASK_PATHS.runNext)));
   }
 
   async delete(id: string): Promise<void> {

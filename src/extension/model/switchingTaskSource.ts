@@ -100,6 +100,12 @@ export class SwitchingTaskSource implements TaskSource {
   async cancel(id: string): Promise<TaskInfo> {
     return (await this.ready()).cancel(id);
   }
+  async cancelMany(statuses: ReadonlyArray<'queued' | 'running'>): Promise<TaskInfo[]> {
+    return (await this.ready()).cancelMany(statuses);
+  }
+  async runNext(id: string): Promise<TaskInfo> {
+    return (await this.ready()).runNext(id);
+  }
   async delete(id: string): Promise<void> {
     return (await this.ready()).delete(id);
   }

@@ -42,6 +42,10 @@ export interface TaskInfo {
   oldestSeq?: number;
   /** Next event sequence to be assigned, when the source knows it (local). */
   nextSeq?: number;
+  /** Order among its client's queued tasks (higher first), when the source says. */
+  priority?: number;
+  /** A queued task's place in the order tasks start, and when it is expected to start (Unix ms, null: not yet known). */
+  queue?: { position: number; expectedStartAt: number | null };
 }
 
 /** One stored or live event of a task's stream. */
@@ -115,6 +119,10 @@ export interface TaskSource extends IDisposable {
   get(id: string): Promise<TaskInfo | undefined>;
   create(request: CreateTaskRequest): Promise<TaskInfo>;
   cancel(id: string): Promise<TaskInfo>;
+  /** Cancels the editor's client's queued tasks (or running ones, or both) in one batch; the tasks it changed. */
+  cancelMany(statuses: ReadonlyArray<'queued' | 'running'>): Promise<TaskInfo[]>;
+  /** A queued task of the editor's client goes first among its queued tasks ("run next"). */
+  runNext(id: string): Promise<TaskInfo>;
   delete(id: string): Promise<void>;
   /** Stored events after afterSeq (undefined = from the first), then live ones, in order, without duplicates. */
   subscribeEvents(id: string, afterSeq: number | undefined, handlers: EventStreamHandlers): IDisposable;

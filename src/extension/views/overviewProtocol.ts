@@ -4,7 +4,9 @@
 import type { ModelView } from '../webview/protocol';
 import type { TaskViewStatus } from '../webview/protocol';
 
-export const OVERVIEW_PROTOCOL_VERSION = 1;
+export const OVERVIEW_PROTOCOL_VERSION = 2;
+/** How many queued tasks the overview lists. */
+export const NEXT_IN_QUEUE = 5;
 
 export interface OverviewEndpoints {
   lmsp: string;
@@ -24,6 +26,8 @@ export interface OverviewState {
   /** The running tasks' current tokens/s summed. */
   liveTps: number;
   running: Array<{ id: string; title: string; rate: number | null; tokens: number }>;
+  /** The next queued tasks in the order they will start (at most NEXT_IN_QUEUE), with their expected wait (ms). */
+  next: Array<{ id: string; title: string; position: number; waitMs: number | null }>;
   endpoints: OverviewEndpoints | null;
 }
 
@@ -76,6 +80,9 @@ export const OVERVIEW_STRINGS = {
   throughputChart: 'Tokens per second across all running tasks over the last {0} minutes',
   running: 'Running now',
   nothingRunning: 'Nothing running.',
+  nextInQueue: 'Next in queue',
+  startsIn: 'in about {0} s',
+  startingSoon: 'starting soon',
   endpoints: 'Endpoints',
   notListening: 'The runtime is not listening yet.',
   lmsp: 'LMSP',

@@ -4,7 +4,14 @@
 // does it, with its own notice). Posts nothing before the webview's `ready`; then the whole state, at most every
 // REFRESH_MS while the view is visible.
 import * as vscode from 'vscode';
-import { OVERVIEW_PROTOCOL_VERSION, OVERVIEW_STRINGS, parseOverviewMessage, type OverviewHostMessage, type OverviewState } from './overviewProtocol';
+import {
+  NEXT_IN_QUEUE,
+  OVERVIEW_PROTOCOL_VERSION,
+  OVERVIEW_STRINGS,
+  parseOverviewMessage,
+  type OverviewHostMessage,
+  type OverviewState,
+} from './overviewProtocol';
 import { Commands, OVERVIEW_VIEW_ID } from '../constants';
 import type { TaskService } from '../host/taskService';
 import { Disposable } from '../lifecycle';
@@ -111,7 +118,21 @@ export class OverviewViewProvider extends Disposable implements vscode.WebviewVi
   /** The state the view shows now (also read by the editor tests through the test API). */
   async snapshot(): Promise<OverviewState> {
     const now = Date.now();
-    const [models, counts] = await Promise.all([this.source.listModels().catch(() => []), this.source.counts().catch(() => emptyCounts())]);
+    const [models, counts, queued] = await Promise.all([
+      this.source.listModels().catch(() => []),
+      this.source.counts().catch(() => emptyCounts()),
+      this.source.list({ statuses: ['queued'], limit: 200 }).catch(() => ({ tasks: [] as TaskInfo[] })),
+    ]);
+    const next = queued.tasks
+      .filter((task) => task.queue)
+      .sort((a, b) => a.queue!.position - b.queue!.position)
+      .slice(0, NEXT_IN_QUEUE)
+      .map((task) => ({
+        id: task.id,
+        title: taskTitle(task),
+        position: task.queue!.position,
+        waitMs: task.queue!.expectedStartAt === null ? null : Math.max(0, task.queue!.expectedStartAt - now),
+      }));
     const endpoint = this.service.endpoint;
     const running = this.throughput.running(now).map(({ id, rate }) => ({
       id,
@@ -127,6 +148,7 @@ export class OverviewViewProvider extends Disposable implements vscode.WebviewVi
       bucketMs: BUCKET_MS,
       liveTps: running.reduce((sum, r) => sum + (r.rate ?? 0), 0),
       running,
+      next,
       endpoints: endpoint ? { lmsp: endpoint.lmspUrl, mcp: endpoint.mcpUrl, openai: endpoint.lmspUrl } : null,
     };
   }

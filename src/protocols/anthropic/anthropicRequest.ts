@@ -97,6 +97,8 @@ const common = {
   output_config: outputConfig.optional(),
   // Vendor member, as on /responses (seed and other sampling Anthropic has no field for).
   [VENDOR_MEMBER]: z.record(z.string(), z.unknown()).optional(),
+  // Read for `priority` only (Claude Code puts its session in `user_id`; anthropicDoor.ts).
+  metadata: z.record(z.string(), z.unknown()).nullable().optional(),
 };
 /**
  * The sampling fields Messages has, by their Messages names (runtime/requestFields.ts); their ranges are checked
@@ -149,6 +151,9 @@ export function validateMessagesBody(body: unknown, seal: ReasoningSeal): Messag
   const extras = t.body[VENDOR_MEMBER] as Record<string, unknown>;
   // An "up to" budget: Claude Code asks 32000 of any model; the prompt's room caps it (never a 400).
   extras.cap_max_output_tokens = true;
+  // The task's priority among the caller's queued tasks (runtime/queue.ts), where a Messages client can put it.
+  const priority = m.metadata?.priority;
+  if (priority !== undefined) extras.priority = priority;
   for (const f of SAMPLING_FIELD_NAMES) {
     const spec: RequestField = SAMPLING_FIELDS[f];
     const value = spec.anthropic === undefined ? undefined : (m as Record<string, unknown>)[spec.anthropic];

@@ -2,6 +2,7 @@
 import type { RuntimeLimits } from '../../runtime/api';
 import { describeHardware, type ModelHardware, type ModelInfo } from '../../runtime/backend';
 import { inputText, responseObject } from '../../runtime/responses';
+import { queueObject, type QueueInfo } from '../../runtime/queue';
 import type { Problem, TaskRecord, TaskStatus } from '../../runtime/task';
 import { LMSP_PREFIX, LMSP_PROTOCOL, LMSP_VERSION, OBJECTS, PATHS, TASK_PATHS, TASK_TYPE_RESPONSE, type LmspTaskStatus } from './lmspConstants';
 
@@ -37,7 +38,7 @@ export function wireResponse(response: Record<string, unknown> | null): Record<s
  * vendor member `task_runtime` that Responses clients ignore and the editor's other windows read. The prompt is
  * included only on request (single-task reads), so lists and change feeds stay small.
  */
-export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean } = {}): Record<string, unknown> {
+export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean; queue?: QueueInfo | null } = {}): Record<string, unknown> {
   const status = lmspStatus(task.status);
   return {
     id: task.id,
@@ -59,6 +60,9 @@ export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean }
       status_message: task.statusMessage,
       output_tokens: task.outputTokens,
       attempt: task.attempt,
+      priority: task.priority,
+      // A queued task's place: position in the order tasks will start, expected start (runtime/queue.ts).
+      ...(options.queue ? { queue: queueObject(options.queue) } : {}),
       // Which route made it (lmsp_route: responses, chat_completions, tasks, anthropic_messages); absent for other doors.
       ...(typeof task.meta.lmsp_route === 'string' ? { route: task.meta.lmsp_route } : {}),
       created_at_ms: task.createdAt,
@@ -66,6 +70,13 @@ export function toTaskObject(task: TaskRecord, options: { withPrompt?: boolean }
       ...(options.withPrompt ? { prompt: inputText(task.request, { roles: ['user'], separator: '\n\n' }) } : {}),
     },
   };
+}
+
+/** A Responses object with a queued task's place in its vendor member (`task_runtime.queue`), as GET /responses/{id} answers. */
+export function withQueue(response: Record<string, unknown>, queue: QueueInfo | null): Record<string, unknown> {
+  if (!queue) return response;
+  const vendor = (response.task_runtime as Record<string, unknown> | undefined) ?? {};
+  return { ...response, task_runtime: { ...vendor, queue: queueObject(queue) } };
 }
 
 /**

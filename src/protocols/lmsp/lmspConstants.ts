@@ -17,6 +17,7 @@ export const PATHS = {
   tasks: '/tasks', // ch.7
   changes: '/task_runtime/changes', // vendor
   counts: '/task_runtime/counts', // vendor
+  cancelTasks: '/task_runtime/cancel', // vendor: cancel by filter
 } as const;
 
 /** Paths below a response's own path (`${PATHS.responses}/{response_id}`), OpenAI's names. */
@@ -29,6 +30,7 @@ export const RESPONSE_PATHS = {
 export const TASK_PATHS = {
   cancel: '/cancel', // ch.7
   events: '/events', // ch.7
+  runNext: '/run_next', // vendor
 } as const;
 
 export const OBJECTS = {

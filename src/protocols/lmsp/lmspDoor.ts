@@ -7,7 +7,7 @@ import type { DoorHandler } from '../http/types';
 import type { LmspDeps } from './deps';
 import { getCapabilities, getModel, listModels } from './discoveryRoutes';
 import { LMSP_PREFIX, PATHS, TASK_PATHS } from './lmspConstants';
-import { cancelTask, createTask, deleteTask, getTask, listTasks, taskEvents } from './tasksRoutes';
+import { cancelTask, cancelTasksByFilter, createTask, deleteTask, getTask, listTasks, runNextTask, taskEvents } from './tasksRoutes';
 import { getCounts, streamChanges } from './vendorRoutes';
 import { checkTaskId } from './wire';
 
@@ -33,6 +33,8 @@ export function createLmspDoor(deps: LmspDeps): LmspDoor {
       },
     },
     { pattern: exact(`${PATHS.tasks}/${seg}${TASK_PATHS.cancel}`), methods: { POST: (_q, r, c, id) => cancelTask(deps, r, c, checkTaskId(id)) } },
+    { pattern: exact(`${PATHS.tasks}/${seg}${TASK_PATHS.runNext}`), methods: { POST: (_q, r, c, id) => runNextTask(deps, r, c, checkTaskId(id)) } },
+    { pattern: exact(PATHS.cancelTasks), methods: { POST: (q, r, c) => cancelTasksByFilter(deps, q, r, c) } },
     { pattern: exact(`${PATHS.tasks}/${seg}${TASK_PATHS.events}`), methods: { GET: (q, r, c, id) => taskEvents(deps, q, r, c, checkTaskId(id)) } },
     { pattern: exact(PATHS.changes), methods: { GET: (_q, r, c) => streamChanges(deps, r, c) } },
     { pattern: exact(PATHS.counts), methods: { GET: (_q, r, c) => getCounts(deps, r, c) } },

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { flatToolName, isModelTool, MODEL_TOOL_TYPES } from '../../runtime/responseTools';
 import { inputText } from '../../runtime/responses';
+import { PRIORITY } from '../../runtime/queue';
 import { BY_KIND_FIELDS, SAMPLING_FIELDS, type ByKindField } from '../../runtime/requestFields';
 import { numericSamplingZod, samplingZod } from '../shared/sampling';
 import {
@@ -192,6 +193,9 @@ const textFormat = z.discriminatedUnion('type', [
   }),
 ]);
 
+/** A task's priority among its principal's queued tasks: higher runs first (runtime/queue.ts). */
+export const prioritySchema = z.number().int().min(PRIORITY.min).max(PRIORITY.max);
+
 /**
  * Sampling the Responses API has no field for, named as llama.cpp's server and OpenAI's chat completions name them.
  * Ranges: seed any safe integer; top_k 0 (off)–1000; min_p 0 (off)–1; repeat_penalty in (0, 2] with 1 = off (llama.cpp
@@ -207,6 +211,8 @@ export const samplingExtrasSchema = z.strictObject({
   }),
   // Not sampling: max_output_tokens as an "up to" budget, capped to the room instead of refused (task.ts).
   cap_max_output_tokens: z.boolean().optional(),
+  // Not sampling: the task's priority among the caller's own queued tasks (runtime/queue.ts).
+  priority: prioritySchema.optional(),
 });
 
 /** Body of POST /lmsp/v1/responses (profile §6.1, the subset this runtime serves). */
@@ -260,9 +266,20 @@ export const taskCreateSchema = z.strictObject({
   type: z.literal(TASK_TYPE_RESPONSE),
   input: responseCreateSchema,
   on_restart: z.enum(RESTART_POLICIES).optional(),
+  priority: prioritySchema.optional(),
   [VENDOR_MEMBER]: z.strictObject({ origin: z.literal(EDITOR_ORIGIN) }).optional(),
 });
 export type TaskCreateBody = z.infer<typeof taskCreateSchema>;
+
+/** Body of POST /task_runtime/cancel: which of the caller's tasks (default: the queued ones), of which model. */
+export const cancelFilterSchema = z.strictObject({
+  status: z
+    .array(z.enum(['queued', 'running']))
+    .min(1)
+    .max(2)
+    .optional(),
+  model: z.string().min(1).max(256).optional(),
+});
 
 /**
  * Refuses Responses features this runtime cannot honour, before the shape check; `at` is the param prefix ("" or

@@ -9,6 +9,7 @@ import type { ServerResponse } from 'node:http';
 import type { RequestContext } from '../http/types';
 import type { LmspDeps } from './deps';
 import { toTaskObject } from './format';
+import { taskObject } from './tasksRoutes';
 import { EVENT_TASK_CHANGED, OBJECTS } from './lmspConstants';
 import { sendJson } from './wire';
 import { acquireStreamSlot, openWriter } from './streams';
@@ -21,7 +22,7 @@ export async function streamChanges(deps: LmspDeps, res: ServerResponse, ctx: Re
   const subscription = deps.runtime.onTaskChange((task, deleted) => {
     if (task.principal !== ctx.principal) return;
     lastChange = deps.now();
-    const data = { type: EVENT_TASK_CHANGED, task: toTaskObject(task), deleted };
+    const data = { type: EVENT_TASK_CHANGED, task: deleted ? toTaskObject(task) : taskObject(deps, task), deleted };
     writer.send({ event: EVENT_TASK_CHANGED, data: JSON.stringify(data) });
   });
   writer.comment('subscribed');

@@ -3,6 +3,7 @@
 import type { CallToolResult, Task as McpTask } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
 import { answerText } from '../../runtime/responses';
+import { queueSummary, type QueueInfo } from '../../runtime/queue';
 import { TERMINAL_STATUSES, type TaskRecord, type TaskStatus } from '../../runtime/task';
 
 export type McpTaskStatus = McpTask['status'];
@@ -42,10 +43,10 @@ function tokens(n: number): string {
 }
 
 /** VS Code shows this text while polling and, for failed tasks, as the only diagnostics it ever fetches. */
-export function statusMessage(task: TaskRecord, queuePosition: number | null): string {
+export function statusMessage(task: TaskRecord, queue: QueueInfo | null): string {
   switch (task.status) {
     case 'queued':
-      return queuePosition === null ? 'queued: waiting for the model' : `queued: position ${queuePosition} in line`;
+      return queueSummary(queue);
     case 'loading':
       return `loading model ${task.model} …`;
     case 'running':
@@ -74,12 +75,12 @@ export interface TaskViewOptions {
   pollIntervalMs: number;
 }
 
-export function toMcpTask(task: TaskRecord, queuePosition: number | null, opts: TaskViewOptions): McpTask {
+export function toMcpTask(task: TaskRecord, queue: QueueInfo | null, opts: TaskViewOptions): McpTask {
   const status = mcpStatus(task.status);
   const view: McpTask = {
     taskId: task.id,
     status,
-    statusMessage: statusMessage(task, queuePosition),
+    statusMessage: statusMessage(task, queue),
     createdAt: new Date(task.createdAt).toISOString(),
     lastUpdatedAt: new Date(task.updatedAt).toISOString(),
     ttl: task.ttlMs,

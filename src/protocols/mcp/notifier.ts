@@ -63,7 +63,7 @@ export class TaskNotifier {
     if (!set) this.watchers.set(taskId, (set = new Set()));
     set.add(w);
     if (announce && w.progressToken !== undefined) {
-      const mcp = toMcpTask(announce, announce.status === 'queued' ? this.runtime.queuePosition(announce.id) : null, this.view);
+      const mcp = toMcpTask(announce, announce.status === 'queued' ? this.runtime.queueInfo(announce.id) : null, this.view);
       this.sendProgress(w, announce.outputTokens, mcp.statusMessage, Date.now());
     }
     return () => {
@@ -84,7 +84,7 @@ export class TaskNotifier {
   private onChange(task: TaskRecord): void {
     const set = this.watchers.get(task.id);
     if (!set) return;
-    const mcp = toMcpTask(task, task.status === 'queued' ? this.runtime.queuePosition(task.id) : null, this.view);
+    const mcp = toMcpTask(task, task.status === 'queued' ? this.runtime.queueInfo(task.id) : null, this.view);
     const terminal = isMcpTerminal(mcp.status);
     const now = Date.now();
     for (const w of set) {

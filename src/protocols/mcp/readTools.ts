@@ -1,4 +1,4 @@
-// The read-only helper tools: get_task_text and list_models. They never create tasks.
+// The helper tools: get_task_text and list_models (read-only), cancel_tasks. They never create tasks.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import { describeHardware } from '../../runtime/backend';
@@ -30,11 +30,11 @@ export function getTaskText(runtime: TaskRuntimeApi, principal: string, args: { 
       isError: true,
     };
   }
-  const position = task.status === 'queued' ? runtime.queuePosition(task.id) : null;
+  const queue = task.status === 'queued' ? runtime.queueInfo(task.id) : null;
   let text = textSoFar(runtime, task);
   const truncated = args.maxChars !== undefined && text.length > args.maxChars;
   if (truncated) text = text.slice(text.length - (args.maxChars ?? 0));
-  const summary = statusMessage(task, position);
+  const summary = statusMessage(task, queue);
   const structured = {
     taskId: task.id,
     origin: task.origin,
@@ -53,6 +53,25 @@ export function getTaskText(runtime: TaskRuntimeApi, principal: string, args: { 
   return {
     content: [{ type: 'text', text: `[${task.status}] ${summary}\n\n${text}` }],
     structuredContent: structured,
+  };
+}
+
+/** cancel_tasks: the caller's tasks of the filter cancelled in one batch (runtime.cancelTasks). */
+export function cancelTasks(
+  runtime: TaskRuntimeApi,
+  principal: string,
+  args: { status?: Array<'queued' | 'running'>; model?: string },
+): CallToolResult {
+  const changed = runtime.cancelTasks({
+    principal,
+    statuses: args.status ?? ['queued'],
+    model: args.model,
+    reason: 'cancelled by the client (cancel_tasks)',
+  });
+  const lines = changed.map((t) => `${t.id} (${t.title}): ${t.status}`);
+  return {
+    content: [{ type: 'text', text: changed.length ? `Cancelled ${changed.length} task(s):\n${lines.join('\n')}` : 'No task to cancel.' }],
+    structuredContent: { count: changed.length, tasks: changed.map((t) => ({ taskId: t.id, status: t.status, model: t.model, title: t.title })) },
   };
 }
 

@@ -31,7 +31,7 @@ export function visibleTask(ctx: McpContext, caller: Pick<CallerContext, 'princi
 }
 
 export function taskView(ctx: McpContext, task: TaskRecord): McpTask {
-  return toMcpTask(task, task.status === 'queued' ? ctx.runtime.queuePosition(task.id) : null, ctx.view);
+  return toMcpTask(task, task.status === 'queued' ? ctx.runtime.queueInfo(task.id) : null, ctx.view);
 }
 
 export function getTask(ctx: McpContext, caller: Pick<CallerContext, 'principal'>, params: unknown): McpTask {

@@ -6,16 +6,22 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallerContext, McpContext } from './context';
 import type { CreateTaskParams } from '../../runtime/api';
 import { isRuntimeError, RuntimeError } from '../../runtime/errors';
+import { checkPriority } from '../../runtime/queue';
 import type { TaskRecord } from '../../runtime/task';
 import { invalidParams, methodNotFound, toMcpError } from './errors';
 import type { SendNotification } from './notifier';
-import { getTaskText, listModels } from './readTools';
+import { cancelTasks, getTaskText, listModels } from './readTools';
 import { waitTerminal, taskView } from './taskMethods';
 import { toolOutcome } from './mcpTaskView';
 import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from './tools';
 
 /** Claude Code's `_meta` key on tools/call: the id of the model's tool_use block the call answers. */
 export const CLAUDE_CODE_TOOL_USE_ID = 'claudecode/toolUseId';
+/**
+ * `_meta` key of tools/call (either era) that sets the task's priority among the caller's own queued tasks: an
+ * integer from -10 to 10, default 0 (runtime/queue.ts).
+ */
+export const PRIORITY_META = 'task-runtime/priority';
 /** Task meta key the client's tool-use id is kept under (the editor and LMSP readers find the call by it). */
 export const TOOL_USE_ID_META = 'mcp_tool_use_id';
 const MAX_TOOL_USE_ID_CHARS = 256;
@@ -95,14 +101,20 @@ export async function callTool(
 
   if (spec.name === 'get_task_text') return getTaskText(ctx.runtime, caller.principal, parsed.data as { taskId: string });
   if (spec.name === 'list_models') return listModels(ctx.runtime);
+  if (spec.name === 'cancel_tasks') return cancelTasks(ctx.runtime, caller.principal, parsed.data as { status?: Array<'queued' | 'running'> });
 
   const args = parsed.data as GenerationArgs;
   const input = toResponseRequest(args, spec.defaultMaxTokens ?? 512);
-  const task = createToolTask(ctx, caller, {
-    input,
-    ttlMs: effectiveTtl(ctx, params.task?.ttl),
-    meta: toolTaskMeta(spec, params.arguments ?? {}, asTask, params._meta),
-  });
+  const task = createToolTask(
+    ctx,
+    caller,
+    {
+      input,
+      ttlMs: effectiveTtl(ctx, params.task?.ttl),
+      meta: toolTaskMeta(spec, params.arguments ?? {}, asTask, params._meta),
+    },
+    params._meta,
+  );
   const progressToken = params._meta?.progressToken;
   ctx.log(`mcp: ${caller.principal} created ${task.id} via ${spec.name}${asTask ? ' (task)' : ''}`);
 
@@ -135,14 +147,28 @@ export function createToolTask(
   ctx: McpContext,
   caller: CallerContext,
   params: Pick<CreateTaskParams, 'input' | 'ttlMs' | 'meta' | 'onRestart'>,
+  requestMeta?: unknown,
 ): TaskRecord {
+  const priority = priorityOf(requestMeta);
   ctx.guard.admit(caller.principal);
   try {
-    return ctx.runtime.createTask({ origin: 'mcp', principal: caller.principal, ...params, onRestart: params.onRestart ?? 'fail' }).task;
+    const onRestart = params.onRestart ?? 'fail';
+    return ctx.runtime.createTask({ origin: 'mcp', principal: caller.principal, ...params, onRestart, priority }).task;
   } catch (e) {
     // A refusal names the request field; the caller knows it as a tool argument (output_schema.properties.x…).
     if (isRuntimeError(e) && e.param) throw toMcpError(new RuntimeError(e.code, e.message, argumentOf(e.param), e.limit));
     throw toMcpError(e);
+  }
+}
+
+/** The priority a tools/call's `_meta` asks for (PRIORITY_META), checked; invalid params when it is not one. */
+function priorityOf(requestMeta: unknown): number | undefined {
+  const value = requestMeta && typeof requestMeta === 'object' ? (requestMeta as Record<string, unknown>)[PRIORITY_META] : undefined;
+  if (value === undefined) return undefined;
+  try {
+    return checkPriority(value, `_meta["${PRIORITY_META}"]`);
+  } catch (e) {
+    throw invalidParams((e as Error).message);
   }
 }
 

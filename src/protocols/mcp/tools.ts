@@ -65,6 +65,18 @@ export const GET_TASK_TEXT_ARGS = z
 
 export const LIST_MODELS_ARGS = z.object({}).strict();
 
+export const CANCEL_TASKS_ARGS = z
+  .object({
+    status: z
+      .array(z.enum(['queued', 'running']))
+      .min(1)
+      .max(2)
+      .optional()
+      .describe('Which of your tasks: "queued" (default), "running", or both.'),
+    model: z.string().min(1).max(256).optional().describe('Only tasks of this model.'),
+  })
+  .strict();
+
 export interface ToolSpec {
   name: string;
   /** As a client that declared tasks reads it. */
@@ -124,6 +136,15 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     taskSupport: 'forbidden',
     args: LIST_MODELS_ARGS,
     readOnly: true,
+  },
+  {
+    name: 'cancel_tasks',
+    description:
+      'Cancel your queued tasks (or running ones, or both), optionally only those of one model, at once. Returns ' +
+      'the tasks it cancelled; calling it again finds none left.',
+    taskSupport: 'forbidden',
+    args: CANCEL_TASKS_ARGS,
+    readOnly: false,
   },
 ];
 

@@ -65,6 +65,12 @@ export function renderPrometheus(m: MetricsSnapshot): string {
   for (const { model, h } of m.tokensPerSecond) histogram('generation_tokens_per_second', { model }, h);
   family('queue_wait_seconds', 'histogram', 'Time a task attempt waited in the queue before it started.');
   histogram('queue_wait_seconds', {}, m.queueWait);
+  family('queue_depth', 'gauge', 'Tasks waiting in the queue now, by model.');
+  for (const { model, n } of m.queue.byModel) sample('queue_depth', { model }, n);
+  family('queue_depth_by_principal', 'gauge', 'Tasks waiting in the queue now, by principal (the name its token was given).');
+  for (const { principal, n } of m.queue.byPrincipal) sample('queue_depth_by_principal', { principal }, n);
+  family('queue_oldest_wait_seconds', 'gauge', 'How long the task that waited longest in the queue has waited (0: none waits).');
+  sample('queue_oldest_wait_seconds', {}, m.queue.oldestWaitSeconds);
   family('journal_sync_seconds', 'histogram', 'Latency of the store journal syncs (fdatasync) that made write batches durable.');
   histogram('journal_sync_seconds', {}, m.journalSync);
   family('store_size_bytes', 'gauge', 'Bytes of the store checkpoints and journals on disk.');

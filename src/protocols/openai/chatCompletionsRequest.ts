@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { INCLUDE_OUTPUT_LOGPROBS, type ResponseRequest } from '../../runtime/task';
 import { HttpProblem } from '../http/problem';
 import { DEFAULTS, VENDOR_MEMBER } from '../lmsp/lmspConstants';
-import { parseBody, validateResponseBody } from '../lmsp/schemas';
+import { parseBody, prioritySchema, validateResponseBody } from '../lmsp/schemas';
 
 const text = z.string().max(1_000_000);
 /** Content parts: text is served; the others are named so that they are refused as unsupported, not as malformed. */
@@ -96,6 +96,9 @@ export const chatCompletionSchema = z.strictObject({
   service_tier: z.string().max(64).nullable().optional(),
   prompt_cache_key: z.string().max(256).nullable().optional(),
   safety_identifier: z.string().max(256).nullable().optional(),
+  // Vendor member: what neither OpenAI nor llama.cpp has a chat field for (vLLM's top-level `priority` runs lower
+  // first; ours, higher first among the caller's own tasks, sits here so that the two are never confused).
+  [VENDOR_MEMBER]: z.strictObject({ priority: prioritySchema.optional() }).optional(),
   // Refused when set (UNSUPPORTED below): features this runtime does not have.
   logit_bias: carried,
   modalities: carried,
@@ -215,6 +218,7 @@ export function toResponsesBody(chat: ChatCompletionBody): Translated {
     const value = (chat as Record<string, unknown>)[spec.chat];
     if (present(value)) (spec.vendor ? extras : body)[spec.wire] = value;
   }
+  if (chat[VENDOR_MEMBER]?.priority !== undefined) extras.priority = chat[VENDOR_MEMBER].priority;
   if (Object.keys(extras).length) body[VENDOR_MEMBER] = extras;
   const format = chat.response_format;
   if (format) {

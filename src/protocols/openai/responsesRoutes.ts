@@ -12,7 +12,7 @@ import { readJsonBody } from '../http/body';
 import type { RequestContext } from '../http/types';
 import { backgroundPolicy, checkBackgroundRules, listInputItems, refusedResume, withPreviousResponse } from './background';
 import type { LmspDeps } from '../lmsp/deps';
-import { toResponseObject, wireResponse } from '../lmsp/format';
+import { toResponseObject, wireResponse, withQueue } from '../lmsp/format';
 import { idempotencyOf } from '../lmsp/idempotency';
 import { HEADERS, IDEMPOTENCY_SCOPES, OBJECTS, QUERY, VENDOR_PREFIX } from '../lmsp/lmspConstants';
 import { lmspProblem, translate, translateAsync } from '../lmsp/problems';
@@ -201,7 +201,8 @@ export async function getResponse(deps: LmspDeps, res: ServerResponse, ctx: Requ
   if (!stream) {
     if (startingAfter !== undefined)
       throw lmspProblem('invalid_request', '"starting_after" is only meaningful with stream=true.', { param: QUERY.startingAfter });
-    sendJson(res, 200, new ResponsesView(task, deps.seal).response(toResponseObject(task)));
+    const body = new ResponsesView(task, deps.seal).response(toResponseObject(task));
+    sendJson(res, 200, withQueue(body, task.status === 'queued' ? deps.runtime.queueInfo(task.id) : null));
     return;
   }
   await streamTaskEvents(deps, res, {

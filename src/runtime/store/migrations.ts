@@ -56,6 +56,8 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX idempotency_by_created ON idempotency_keys(created_at);`,
   // 2: input rounds of a task that asks its client for input (MCP input_required): a JSON array (runtime/input.ts)
   `ALTER TABLE tasks ADD COLUMN input_rounds_json TEXT;`,
+  // 3: a task's priority among its principal's queued tasks (runtime/queue.ts)
+  `ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -88,3 +88,29 @@ test('events: replay from a sequence, then live, ending after the terminal event
   );
   again.dispose();
 });
+
+test('the queue through the owner: a queued task’s place, run next, and cancelling one’s queued tasks at once', async () => {
+  // One task at a time, and greedy decoding keeps that slot busy until cancelled: the rest wait behind it.
+  const one = await startServer({ args: ['--concurrency', '1'] });
+  const src = new RemoteTaskSource({ lmspUrl: one.lmsp, token: one.tokenA });
+  try {
+    const holder = await call(one, 'POST', '/tasks', {
+      body: { type: 'response', input: { model: one.model, input: 'hold the slot', temperature: 0 } },
+    });
+    const holderId = (holder.json as { id: string }).id;
+    const a = await src.create({ prompt: 'first in line', maxOutputTokens: 2 });
+    const b = await src.create({ prompt: 'second in line', maxOutputTokens: 2 });
+    const read = async (id: string) => (await src.get(id))?.queue?.position;
+    assert.deepEqual([await read(a.id), await read(b.id)], [1, 2]);
+    const moved = await src.runNext(b.id);
+    assert.deepEqual([moved.priority, moved.queue?.position], [10, 1]);
+    assert.equal(await read(a.id), 2);
+    const cancelled = await src.cancelMany(['queued']);
+    assert.deepEqual(cancelled.map((t) => t.id).sort(), [a.id, b.id].sort());
+    assert.deepEqual(await src.cancelMany(['queued']), [], 'nothing left');
+    await src.cancel(holderId);
+  } finally {
+    src.dispose();
+    await one.stop();
+  }
+});

@@ -31,6 +31,7 @@ function record(over: Partial<TaskRecord>): TaskRecord {
     usage: null,
     outputTokens: 7,
     meta: { tool: 'generate' },
+    priority: 0,
     nextSeq: 1,
     oldestSeq: 0,
     inputRequests: null,
@@ -38,7 +39,10 @@ function record(over: Partial<TaskRecord>): TaskRecord {
   };
 }
 
-const ctx = { runtime: { queuePosition: () => 2 }, view: { pollIntervalMs: 333.7 } } as unknown as McpContext;
+const ctx = {
+  runtime: { queueInfo: () => ({ position: 2, priority: 0, expectedStartAt: null, expectedWaitMs: null }) },
+  view: { pollIntervalMs: 333.7 },
+} as unknown as McpContext;
 const restart = { type: 't', title: 'x', status: 503, code: 'server_restarted', detail: 'The server restarted.' };
 const badModel = { type: 't', title: 'x', status: 400, code: 'model_not_found', detail: 'No model "nope".' };
 const response = { output: [{ type: 'message', content: [{ type: 'output_text', text: 'hello' }] }] };
@@ -61,7 +65,7 @@ test('modern status for every runtime state; integer ttlMs and pollIntervalMs (t
     assert.equal(t.pollIntervalMs, t.status === 'working' || t.status === 'input_required' ? 334 : undefined, s);
     for (const legacy of ['ttl', 'pollInterval']) assert.equal(legacy in t, false);
   }
-  assert.equal(modernTask(ctx, record({ status: 'queued' }), true).statusMessage, 'queued: position 2 in line');
+  assert.equal(modernTask(ctx, record({ status: 'queued' }), true).statusMessage, 'queued: 2nd');
   assert.deepEqual(modernTask(ctx, record({ status: 'input_required' }), true).inputRequests, {});
   assert.equal(modernTask(ctx, record({ ttlMs: null }), true).ttlMs, null);
 });

@@ -83,12 +83,14 @@ describe('MCP tools for a client without tasks', () => {
       generate_long: 'optional',
       get_task_text: 'forbidden',
       list_models: 'forbidden',
+      cancel_tasks: 'forbidden',
     });
     assert.deepEqual(Object.fromEntries([...withTasks].map(([n, t]) => [n, t.execution?.taskSupport])), {
       generate: 'optional',
       generate_long: 'required',
       get_task_text: 'forbidden',
       list_models: 'forbidden',
+      cancel_tasks: 'forbidden',
     });
     assert.doesNotMatch(plain.get('generate_long')!.description ?? '', /as an MCP task|tasks\/result|tasks\/get/);
     assert.match(plain.get('generate_long')!.description ?? '', /Waits for the answer/);

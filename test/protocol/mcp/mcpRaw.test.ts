@@ -108,7 +108,7 @@ describe('MCP door, raw JSON-RPC', () => {
     assert.match(long.error.message, /prompt/);
 
     const tools = await raw.call('tools/list', {});
-    assert.equal(tools.result.tools.length, 4);
+    assert.equal(tools.result.tools.length, 5);
   });
 
   test('an oversized body sent chunked, without a length, is answered 413, not dropped', async () => {
@@ -118,7 +118,7 @@ describe('MCP door, raw JSON-RPC', () => {
     assert.equal(sendError, undefined, 'the whole body was taken');
     assert.equal(status, 413);
     assert.equal(JSON.parse(body).error.code, -32600);
-    assert.equal((await raw.call('tools/list', {})).result.tools.length, 4, 'the session still works');
+    assert.equal((await raw.call('tools/list', {})).result.tools.length, 5, 'the session still works');
   });
 
   test('a body that is not application/json → 415 -32600', async () => {

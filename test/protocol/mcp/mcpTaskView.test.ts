@@ -28,6 +28,7 @@ function record(over: Partial<TaskRecord>): TaskRecord {
     usage: null,
     outputTokens: 7,
     meta: { tool: 'generate' },
+    priority: 0,
     nextSeq: 1,
     oldestSeq: 0,
     inputRequests: null,
@@ -50,7 +51,12 @@ test('every runtime status maps to the MCP status of the architecture table', ()
 });
 
 test('status messages name the detail', () => {
-  assert.equal(statusMessage(record({ status: 'queued' }), 3), 'queued: position 3 in line');
+  assert.equal(statusMessage(record({ status: 'queued' }), { position: 3, priority: 0, expectedStartAt: null, expectedWaitMs: null }), 'queued: 3rd');
+  assert.equal(
+    statusMessage(record({ status: 'queued' }), { position: 22, priority: 0, expectedStartAt: 12_000, expectedWaitMs: 12_000 }),
+    'queued: 22nd, about 12 s',
+  );
+  assert.equal(statusMessage(record({ status: 'queued' }), null), 'queued: waiting for the model');
   assert.equal(statusMessage(record({ status: 'loading' }), null), 'loading model m …');
   assert.equal(statusMessage(record({ status: 'running' }), null), 'generating: 7 tokens');
   const failed = record({

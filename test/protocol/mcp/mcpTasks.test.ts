@@ -65,7 +65,13 @@ describe('MCP door over the SDK client', () => {
   test('tools/list publishes taskSupport (to a client that declared tasks) and real input schemas', async () => {
     const { tools } = await alice.listTools();
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]));
-    assert.deepEqual(support, { generate: 'optional', generate_long: 'required', get_task_text: 'forbidden', list_models: 'forbidden' });
+    assert.deepEqual(support, {
+      generate: 'optional',
+      generate_long: 'required',
+      get_task_text: 'forbidden',
+      list_models: 'forbidden',
+      cancel_tasks: 'forbidden',
+    });
     const generate = tools.find((t) => t.name === 'generate')!;
     assert.equal(generate.inputSchema.type, 'object');
     assert.ok(generate.inputSchema.properties && 'prompt' in generate.inputSchema.properties && 'messages' in generate.inputSchema.properties);

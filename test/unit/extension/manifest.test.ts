@@ -101,6 +101,7 @@ describe('manifest: commands', () => {
       return sets[0];
     };
     assert.deepEqual(shownFor(Commands.cancelTask), [...CANCELLABLE_STATUSES]);
+    assert.deepEqual(shownFor(Commands.runNext), ['queued']);
     assert.deepEqual(shownFor(Commands.fetchResult), [...TERMINAL_STATUSES]);
     assert.deepEqual(shownFor(Commands.deleteTask), [...TERMINAL_STATUSES]);
     assert.deepEqual(

@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { RuntimeMetrics } from '../../../src/runtime/metrics';
 import { newTaskRecord } from '../../../src/runtime/newTask';
 import type { TaskRecord } from '../../../src/runtime/task';
+const NO_QUEUE = { byModel: [], byPrincipal: [], oldestWaitSeconds: 0 };
 
 function task(): TaskRecord {
   return newTaskRecord({
@@ -35,7 +36,7 @@ describe('RuntimeMetrics', () => {
     now = 1200;
     m.taskChanged({ ...t, status: 'running', outputTokens: 10 }, false);
     m.taskChanged({ ...t, status: 'succeeded', outputTokens: 10 }, false);
-    const s = m.snapshot({} as never, 0);
+    const s = m.snapshot({} as never, 0, NO_QUEUE);
     assert.deepEqual(s.created, [{ origin: 'mcp', n: 1 }]);
     assert.deepEqual(s.finished, [{ origin: 'mcp', outcome: 'succeeded', n: 1 }]);
     assert.equal(s.outputTokens, 10);
@@ -59,7 +60,7 @@ describe('RuntimeMetrics', () => {
     now = 1300;
     m.taskChanged({ ...t, status: 'running', attempt: 2, outputTokens: 2 }, false);
     m.taskChanged({ ...t, status: 'failed', attempt: 2, outputTokens: 2 }, false);
-    const s = m.snapshot({} as never, 0);
+    const s = m.snapshot({} as never, 0, NO_QUEUE);
     assert.equal(s.outputTokens, 6);
     assert.equal(s.queueWait.count, 2);
     assert.equal(s.timeToFirstToken[0].h.count, 2);
@@ -76,7 +77,7 @@ describe('RuntimeMetrics', () => {
     m.taskChanged({ ...t, status: 'cancelling', outputTokens: 55 }, false);
     m.taskChanged(t, true);
     m.taskChanged({ ...task(), status: 'succeeded', outputTokens: 9 }, false);
-    const s = m.snapshot({} as never, 0);
+    const s = m.snapshot({} as never, 0, NO_QUEUE);
     assert.equal(s.outputTokens, 5);
     assert.equal(s.queueWait.count, 0);
     assert.equal(s.timeToFirstToken.length, 0);

@@ -53,7 +53,7 @@ test('cancel: queued → cancelled at once, running → cancelling → cancelled
   const long = rt.createTask({ origin: 'lmsp', principal: 'p', input: longPrompt('long') }).task;
   await taskReaches(rt, long.id, (t) => t.status === 'running', 'first task running');
   const queued = rt.createTask({ origin: 'lmsp', principal: 'p', input: prompt('waits', 5) }).task;
-  assert.equal(rt.queuePosition(queued.id), 1);
+  assert.equal(rt.queueInfo(queued.id)?.position, 1);
   const c1 = rt.cancelTask(queued.id);
   assert.equal(c1.status, 'cancelled');
   assert.equal(rt.cancelTask(queued.id).status, 'cancelled', 'cancel is idempotent');

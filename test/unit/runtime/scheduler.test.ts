@@ -38,6 +38,7 @@ async function setup(script: Script, o: ScriptedBackendOptions = {}, extra: Part
 }
 
 const status = (parts: Parts, t: TaskRecord) => parts.store.getTask(t.id)?.status;
+const pos = (s: { scheduler: Scheduler }, id: string) => s.scheduler.queueInfo(id)?.position ?? null;
 
 test('tasks of one model run one at a time in the order they were queued; positions count from 1', async () => {
   const gate = new Gate();
@@ -49,7 +50,7 @@ test('tasks of one model run one at a time in the order they were queued; positi
   ];
   await gate.started(1);
   assert.deepEqual([status(s.parts, a), status(s.parts, b), status(s.parts, c)], ['running', 'queued', 'queued']);
-  assert.deepEqual([s.scheduler.position(a.id), s.scheduler.position(b.id), s.scheduler.position(c.id)], [null, 1, 2]);
+  assert.deepEqual([pos(s, a.id), pos(s, b.id), pos(s, c.id)], [null, 1, 2]);
   assert.equal(s.scheduler.queueLength, 2);
   for (let n = 2; n <= 3; n++) {
     gate.release();
@@ -158,7 +159,7 @@ test('a deadline fails a task that never started; stop cancels a running one wit
   const expired = await s.done(late);
   assert.equal(expired.error?.code, 'deadline_exceeded');
   assert.equal(expired.error?.detail, 'The task did not start before its deadline.');
-  assert.equal(s.scheduler.position(late.id), null);
+  assert.equal(pos(s, late.id), null);
 
   s.parts.transitions.requestCancel(running.id);
   assert.equal(s.scheduler.stop(running.id, 'cancel'), true);
@@ -179,7 +180,7 @@ test('close stops every run and leaves its task unfinished, for restart recovery
   await s.parts.close();
 });
 
-test('a queued task’s position counts only its own principal’s tasks ahead of it', async () => {
+test('a queued task’s position is its place in the fair order: principals take turns, the least recently served first', async () => {
   const gate = new Gate();
   const s = await setup(gate.script);
   const running = s.add({ principal: 'alice' });
@@ -189,12 +190,13 @@ test('a queued task’s position counts only its own principal’s tasks ahead o
   const b2 = s.add({ principal: 'bob' });
   const a2 = s.add({ principal: 'alice' });
   assert.deepEqual(
-    [a1, b1, b2, a2].map((t) => s.scheduler.position(t.id)),
-    [1, 1, 2, 2],
+    [a1, b1, b2, a2].map((t) => pos(s, t.id)),
+    [2, 1, 3, 4],
+    'bob (never served) first, then alice (running now), in turns',
   );
-  assert.equal(s.scheduler.position(running.id), null);
+  assert.equal(pos(s, running.id), null);
   s.scheduler.remove(a1.id);
-  assert.equal(s.scheduler.position(a2.id), 1);
+  assert.equal(pos(s, a2.id), 2);
   await s.close();
 });
 
@@ -207,7 +209,7 @@ test('fair shares: B’s first task starts after the one task that holds the slo
   assert.equal(s.scheduler.unfinishedOf('A'), 201, 'one running, 200 queued');
   const b = s.add({ principal: 'B', input: { model: 'm', input: 'b0' } });
   const b1 = s.add({ principal: 'B', input: { model: 'm', input: 'b1' } });
-  assert.equal(s.scheduler.position(b.id), 1, 'first in its own line');
+  assert.equal(pos(s, b.id), 1, 'first in its own line');
   assert.equal(s.scheduler.unfinishedOf('B'), 2);
   // The slot frees once: the next run is B's, not A's second task.
   gate.release(1);
@@ -293,3 +295,135 @@ test('fair shares: turns are kept per capacity group; a busy group does not hold
 async function waitIdle(s: Awaited<ReturnType<typeof setup>>): Promise<void> {
   await waitFor(() => s.backend.active === 0 && s.scheduler.queueLength === 0, 'every run to end');
 }
+
+test('priority: within one principal higher runs first, ties in queue order; another principal still gets its turn', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script);
+  const text = (n: number) => s.backend.requests[n - 1].messages.at(-1)?.content;
+  const add = (principal: string, input: string, priority?: number) => s.add({ principal, input: { model: 'm', input }, priority });
+  add('A', 'a-running');
+  await gate.started(1);
+  add('A', 'a-low', -5);
+  add('A', 'a-normal');
+  add('A', 'a-high', 7);
+  add('A', 'a-high-2', 7);
+  add('B', 'b-low', -10);
+  const order = ['b-low', 'a-high', 'a-high-2', 'a-normal', 'a-low'];
+  assert.deepEqual(
+    [...s.parts.store.activeTasks()].filter((t) => t.status === 'queued').map((t) => [t.request.input, pos(s, t.id)]),
+    [
+      ['a-low', 5],
+      ['a-normal', 4],
+      ['a-high', 2],
+      ['a-high-2', 3],
+      ['b-low', 1],
+    ],
+    'positions are the order below',
+  );
+  for (let n = 2; n <= 6; n++) {
+    gate.release(1);
+    await gate.started(n);
+    assert.equal(text(n), order[n - 2], `start ${n}`);
+  }
+  gate.release();
+  await s.close();
+});
+
+test('aging: a waiting task rises one level per priorityAgingMs, so newer higher-priority tasks stop overtaking it', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script, {}, { priorityAgingMs: 1000 });
+  const text = (n: number) => s.backend.requests[n - 1].messages.at(-1)?.content;
+  const add = (input: string, priority?: number) => s.add({ principal: 'A', input: { model: 'm', input }, priority });
+  add('running');
+  await gate.started(1);
+  const low = add('low', -2);
+  add('normal-1');
+  assert.equal(pos(s, low.id), 2, 'a normal task overtakes it at first');
+  gate.release(1);
+  await gate.started(2);
+  assert.equal(text(2), 'normal-1');
+  // Two levels of waiting: -2 + 2 = 0, and it is older than any new normal task.
+  s.parts.clock.advance(2000);
+  add('normal-2');
+  add('high', 1);
+  assert.equal(pos(s, low.id), 2, 'only the higher priority goes first now');
+  gate.release(1);
+  await gate.started(3);
+  assert.equal(text(3), 'high');
+  gate.release(1);
+  await gate.started(4);
+  assert.equal(text(4), 'low');
+  gate.release();
+  await s.close();
+});
+
+test('expected start: unknown until a run of the model was timed, then from the typical run and the slots', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script, {}, { maxConcurrentPerModel: 2 });
+  const clock = s.parts.clock;
+  const first = s.add();
+  await gate.started(1);
+  clock.advance(4000);
+  gate.release(1);
+  await s.done(first); // one 4 s run of the model timed
+  const [r1, r2] = [s.add(), s.add()];
+  await gate.started(3);
+  const [q1, q2, q3] = [s.add(), s.add(), s.add()];
+  clock.advance(1000);
+  const info = (t: TaskRecord) => s.scheduler.queueInfo(t.id);
+  // Two slots, both running for 1 s of a typical 4 s: free at +3 s, +3 s; then q3 after q1's 4 s.
+  assert.deepEqual(
+    [q1, q2, q3].map((t) => [info(t)?.position, info(t)?.expectedWaitMs]),
+    [
+      [1, 3000],
+      [2, 3000],
+      [3, 7000],
+    ],
+  );
+  assert.equal(info(q1)?.expectedStartAt, clock.now() + 3000);
+  assert.equal(info(r1), null, 'a running task has no queue place');
+  for (const t of [q1, q2, q3]) s.scheduler.remove(t.id);
+  gate.release();
+  await Promise.all([s.done(r1), s.done(r2)]);
+  await s.close();
+});
+
+test('run next: a queued task goes to the front of its own line with the top priority', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script);
+  const text = (n: number) => s.backend.requests[n - 1].messages.at(-1)?.content;
+  const add = (input: string, priority?: number) => s.add({ principal: 'A', input: { model: 'm', input }, priority });
+  add('running');
+  await gate.started(1);
+  add('high', 10);
+  const last = add('last', -3);
+  assert.equal(pos(s, last.id), 2);
+  assert.equal(s.scheduler.runNext(last.id), true);
+  assert.deepEqual(s.scheduler.queueInfo(last.id), { position: 1, priority: 10, expectedStartAt: null, expectedWaitMs: null });
+  assert.equal(s.scheduler.runNext('task_unknown'), false);
+  gate.release(1);
+  await gate.started(2);
+  assert.equal(text(2), 'last');
+  gate.release();
+  await s.close();
+});
+
+test('queued tasks hear of their moving place on their stream (task_runtime:task.queue), not more than every few seconds', async () => {
+  const gate = new Gate();
+  const s = await setup(gate.script);
+  s.add();
+  await gate.started(1);
+  const [a, b] = [s.add(), s.add()];
+  const queueEvents = (t: TaskRecord) => s.parts.events(t.id).filter((e) => e.type === EVENT.taskQueue);
+  await waitFor(() => queueEvents(b).length === 1, 'b told its place');
+  assert.deepEqual(queueEvents(b)[0].data, { position: 2, priority: 0, expected_start_at: null, expected_start_at_ms: null });
+  assert.equal(queueEvents(a)[0]?.data.position, 1);
+  // The runtime clock has not moved: b's place changes but the next notice waits its turn (5 s per task).
+  s.scheduler.remove(a.id);
+  s.parts.clock.advance(6000);
+  await waitFor(() => queueEvents(b).length === 2, 'b told it moved up');
+  assert.equal(queueEvents(b)[1].data.position, 1);
+  s.scheduler.remove(b.id);
+  gate.release();
+  await s.close();
+});

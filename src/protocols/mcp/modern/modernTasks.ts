@@ -8,7 +8,7 @@ import { isRuntimeError } from '../../../runtime/errors';
 import { isCancellable, type TaskRecord } from '../../../runtime/task';
 import type { CallerContext, McpContext } from '../context';
 import { invalidParams, toMcpError } from '../errors';
-import { getTaskText, listModels } from '../readTools';
+import { cancelTasks, getTaskText, listModels } from '../readTools';
 import type { SendNotification } from '../notifier';
 import { answerWhenDone, createToolTask, effectiveTtl, toolTaskMeta } from '../toolCall';
 import { visibleTask } from '../taskMethods';
@@ -68,10 +68,10 @@ function int(n: number | null): number | null {
  * capabilities (`envelope`) can answer (MRTR rule; all of them when no envelope is given).
  */
 export function modernTask(ctx: McpContext, task: TaskRecord, detailed: boolean, envelope?: Envelope): DetailedTask {
-  const position = task.status === 'queued' ? ctx.runtime.queuePosition(task.id) : null;
+  const queue = task.status === 'queued' ? ctx.runtime.queueInfo(task.id) : null;
   const base = {
     taskId: task.id,
-    statusMessage: statusMessage(task, position),
+    statusMessage: statusMessage(task, queue),
     createdAt: new Date(task.createdAt).toISOString(),
     lastUpdatedAt: new Date(task.updatedAt).toISOString(),
     ttlMs: int(task.ttlMs),
@@ -136,15 +136,22 @@ export async function callToolModern(
   if (spec.name === 'get_task_text')
     return { ...getTaskText(ctx.runtime, caller.principal, parsed.data as { taskId: string }), resultType: 'complete' };
   if (spec.name === 'list_models') return { ...listModels(ctx.runtime), resultType: 'complete' };
+  if (spec.name === 'cancel_tasks')
+    return { ...cancelTasks(ctx.runtime, caller.principal, parsed.data as { status?: Array<'queued' | 'running'> }), resultType: 'complete' };
 
   const args = parsed.data as GenerationArgs;
   const asTask = opts.tasks && becomesTask(spec, args);
   const input = toResponseRequest(args, spec.defaultMaxTokens ?? 512);
-  const task = createToolTask(ctx, caller, {
-    input,
-    ttlMs: effectiveTtl(ctx, undefined),
-    meta: toolTaskMeta(spec, call.arguments ?? {}, asTask, call['_meta'], { era: '2026-07-28' }),
-  });
+  const task = createToolTask(
+    ctx,
+    caller,
+    {
+      input,
+      ttlMs: effectiveTtl(ctx, undefined),
+      meta: toolTaskMeta(spec, call.arguments ?? {}, asTask, call['_meta'], { era: '2026-07-28' }),
+    },
+    call['_meta'],
+  );
   ctx.log(`mcp: ${caller.principal} created ${task.id} via ${spec.name} (2026-07-28${asTask ? ', task' : ''})`);
 
   if (asTask) {

@@ -36,4 +36,21 @@ describe('row text', () => {
     const md = taskTooltipMarkdown({ ...base, title: '**bold** <img>' }, 0, plainLocalize);
     assert.ok(md.includes('\\*\\*bold\\*\\* \\<img\\>'));
   });
+
+  it('a queued task shows its place in the queue and, once run times are known, when it starts', () => {
+    const queued: TaskInfo = { ...base, status: 'queued', outputTokens: 0, priority: 3, queue: { position: 3, expectedStartAt: null } };
+    assert.equal(taskDescription(queued, 5_000, plainLocalize), 'MCP · tiny · waiting 5s · #3 in queue');
+    assert.equal(
+      taskDescription({ ...queued, queue: { position: 1, expectedStartAt: 17_000 } }, 5_000, plainLocalize),
+      'MCP · tiny · waiting 5s · #1 in queue, starts in about 12s',
+    );
+    assert.equal(
+      taskDescription({ ...queued, queue: { position: 1, expectedStartAt: 5_500 } }, 5_000, plainLocalize),
+      'MCP · tiny · waiting 5s · #1 in queue, starting soon',
+    );
+    assert.equal(taskDescription({ ...queued, queue: undefined }, 5_000, plainLocalize), 'MCP · tiny · waiting 5s');
+    const md = taskTooltipMarkdown(queued, 5_000, plainLocalize);
+    assert.match(md, /Queue: \\#3 in queue/);
+    assert.match(md, /Priority: 3/);
+  });
 });
