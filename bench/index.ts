@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { writeTestModel } from '../src/backends/llama/demoModel';
 import { createAckBench, recoveryBench, tokenPipelineBench } from './runtimeBench';
 import { fairShareBench } from './fairShare';
+import { priorityBench } from './priority';
 import { scaleBench } from './scaleBench';
 import { batchingBench } from './batching';
 import { startupBench } from './startup';
@@ -33,6 +34,7 @@ async function main() {
     ['recovery', () => recoveryBench(modelPath)],
     ['scale', () => scaleBench({ modelPath })],
     ['fair_share', () => fairShareBench({ modelPath })],
+    ['priority', () => priorityBench({ modelPath })],
     ['startup', () => startupBench()],
   ];
   const lmsp = optional('./lmsp', 'lmspBench');

@@ -6,6 +6,7 @@ import { ENGINE_KINDS, type EngineKind } from '../backends/remote/quirks';
 import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ConcurrencyChoice, type ContextSizeChoice } from '../backends/llama/contextChoice';
 import { parseKeepAlive } from '../backends/llama/keepAlive';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../runtime/shares';
+import { DEFAULT_PRIORITY_AGING_MS } from '../runtime/queue';
 import {
   GPU_CHOICES,
   isGpuChoice,
@@ -30,7 +31,7 @@ export const USAGE = `Usage:
                      [--context-size N|auto]
                      [--concurrency N|auto] [--keep-alive DURATION] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
                      [--max-queued-per-principal N] [--max-streams-per-principal N]
-                     [--max-stored-mb-per-principal N]
+                     [--max-stored-mb-per-principal N] [--priority-aging-ms N]
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
@@ -63,6 +64,8 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
                           ${DEFAULT_MAX_STREAMS_PER_PRINCIPAL}); beyond it 429
            --max-stored-mb-per-principal  MiB one token's tasks may store, events included (default
                           ${DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL / 1024 / 1024}); beyond it 429, one prompt larger than it 413
+           --priority-aging-ms  a queued task's priority (-10..10, higher first among one token's tasks) rises one
+                          level per this many ms of waiting (default ${DEFAULT_PRIORITY_AGING_MS}; 0: no aging); docs/queue.md
            --allow-origin a browser origin (scheme://host[:port]) allowed besides the server's own loopback
                           origins; repeat for more. Any other Origin is refused with 403
            --engine       a remote OpenAI-compatible engine (llama.cpp server, vLLM, Ollama, LM Studio): NAME and
@@ -96,6 +99,8 @@ export interface ServeArgs {
   maxQueuedPerPrincipal?: number;
   maxStreamsPerPrincipal?: number;
   maxStoredMbPerPrincipal?: number;
+  /** Waiting this long raises a queued task's priority one level (runtime/queue.ts); undefined = the default. */
+  priorityAgingMs?: number;
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
   engines: EngineArg[];
@@ -127,6 +132,7 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   'max-queued-per-principal': { kind: 'int', min: 1, max: 100_000 },
   'max-streams-per-principal': { kind: 'int', min: 1, max: 10_000 },
   'max-stored-mb-per-principal': { kind: 'int', min: 1, max: 1_048_576 },
+  'priority-aging-ms': { kind: 'int', min: 0, max: 3_600_000 },
   'allow-origin': { kind: 'list' },
   'background-restart': { kind: 'string' },
   engine: { kind: 'list' },
@@ -198,6 +204,7 @@ function parseServe(args: readonly string[]): ServeArgs {
     maxQueuedPerPrincipal: int('max-queued-per-principal'),
     maxStreamsPerPrincipal: int('max-streams-per-principal'),
     maxStoredMbPerPrincipal: int('max-stored-mb-per-principal'),
+    priorityAgingMs: int('priority-aging-ms'),
     allowedOrigins: (values.get('allow-origin') ?? []).map((raw) => {
       const origin = normalizeOrigin(raw);
       if (origin instanceof Error) throw new UsageError(`--allow-origin ${origin.message}.`);

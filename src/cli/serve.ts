@@ -173,6 +173,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     limits,
     log,
     sweepIntervalMs,
+    ...(args.priorityAgingMs !== undefined ? { priorityAgingMs: args.priorityAgingMs } : {}),
     database: checkpointBytes ? { checkpointBytes } : undefined,
     // A restart right after a SIGKILL: the old process may not have finished exiting yet.
     lockWaitMs: SERVE_LOCK_WAIT_MS,

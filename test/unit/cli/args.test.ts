@@ -43,3 +43,16 @@ test('--help or -h anywhere prints the usage: alone, after serve, after make-tes
   }
   assert.throws(() => parseArgs(['serve', '--helpme']), UsageError);
 });
+
+test('--priority-aging-ms takes whole milliseconds from 0 (no aging) to an hour; absent leaves the default', () => {
+  assert.equal(serveArgs([]).priorityAgingMs, undefined);
+  assert.equal(serveArgs(['--priority-aging-ms', '0']).priorityAgingMs, 0);
+  assert.equal(serveArgs(['--priority-aging-ms', '2500']).priorityAgingMs, 2500);
+  for (const bad of ['-1', '3600001', '1.5', '10s']) {
+    assert.throws(
+      () => serveArgs(['--priority-aging-ms', bad]),
+      (e: Error) => e instanceof UsageError && /--priority-aging-ms/.test(e.message),
+      bad,
+    );
+  }
+});
