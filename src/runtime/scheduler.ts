@@ -346,7 +346,7 @@ export class Scheduler {
     if (this.closed || this.queued.size === 0) return;
     const now = this.o.now();
     const infos = [...this.positions()].sort((a, b) => a[1].position - b[1].position);
-    let told = 0;
+    const moves: Array<{ id: string; info: QueueInfo }> = [];
     let pending = false;
     for (const [id, info] of infos) {
       const last = this.told.get(id);
@@ -356,19 +356,19 @@ export class Scheduler {
         (last.expectedStartAt === null) !== (info.expectedStartAt === null) ||
         Math.abs((last.expectedStartAt ?? 0) - (info.expectedStartAt ?? 0)) > Math.max(2000, 0.25 * Math.max(0, (info.expectedStartAt ?? now) - now));
       if (!moved) continue;
-      if ((last && now - last.at < QUEUE_NOTICE_MIN_MS) || told >= QUEUE_NOTICES_PER_TICK) {
+      if ((last && now - last.at < QUEUE_NOTICE_MIN_MS) || moves.length >= QUEUE_NOTICES_PER_TICK) {
         pending = true;
         continue;
       }
-      try {
-        this.o.transitions.queueMoved(id, info);
-      } catch (e) {
-        this.o.log?.(`task ${id}: queue notice not written: ${(e as Error).message}`);
-        return;
-      }
-      this.told.set(id, { at: now, position: info.position, expectedStartAt: info.expectedStartAt });
-      told++;
+      moves.push({ id, info });
     }
+    try {
+      this.o.transitions.queueMoved(moves);
+    } catch (e) {
+      this.o.log?.(`queue notices not written: ${(e as Error).message}`);
+      return;
+    }
+    for (const { id, info } of moves) this.told.set(id, { at: now, position: info.position, expectedStartAt: info.expectedStartAt });
     if (pending) this.scheduleNotices();
   }
 

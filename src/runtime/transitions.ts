@@ -299,11 +299,21 @@ export class TaskTransitions {
 
   // ---------------- the queue ----------------
 
-  /** A queued task's place moved: an event on its stream (no field of the task changes). */
-  queueMoved(id: string, info: QueueInfo): TaskRecord | undefined {
-    const current = this.store.getTask(id);
-    if (!current || current.status !== 'queued') return undefined;
-    return this.commit([this.plan(current, {}, () => [queueEvent(info)])]);
+  /**
+   * Queued tasks' places moved: an event on each one's stream (no field of a task changes), one batch per principal.
+   * Returns the ids it wrote (tasks no longer queued are skipped).
+   */
+  queueMoved(moves: ReadonlyArray<{ id: string; info: QueueInfo }>): string[] {
+    const byPrincipal = new Map<string, Planned[]>();
+    for (const { id, info } of moves) {
+      const current = this.store.getTask(id);
+      if (!current || current.status !== 'queued') continue;
+      let planned = byPrincipal.get(current.principal);
+      if (!planned) byPrincipal.set(current.principal, (planned = []));
+      planned.push(this.plan(current, {}, () => [queueEvent(info)]));
+    }
+    for (const planned of byPrincipal.values()) this.commit(planned);
+    return [...byPrincipal.values()].flat().map((p) => p.next.id);
   }
 
   /** A queued task to the front of its principal's line ("run next"): its priority and queue order, with a status event. */

@@ -260,6 +260,15 @@ function applyOne(state: PanelState, e: WireEvent): void {
       else if (status === 'running') a.runningAt ??= at;
       break;
     }
+    case 'task_runtime:task.queue': {
+      // The place of a queued task moved (docs/queue.md): the queued row says where it stands now.
+      const position = e.data['position'];
+      if (typeof position !== 'number') break;
+      const startAt = e.data['expected_start_at_ms'];
+      const wait = typeof startAt === 'number' && at !== undefined ? Math.max(0, Math.round((startAt - at) / 1000)) : undefined;
+      push(state, { seq: e.seq, kind: 'queued', detail: `#${position} in queue${wait === undefined ? '' : `, about ${wait} s to start`}`, ...stamp });
+      break;
+    }
     case 'task_runtime:model.loading': {
       const progress = e.data['progress'];
       const detail =

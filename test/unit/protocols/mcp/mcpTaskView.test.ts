@@ -25,7 +25,10 @@ function record(status: TaskStatus): TaskRecord {
   } as unknown as TaskRecord;
 }
 
-const ctx = { runtime: { queuePosition: () => 1 }, view: { pollIntervalMs: 500 } } as unknown as McpContext;
+const ctx = {
+  runtime: { queueInfo: () => ({ position: 1, priority: 0, expectedStartAt: null, expectedWaitMs: null }) },
+  view: { pollIntervalMs: 500 },
+} as unknown as McpContext;
 
 test('every runtime status maps; MCP-terminal exactly when the runtime stops or has stopped it', () => {
   for (const s of TASK_STATUSES) {

@@ -39,11 +39,14 @@ function copyOf(name: string): { dir: string; store: string; expected: StoreCont
 
 /**
  * A record as the code that wrote the fixture named its fields, in today's names: the stored columns are the same,
- * only the in-memory record was renamed (TaskRecord.input is TaskRecord.request since schema 2's code).
+ * only the in-memory record was renamed (TaskRecord.input is TaskRecord.request since schema 2's code), and fields of
+ * later columns read as their defaults.
  */
-function inCurrentNames(task: TaskRecord & { input?: TaskRecord['request'] }): TaskRecord {
-  if (task.input === undefined) return task;
-  const { input, ...rest } = task;
+function inCurrentNames(task: Omit<TaskRecord, 'priority'> & { input?: TaskRecord['request']; priority?: number }): TaskRecord {
+  // Schema 3 added the priority column; older rows read as the default, 0.
+  const withPriority = { ...task, priority: task.priority ?? 0 };
+  if (withPriority.input === undefined) return withPriority;
+  const { input, ...rest } = withPriority;
   return { ...rest, request: input };
 }
 
@@ -121,12 +124,20 @@ test('a store written by a newer release is refused with a message that says so,
   assert.deepEqual(hashes(store), before, 'nothing in the store was changed');
 });
 
+/** How to undo each migration (the store as the release before it wrote it). */
+const UNDO_MIGRATION: Record<number, string> = {
+  2: 'ALTER TABLE tasks DROP COLUMN input_rounds_json',
+  3: 'ALTER TABLE tasks DROP COLUMN priority',
+};
+
 test('a store one schema older is migrated and written out at once, so its image carries the new schema', async () => {
   const { store, expected } = copyOf(`schema-${SCHEMA_VERSION}`);
   // The store as the release before the newest migration wrote it: that migration undone, its version set back.
   const db = await DurableDatabase.open(store);
+  const undo = UNDO_MIGRATION[SCHEMA_VERSION];
+  assert.ok(undo, `say how to undo migration ${SCHEMA_VERSION} in UNDO_MIGRATION`);
   db.write([
-    ['ALTER TABLE tasks DROP COLUMN input_rounds_json', []],
+    [undo, []],
     ["UPDATE meta SET value = ? WHERE key = 'schema_version'", [String(SCHEMA_VERSION - 1)]],
   ]);
   await db.checkpoint();
