@@ -84,6 +84,19 @@ describe('webview event log', () => {
     assert.equal(loading.detail, '100%', 'and shows the latest progress');
   });
 
+  it('a queued task’s moving place updates its "queued" entry', () => {
+    const events = [
+      ev(0, 'response.created'),
+      ev(1, 'response.queued'),
+      { ...ev(2, 'task_runtime:task.queue', { position: 3, priority: 0, expected_start_at: null, expected_start_at_ms: null }), at: 5_000 },
+      { ...ev(3, 'task_runtime:task.queue', { position: 1, priority: 0, expected_start_at: 17, expected_start_at_ms: 17_000 }), at: 8_000 },
+    ];
+    const { state } = applyEvents(initialState('task_1'), events);
+    const queued = state.timeline.filter((t) => t.kind === 'queued');
+    assert.equal(queued.length, 1, 'one entry, its detail updated');
+    assert.equal(queued[0].detail, '#1 in queue, about 9 s to start');
+  });
+
   it('records usage and problems from terminal events, ignoring unknown ones', () => {
     const r = applyEvents(initialState('task_1'), [
       ev(0, 'response.created'),
