@@ -1,24 +1,23 @@
 // One named remote engine: a pool of OpenAI-compatible endpoints serving the same models. Tasks go to the least-busy
 // healthy endpoint (in-flight ÷ its concurrency; ties to the one that served fewer), up to each endpoint's
-// concurrency (the setting, else llama.cpp server's `total_slots` from GET /props, else 4). An endpoint that fails
+// concurrency (the setting, else llama.cpp server's `total_slots` from GET /props, else 4) — unless it served the
+// request's prefix recently (routing.ts: the cache key, the conversation, the same leading text) and is healthy and
+// not overloaded: then it goes back there, where the engine keeps that prefix. An endpoint that fails
 // (refused, reset, 429/503, died mid-stream) is taken out with backoff (1 s doubling to 30 s, on an injectable clock)
 // and probed back in with GET {base}/models once its backoff has passed. A request that never reached an endpoint
-// is tried on the next one at once: nothing was generated, so nothing is lost. A conversation with a cache key (an
-// agent's prompt_cache_key or session) goes back to the endpoint it last ran on while that one is healthy and below
-// its concurrency: the engine keeps its prompt prefix there (llama.cpp's slots, vLLM's prefix cache).
+// is tried on the next one at once: nothing was generated, so nothing is lost.
 import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
 import { ENGINE_PROFILES, engineErrorOf, kindFromModelList, type EngineKind } from './quirks';
 import { isObject } from '../../runtime/jsonValues';
+import { AffinityMap, chooseEndpoint, routingKeys, type RouteDecision, type RoutedMessage, type RoutingKeys } from './routing';
 
 export const DEFAULT_ENDPOINT_CONCURRENCY = 4;
 export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 5_000 };
 const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 const MAX_MODELS = 1000;
 const MAX_DISCOVERY_BYTES = 1024 * 1024;
-/** Conversations whose endpoint a pool remembers (least recently used forgotten first). */
-const MAX_AFFINITY_KEYS = 4096;
 
 export interface EngineRuntimeOptions {
   /** Clock for endpoint backoff (ms). */
@@ -45,6 +44,8 @@ export class Endpoint {
   looksLike: EngineKind | undefined;
   inFlight = 0;
   served = 0;
+  /** Requests sent here, by why routing chose it (routing.ts). */
+  readonly routed: Record<RouteDecision<Endpoint>['via'], number> = { cache_key: 0, conversation: 0, prefix: 0, least_busy: 0 };
   probing: Promise<void> | undefined;
 
   constructor(
@@ -96,8 +97,8 @@ export class RemoteEngine {
   readonly endpoints: Endpoint[];
   private readonly now: () => number;
   private readonly timeouts: StreamTimeouts & { probeMs: number };
-  /** Cache key → the endpoint it last ran on; a Map's order is the LRU order (re-inserted on use). */
-  private readonly affinity = new Map<string, Endpoint>();
+  /** Routing key → the endpoint that last served it (routing.ts). */
+  private readonly affinity: AffinityMap<Endpoint>;
 
   constructor(
     readonly config: EngineConfig,
@@ -105,6 +106,7 @@ export class RemoteEngine {
   ) {
     this.now = o.now ?? Date.now;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...config.timeouts };
+    this.affinity = new AffinityMap(this.now);
     this.endpoints = config.urls.map((url, i) => {
       const c = config.concurrency?.[config.concurrency.length === 1 ? 0 : i];
       const name = config.urls.length > 1 ? `engine "${config.name}" (endpoint ${i + 1} of ${config.urls.length})` : `engine "${config.name}"`;
@@ -265,35 +267,14 @@ export class RemoteEngine {
     );
   }
 
-  private pick(model: string, tried: Set<Endpoint>, cacheKey?: string): Endpoint | undefined {
-    const last = cacheKey === undefined ? undefined : this.affinity.get(cacheKey);
-    if (
-      last &&
-      !tried.has(last) &&
-      this.up.includes(last) &&
-      last.inFlight < last.concurrency &&
-      (!last.models || last.models.some((m) => m.id === model))
-    ) {
-      return last;
-    }
-    let best: Endpoint | undefined;
-    for (const e of this.up) {
-      if (tried.has(e) || (e.models && !e.models.some((m) => m.id === model))) continue;
-      if (!best) {
-        best = e;
-        continue;
-      }
-      const a = e.inFlight / e.concurrency;
-      const b = best.inFlight / best.concurrency;
-      if (a < b || (a === b && e.served < best.served)) best = e;
-    }
-    return best;
+  /** Endpoints that may take a request for `model` now: up, listing it (or listing nothing), not tried yet. */
+  private eligible(model: string, tried: ReadonlySet<Endpoint>): Endpoint[] {
+    return this.up.filter((e) => !tried.has(e) && (!e.models || e.models.some((m) => m.id === model)));
   }
 
-  private remember(cacheKey: string, ep: Endpoint): void {
-    this.affinity.delete(cacheKey);
-    this.affinity.set(cacheKey, ep);
-    if (this.affinity.size > MAX_AFFINITY_KEYS) this.affinity.delete(this.affinity.keys().next().value!);
+  /** Where a request with these routing keys goes now (routing.ts), and why; undefined when no endpoint may take it. */
+  route(model: string, keys: RoutingKeys, tried: ReadonlySet<Endpoint> = new Set()): RouteDecision<Endpoint> | undefined {
+    return chooseEndpoint(this.eligible(model, tried), this.affinity.lookup(keys));
   }
 
   /** Streams one chat completion on the best endpoint, moving on to the next one while endpoints are unreachable. */
@@ -307,14 +288,17 @@ export class RemoteEngine {
   ): Promise<ChatStreamResult & { endpoint: string }> {
     // Endpoints whose backoff passed are probed: awaited only when no healthy one could take the task.
     const probes = this.probeDue();
-    if (!this.pick(model, new Set())) await probes;
+    if (!this.eligible(model, new Set()).length) await probes;
+    const keys = routingKeys(model, Array.isArray(body.messages) ? (body.messages as RoutedMessage[]) : [], cacheKey);
     const tried = new Set<Endpoint>();
     let last: BackendError | undefined;
     for (;;) {
-      const ep = this.pick(model, tried, cacheKey);
-      if (!ep) throw this.unavailable(last?.retryAfterMs);
+      const decision = this.route(model, keys, tried);
+      if (!decision) throw this.unavailable(last?.retryAfterMs);
+      const ep = decision.endpoint;
       tried.add(ep);
-      if (cacheKey !== undefined) this.remember(cacheKey, ep);
+      this.affinity.remember(keys, ep);
+      ep.routed[decision.via]++;
       ep.inFlight++;
       ep.served++;
       try {
