@@ -9,7 +9,17 @@
 import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
-import { ENGINE_PROFILES, engineErrorOf, kindFromModelList, type EngineKind } from './quirks';
+import {
+  ENGINE_PROFILES,
+  engineErrorOf,
+  kindFromModelList,
+  ROUTER_ALREADY_RUNNING,
+  ROUTER_LOAD_PATH,
+  ROUTER_NOT_LOADED,
+  routerStatusOf,
+  type EngineKind,
+  type RouterModelStatus,
+} from './quirks';
 import { isObject } from '../../runtime/jsonValues';
 import { AffinityMap, chooseEndpoint, routingKeys, type RouteDecision, type RoutedMessage, type RoutingKeys } from './routing';
 
@@ -18,6 +28,8 @@ export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 
 const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 const MAX_MODELS = 1000;
 const MAX_DISCOVERY_BYTES = 1024 * 1024;
+/** How often a model a router is starting is looked at. */
+const ROUTER_POLL_MS = 250;
 
 export interface EngineRuntimeOptions {
   /** Clock for endpoint backoff (ms). */
@@ -31,6 +43,8 @@ export interface EngineRuntimeOptions {
 export interface RemoteModel {
   id: string;
   maxContextLength: number | null;
+  /** On a llama.cpp router (quirks.ts ROUTER_MODEL_STATUS): whether it takes requests now; absent elsewhere. */
+  status?: RouterModelStatus;
 }
 
 export class Endpoint {
@@ -60,7 +74,30 @@ export class Endpoint {
   get concurrency(): number {
     return this.configuredConcurrency ?? this.slots ?? DEFAULT_ENDPOINT_CONCURRENCY;
   }
+
+  /** A llama.cpp router (one server, several models, each with a status). */
+  get router(): boolean {
+    return !!this.models?.some((m) => m.status !== undefined);
+  }
+
+  /** Lists `model` (or lists nothing: any model may be asked for). */
+  lists(model: string): boolean {
+    return !this.models || this.models.some((m) => m.id === model);
+  }
+
+  /** Takes requests for `model` now: listed, and on a router loaded or sleeping (a request wakes it). */
+  ready(model: string): boolean {
+    return !this.models || this.models.some((m) => m.id === model && (m.status === undefined || m.status === 'ready'));
+  }
+
+  setStatus(model: string, status: RouterModelStatus): void {
+    const m = this.models?.find((x) => x.id === model);
+    if (m?.status !== undefined) m.status = status;
+  }
 }
+
+/** llama.cpp server serves /props and its router's /models/load at its root, beside /v1. */
+const rootOf = (url: string) => url.replace(/\/v1$/, '');
 
 const positiveInt = (v: unknown, max: number): number | undefined =>
   Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max ? (v as number) : undefined;
@@ -69,7 +106,8 @@ const positiveInt = (v: unknown, max: number): number | undefined =>
  * Parses an engine's GET /v1/models answer; throws on anything that is not a model list. Shapes: `data` entries with
  * `id` (all), `meta.n_ctx_train` (llama.cpp server), `max_model_len` (vLLM), `max_context_length` (LM Studio's REST
  * API), `context_length`; Ollama answers `"data": null` when no model is pulled (an empty list, not an error); an
- * error object in place of the list (LM Studio answers 200 for unknown routes) is reported with its message.
+ * error object in place of the list (LM Studio answers 200 for unknown routes) is reported with its message; a
+ * llama.cpp router's `status` per model (quirks.ts ROUTER_MODEL_STATUS).
  */
 export function parseModelList(json: unknown): RemoteModel[] {
   if (isObject(json) && json.data === null && !engineErrorOf(json)) return [];
@@ -88,7 +126,8 @@ export function parseModelList(json: unknown): RemoteModel[] {
       positiveInt(meta.n_ctx_train, 1 << 24) ??
       positiveInt(m.max_context_length, 1 << 24) ??
       positiveInt(m.context_length, 1 << 24);
-    out.push({ id: m.id, maxContextLength: ctx ?? null });
+    const status = routerStatusOf(m);
+    out.push({ id: m.id, maxContextLength: ctx ?? null, ...(status ? { status } : {}) });
   }
   return out;
 }
@@ -161,10 +200,14 @@ export class RemoteEngine {
       ep.looksLike = kindFromModelList(json);
       const slotsPath = ENGINE_PROFILES[this.config.kind ?? 'openai'].slotsPath;
       if (ep.configuredConcurrency === undefined && slotsPath) {
-        // llama.cpp server serves /props at its root, beside /v1.
-        const root = ep.url.replace(/\/v1$/, '');
-        const props = await this.getJson(`${root}${slotsPath}`).catch(() => undefined);
-        ep.slots = isObject(props) ? positiveInt(props.total_slots, 4096) : undefined;
+        // llama.cpp server serves /props at its root, beside /v1. A router answers for itself (no slots) unless asked
+        // about one of its models: a running one's, never starting one (autoload=false); none running: as before.
+        const running = ep.router ? ep.models?.find((m) => m.status === 'ready') : undefined;
+        const query = running ? `?model=${encodeURIComponent(running.id)}&autoload=false` : '';
+        if (!ep.router || running) {
+          const props = await this.getJson(`${rootOf(ep.url)}${slotsPath}${query}`).catch(() => undefined);
+          ep.slots = isObject(props) ? positiveInt(props.total_slots, 4096) : undefined;
+        }
       }
       this.markUp(ep);
     } catch (e) {
@@ -236,12 +279,25 @@ export class RemoteEngine {
     const models = this.knownModels() ?? [];
     const up = this.up;
     return models.map((m) => {
-      const serving = up.some((e) => !e.models || e.models.some((x) => x.id === m.id));
       const known = this.endpoints.some((e) => e.state !== 'unknown');
+      const listing = up.filter((e) => e.lists(m.id));
+      const status = (s: RouterModelStatus) => listing.some((e) => e.models?.find((x) => x.id === m.id)?.status === s);
+      // A router's model: loaded (or sleeping) somewhere, else loading somewhere, else not started (or failed).
+      const state: ModelInfo['state'] = !listing.length
+        ? known
+          ? 'error'
+          : 'unloaded'
+        : listing.some((e) => e.ready(m.id))
+          ? 'loaded'
+          : status('loading')
+            ? 'loading'
+            : status('unloaded')
+              ? 'unloaded'
+              : 'error';
       return {
         id: `${this.name}/${m.id}`,
         source: `${this.name}: ${this.endpoints.map((e) => e.url).join(', ')}`,
-        state: serving ? 'loaded' : known ? 'error' : 'unloaded',
+        state,
         maxContextLength: m.maxContextLength,
         demo: false,
         engine: this.name,
@@ -269,7 +325,61 @@ export class RemoteEngine {
 
   /** Endpoints that may take a request for `model` now: up, listing it (or listing nothing), not tried yet. */
   private eligible(model: string, tried: ReadonlySet<Endpoint>): Endpoint[] {
-    return this.up.filter((e) => !tried.has(e) && (!e.models || e.models.some((m) => m.id === model)));
+    return this.up.filter((e) => !tried.has(e) && e.lists(model));
+  }
+
+  /** Whether a healthy endpoint takes requests for `model` now (on a router: loaded or sleeping there). */
+  ready(model: string): boolean {
+    return this.up.some((e) => e.ready(model));
+  }
+
+  /**
+   * Starts `model` on a llama.cpp router of the pool that lists it and waits until it is loaded (or sleeping), polling
+   * its model list: POST /models/load unless it is already loading. A failed start fails (the router's exit code); no
+   * answer within the headers timeout is `unavailable` (the task waits queued and tries again).
+   */
+  async loadOnRouter(model: string, signal?: AbortSignal): Promise<void> {
+    const routers = this.up.filter((e) => e.router && e.lists(model));
+    const ep = routers.find((e) => e.models?.find((m) => m.id === model)?.status === 'loading') ?? routers[0];
+    if (!ep) return;
+    const statusNow = () => ep.models?.find((m) => m.id === model)?.status;
+    if (statusNow() !== 'loading') {
+      const res = await fetch(`${rootOf(ep.url)}${ROUTER_LOAD_PATH}`, {
+        method: 'POST',
+        headers: { ...this.headers(), 'content-type': 'application/json' },
+        body: JSON.stringify({ model }),
+        redirect: 'manual',
+        signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.timeouts.probeMs)]) : AbortSignal.timeout(this.timeouts.probeMs),
+      }).catch((e: unknown) => {
+        if (signal?.aborted) throw e;
+        throw this.unavailable();
+      });
+      const text = await res.text().catch(() => '');
+      if (res.status !== 200 && !ROUTER_ALREADY_RUNNING.test(text)) {
+        let err: { message: string } | undefined;
+        try {
+          err = engineErrorOf(JSON.parse(text));
+        } catch {
+          err = undefined;
+        }
+        throw new BackendError(
+          'failed',
+          'model_load_failed',
+          `${ep.name} could not start "${model}" (HTTP ${res.status}${err ? `: ${engineText(err.message, this.config.apiKey)}` : ''}).`,
+        );
+      }
+      ep.setStatus(model, 'loading');
+    }
+    const deadline = this.now() + this.timeouts.headersMs;
+    for (;;) {
+      if (signal?.aborted) throw new Error('aborted');
+      await this.probe(ep);
+      const s = statusNow();
+      if (ep.state === 'up' && s === 'ready') return;
+      if (s === 'failed') throw new BackendError('failed', 'model_load_failed', `${ep.name} failed to start "${model}" (see its log).`);
+      if (ep.state !== 'up' || s === undefined || this.now() > deadline) throw this.unavailable();
+      await new Promise((r) => setTimeout(r, ROUTER_POLL_MS));
+    }
   }
 
   /** Where a request with these routing keys goes now (routing.ts), and why; undefined when no endpoint may take it. */
@@ -313,8 +423,15 @@ export class RemoteEngine {
           logprobs,
           onDelta,
         });
+        if (ep.router) ep.setStatus(model, 'ready');
         return { ...r, endpoint: ep.url };
       } catch (e) {
+        if (ep.router && isBackendError(e) && e.code === 'invalid_request' && ROUTER_NOT_LOADED.test(e.message)) {
+          // A router that does not start models by itself stopped this one since it was listed: back to the queue,
+          // where load() starts it.
+          ep.setStatus(model, 'unloaded');
+          throw new BackendError('unavailable', 'backend_unavailable', `${ep.name}: "${model}" is not loaded there; starting it.`);
+        }
         if (e instanceof EndpointUnreachable) {
           this.markDown(ep, e.message.replace(`${ep.name} `, ''));
           last = e;

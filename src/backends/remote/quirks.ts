@@ -321,3 +321,37 @@ export const FINISH_REASONS: Readonly<Record<string, 'stop' | 'max_output_tokens
 function textOf(v: unknown): string | undefined {
   return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
 }
+
+/**
+ * llama.cpp server's router mode (one server, many models: `llama-server` started without a model, serving those of
+ * --models-dir, --models-preset or its download cache; tools/server/server-models.cpp of the bundled source; its
+ * default port is 8080 in the release we build, 9931 in later ones). Each GET /v1/models entry carries
+ * `status: {value, failed?, exit_code?}`; a request for a model starts it (unless --no-models-autoload), a sleeping
+ * one (--sleep-idle-seconds) wakes on the next request and the request waits, POST /models/load starts one and
+ * answers at once (400 "model is already running" when it runs). How each status reads here: `ready` takes requests
+ * now (a sleeping model too: the request waits while it wakes), `loading` is on its way (wait for it), `unloaded`
+ * needs a load. A failed load reads `failed`.
+ */
+export const ROUTER_MODEL_STATUS: Record<string, RouterModelStatus> = {
+  loaded: 'ready',
+  sleeping: 'ready',
+  loading: 'loading',
+  downloading: 'loading',
+  downloaded: 'loading',
+  unloaded: 'unloaded',
+};
+export type RouterModelStatus = 'ready' | 'loading' | 'unloaded' | 'failed';
+/** Beside /v1: starts a model on a router (`{"model": id}`). */
+export const ROUTER_LOAD_PATH = '/models/load';
+/** The router's 400 for a model that is not running when it does not start models by itself (--no-models-autoload). */
+export const ROUTER_NOT_LOADED = /model is not loaded/i;
+/** Its 400 to POST /models/load for a model already running (loading, loaded or sleeping): nothing to do. */
+export const ROUTER_ALREADY_RUNNING = /already running/i;
+
+/** A /v1/models entry's router status, when it has one (a router's entries do, no other engine's). */
+export function routerStatusOf(entry: Record<string, unknown>): RouterModelStatus | undefined {
+  const s = entry.status;
+  if (!isObject(s) || typeof s.value !== 'string') return undefined;
+  if (s.failed === true && s.value === 'unloaded') return 'failed';
+  return Object.hasOwn(ROUTER_MODEL_STATUS, s.value) ? ROUTER_MODEL_STATUS[s.value] : 'loading';
+}

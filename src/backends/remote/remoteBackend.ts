@@ -115,7 +115,7 @@ export class RemoteBackend implements ModelBackend {
 
   isLoaded(modelId: string): boolean {
     const r = this.route(modelId);
-    return !!r && r.engine.up.some((e) => !e.models || e.models.some((m) => m.id === r.model));
+    return !!r && r.engine.ready(r.model);
   }
 
   async load(modelId: string, options: LoadOptions = {}): Promise<void> {
@@ -123,6 +123,8 @@ export class RemoteBackend implements ModelBackend {
     if (!r) throw new BackendError('failed', 'model_not_found', `No engine serves "${modelId}".`);
     if (options.signal?.aborted) throw new Error('aborted');
     await r.engine.probeDue();
+    // A llama.cpp router lists models it has not started (or that sleep, which take requests: waited for, not failed).
+    if (!this.isLoaded(modelId)) await r.engine.loadOnRouter(r.model, options.signal);
     if (!this.isLoaded(modelId)) {
       if (r.engine.up.length) {
         throw new BackendError('failed', 'model_not_found', `Engine "${r.engine.name}" does not list the model "${r.model}".`);
