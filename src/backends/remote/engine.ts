@@ -13,9 +13,10 @@ import {
   ENGINE_PROFILES,
   engineErrorOf,
   kindFromModelList,
-  ROUTER_ALREADY_RUNNING,
-  ROUTER_LOAD_PATH,
   ROUTER_NOT_LOADED,
+  ROUTER_START_FAILED,
+  ROUTER_START_QUERY,
+  ROUTER_UNKNOWN_MODEL,
   routerStatusOf,
   type EngineKind,
   type RouterModelStatus,
@@ -28,8 +29,6 @@ export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 
 const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 const MAX_MODELS = 1000;
 const MAX_DISCOVERY_BYTES = 1024 * 1024;
-/** How often a model a router is starting is looked at. */
-const ROUTER_POLL_MS = 250;
 
 export interface EngineRuntimeOptions {
   /** Clock for endpoint backoff (ms). */
@@ -96,7 +95,7 @@ export class Endpoint {
   }
 }
 
-/** llama.cpp server serves /props and its router's /models/load at its root, beside /v1. */
+/** llama.cpp server serves /props at its root, beside /v1. */
 const rootOf = (url: string) => url.replace(/\/v1$/, '');
 
 const positiveInt = (v: unknown, max: number): number | undefined =>
@@ -334,52 +333,57 @@ export class RemoteEngine {
   }
 
   /**
-   * Starts `model` on a llama.cpp router of the pool that lists it and waits until it is loaded (or sleeping), polling
-   * its model list: POST /models/load unless it is already loading. A failed start fails (the router's exit code); no
-   * answer within the headers timeout is `unavailable` (the task waits queued and tries again).
+   * Starts `model` on a llama.cpp router of the pool that lists it and waits until it runs: GET /props for the model
+   * with autoload=true, which the router answers once the model is loaded, after its own queue and eviction
+   * (--models-max), whether or not it starts models by itself (quirks.ts ROUTER_START_QUERY). A start that fails fails
+   * (model_load_failed, the router's words); no answer within the headers timeout, or a refusal to try now, is
+   * `unavailable` (the task waits queued and tries again).
    */
   async loadOnRouter(model: string, signal?: AbortSignal): Promise<void> {
-    const routers = this.up.filter((e) => e.router && e.lists(model));
-    const ep = routers.find((e) => e.models?.find((m) => m.id === model)?.status === 'loading') ?? routers[0];
+    const ep = this.up.find((e) => e.router && e.lists(model));
     if (!ep) return;
-    const statusNow = () => ep.models?.find((m) => m.id === model)?.status;
-    if (statusNow() !== 'loading') {
-      const res = await fetch(`${rootOf(ep.url)}${ROUTER_LOAD_PATH}`, {
-        method: 'POST',
-        headers: { ...this.headers(), 'content-type': 'application/json' },
-        body: JSON.stringify({ model }),
+    ep.setStatus(model, 'loading');
+    const timeout = AbortSignal.timeout(this.timeouts.headersMs);
+    let res: Response;
+    try {
+      res = await fetch(`${rootOf(ep.url)}/props?model=${encodeURIComponent(model)}&${ROUTER_START_QUERY}`, {
+        headers: this.headers(),
         redirect: 'manual',
-        signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.timeouts.probeMs)]) : AbortSignal.timeout(this.timeouts.probeMs),
-      }).catch((e: unknown) => {
-        if (signal?.aborted) throw e;
-        throw this.unavailable();
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
-      const text = await res.text().catch(() => '');
-      if (res.status !== 200 && !ROUTER_ALREADY_RUNNING.test(text)) {
-        let err: { message: string } | undefined;
-        try {
-          err = engineErrorOf(JSON.parse(text));
-        } catch {
-          err = undefined;
-        }
-        throw new BackendError(
-          'failed',
-          'model_load_failed',
-          `${ep.name} could not start "${model}" (HTTP ${res.status}${err ? `: ${engineText(err.message, this.config.apiKey)}` : ''}).`,
-        );
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      ep.setStatus(model, 'unloaded');
+      throw this.unavailable();
+    }
+    const text = await res.text().catch(() => '');
+    if (res.status === 200) {
+      ep.setStatus(model, 'ready');
+      let props: unknown;
+      try {
+        props = JSON.parse(text);
+      } catch {
+        props = undefined;
       }
-      ep.setStatus(model, 'loading');
+      ep.slots = (isObject(props) ? positiveInt(props.total_slots, 4096) : undefined) ?? ep.slots;
+      this.o.onCapacityChange?.();
+      return;
     }
-    const deadline = this.now() + this.timeouts.headersMs;
-    for (;;) {
-      if (signal?.aborted) throw new Error('aborted');
-      await this.probe(ep);
-      const s = statusNow();
-      if (ep.state === 'up' && s === 'ready') return;
-      if (s === 'failed') throw new BackendError('failed', 'model_load_failed', `${ep.name} failed to start "${model}" (see its log).`);
-      if (ep.state !== 'up' || s === undefined || this.now() > deadline) throw this.unavailable();
-      await new Promise((r) => setTimeout(r, ROUTER_POLL_MS));
+    ep.setStatus(model, 'unloaded');
+    let said: string | undefined;
+    try {
+      said = engineErrorOf(JSON.parse(text))?.message;
+    } catch {
+      said = undefined;
     }
+    const words = `HTTP ${res.status}${said ? `: ${engineText(said, this.config.apiKey)}` : ''}`;
+    if (said && ROUTER_START_FAILED.test(said)) {
+      ep.setStatus(model, 'failed');
+      throw new BackendError('failed', 'model_load_failed', `${ep.name} could not start "${model}" (${words}).`);
+    }
+    if (said && ROUTER_UNKNOWN_MODEL.test(said))
+      throw new BackendError('failed', 'model_not_found', `${ep.name} does not have "${model}" (${words}).`);
+    throw new BackendError('unavailable', 'backend_unavailable', `${ep.name} did not start "${model}" now (${words}).`);
   }
 
   /** Where a request with these routing keys goes now (routing.ts), and why; undefined when no endpoint may take it. */

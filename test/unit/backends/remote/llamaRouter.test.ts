@@ -2,7 +2,7 @@
 // with several models, against a scripted router that answers as the bundled release does (tools/server/
 // server-models.cpp; the real one is in test/remote/llamaRouter.test.ts): model states in the list, slots from a
 // running model's /props without starting one, a sleeping model waited for, an unloaded one started with
-// POST /models/load while the task shows `loading`, a failed start failing the task, and a model stopped under a
+// GET /props?model=…&autoload=true (answered once it runs) while the task shows `loading`, a failed start failing the task, and a model stopped under a
 // router without autoload going back to the queue and started.
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
@@ -36,10 +36,6 @@ async function startRouter(models: Record<string, Status>): Promise<FakeRouter> 
   };
   const json = (res: http.ServerResponse, status: number, body: unknown) =>
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  const start = (id: string) => {
-    r.status.set(id, { value: 'loading' });
-    setTimeout(() => r.status.set(id, r.broken.has(id) ? { value: 'unloaded', failed: true } : { value: 'loaded' }), 150);
-  };
   const server = http.createServer((req, res) => {
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
@@ -60,15 +56,25 @@ async function startRouter(models: Record<string, Status>): Promise<FakeRouter> 
       if (req.method === 'GET' && url.pathname === '/props') {
         const model = url.searchParams.get('model');
         if (!model) return json(res, 200, { role: 'router', max_instances: 4, models_autoload: r.autoload });
-        if (r.status.get(model)?.value !== 'loaded') return json(res, 400, { error: { code: 400, message: 'model is not loaded' } });
+        const s = r.status.get(model);
+        if (!s) return json(res, 400, { error: { code: 400, message: `model '${model}' not found` } });
+        const autoload = url.searchParams.has('autoload') ? url.searchParams.get('autoload') === 'true' : r.autoload;
+        if (s.value === 'unloaded' && autoload) {
+          // Starts it and answers once it runs (or failed).
+          r.status.set(model, { value: 'loading' });
+          setTimeout(() => {
+            if (r.broken.has(model)) {
+              r.status.set(model, { value: 'unloaded', failed: true });
+              json(res, 500, { error: { code: 500, message: `model name=${model} failed to load`, type: 'server_error' } });
+            } else {
+              r.status.set(model, { value: 'loaded' });
+              json(res, 200, { total_slots: 2 });
+            }
+          }, 150);
+          return;
+        }
+        if (s.value !== 'loaded') return json(res, 400, { error: { code: 400, message: 'model is not loaded' } });
         return json(res, 200, { total_slots: 2 });
-      }
-      if (req.method === 'POST' && url.pathname === '/models/load') {
-        const s = r.status.get(body!.model);
-        if (!s) return json(res, 404, { error: { code: 404, message: 'model is not found' } });
-        if (s.value !== 'unloaded') return json(res, 400, { error: { code: 400, message: 'model is already running' } });
-        start(body!.model);
-        return json(res, 200, { success: true });
       }
       if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
         const id = body!.model;
@@ -140,19 +146,20 @@ describe('a llama.cpp router: one engine, several models', () => {
     const { router, run, backend } = await setup({ a: 'loaded', b: 'sleeping', d: 'unloaded' });
     const slept = await run('b');
     assert.equal(slept.done.status, 'succeeded', JSON.stringify(slept.done.error));
-    assert.ok(!router.requests.includes('POST /models/load'), 'a sleeping model is not started again: the request wakes it');
+    assert.ok(!router.requests.some((q) => q.includes('autoload=true')), 'a sleeping model is not started again: the request wakes it');
     const started = await run('d');
     assert.equal(started.done.status, 'succeeded', JSON.stringify(started.done.error));
-    assert.ok(router.requests.includes('POST /models/load'));
+    assert.ok(router.requests.includes('GET /props?model=d&autoload=true'), router.requests.join('\n'));
     assert.equal(backend.listModels().find((m) => m.id === 'lc/d')?.state, 'loaded');
   });
 
-  it('a model whose start fails fails the task with model_load_failed', async () => {
+  it("a model whose start fails fails the task with model_load_failed and the router's words", async () => {
     const { router, run } = await setup({ a: 'loaded', x: 'unloaded' });
     router.broken.add('x');
     const { done } = await run('x');
     assert.equal(done.status, 'failed');
     assert.equal(done.error?.code, 'model_load_failed', JSON.stringify(done.error));
+    assert.match(done.error?.detail ?? '', /failed to load/);
   });
 
   it('without autoload, a model stopped since it was listed goes back to the queue and is started', async () => {
@@ -162,6 +169,6 @@ describe('a llama.cpp router: one engine, several models', () => {
     const { done } = await run('a');
     assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
     assert.equal(router.requests.filter((q) => q === 'POST /v1/chat/completions').length, 2);
-    assert.ok(router.requests.includes('POST /models/load'));
+    assert.ok(router.requests.includes('GET /props?model=a&autoload=true'), router.requests.join('\n'));
   });
 });
