@@ -27,6 +27,8 @@ import { AffinityMap, chooseEndpoint, routingKeys, type RouteDecision, type Rout
 export const DEFAULT_ENDPOINT_CONCURRENCY = 4;
 export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 5_000 };
 const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+/** undici's words for a connection closed by the other side before an answer. */
+const STALE_CONNECTION = /UND_ERR_SOCKET|ECONNRESET|other side closed/;
 const MAX_MODELS = 1000;
 const MAX_DISCOVERY_BYTES = 1024 * 1024;
 
@@ -416,7 +418,7 @@ export class RemoteEngine {
       ep.inFlight++;
       ep.served++;
       try {
-        const r = await streamChat({
+        const request = {
           baseUrl: ep.url,
           label: ep.name,
           apiKey: this.config.apiKey,
@@ -426,6 +428,12 @@ export class RemoteEngine {
           maxEventBytes: this.config.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
           logprobs,
           onDelta,
+        };
+        const r = await streamChat(request).catch((e: unknown) => {
+          // A kept-alive connection the server closed as the request went out (llama.cpp server closes one after
+          // 100 requests): nothing reached it, so once more on a fresh connection before taking it out of the pool.
+          if (e instanceof EndpointUnreachable && STALE_CONNECTION.test(e.message) && !signal.aborted) return streamChat(request);
+          throw e;
         });
         if (ep.router) ep.setStatus(model, 'ready');
         return { ...r, endpoint: ep.url };

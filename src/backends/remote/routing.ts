@@ -11,8 +11,11 @@
 // - affinity map: bounded (MAX_AFFINITY_KEYS, least recently used forgotten first), each key forgotten
 //   AFFINITY_TTL_MS after its last use (an engine's cache turns over; an old affinity is no better than least-busy);
 // - kept while the endpoint is eligible (up, serves the model, not yet tried for this request) and has a free slot
-//   (in-flight < concurrency) and its busy share is at most AFFINITY_MAX_IMBALANCE above the least-busy endpoint's;
-//   else least-busy (in-flight ÷ concurrency, ties to the one that served fewer), and the keys move there.
+//   (in-flight < concurrency): a conversation's own history is worth its place in a busier batch (measured in
+//   bench/remote.ts: breaking it at a small imbalance re-evaluated the whole history elsewhere, slower than
+//   least-busy). A shared leading text alone (weaker: every endpoint soon holds a common system prompt) also needs
+//   a busy share at most AFFINITY_MAX_IMBALANCE above the least-busy endpoint's. Otherwise least-busy (in-flight ÷
+//   concurrency, ties to the one that served fewer), and the request's keys move there.
 // Keys are hashes of the model id and the text: the map holds no prompt text.
 import { createHash, type Hash } from 'node:crypto';
 
@@ -20,7 +23,10 @@ import { createHash, type Hash } from 'node:crypto';
 export const MAX_AFFINITY_KEYS = 16_384;
 /** A key is forgotten this long after it was last used. */
 export const AFFINITY_TTL_MS = 10 * 60_000;
-/** How much busier (in-flight ÷ concurrency) than the least-busy endpoint the affine one may be and still be chosen. */
+/**
+ * How much busier (in-flight ÷ concurrency) than the least-busy endpoint the endpoint of a shared leading text may be
+ * and still be chosen (a conversation's or cache key's endpoint only needs a free slot).
+ */
 export const AFFINITY_MAX_IMBALANCE = 0.5;
 /** Leading-text keys every this many characters of the rendered prompt… */
 export const PREFIX_CHUNK_CHARS = 512;
@@ -175,7 +181,8 @@ export function leastBusy<T extends EndpointLoad>(eligible: readonly T[]): T | u
 
 /**
  * Chooses among `eligible` (healthy, serving the model, not tried yet for this request): the affine endpoint while it
- * is eligible, has a free slot and is at most AFFINITY_MAX_IMBALANCE busier than the least-busy; else least-busy.
+ * is eligible and has a free slot (for a shared prefix alone: and is at most AFFINITY_MAX_IMBALANCE busier than the
+ * least-busy); else least-busy.
  */
 export function chooseEndpoint<T extends EndpointLoad>(
   eligible: readonly T[],
@@ -186,7 +193,7 @@ export function chooseEndpoint<T extends EndpointLoad>(
   if (!affine) return { endpoint: least, via: 'least_busy' };
   const a = affine.endpoint;
   if (!eligible.includes(a)) return { endpoint: least, via: 'least_busy', broken: 'unavailable' };
-  if (a.inFlight >= a.concurrency || busy(a) - busy(least) > AFFINITY_MAX_IMBALANCE) {
+  if (a.inFlight >= a.concurrency || (affine.via === 'prefix' && busy(a) - busy(least) > AFFINITY_MAX_IMBALANCE)) {
     return { endpoint: least, via: 'least_busy', broken: 'overloaded' };
   }
   return { endpoint: a, via: affine.via };

@@ -337,6 +337,24 @@ describe('remote backend through the runtime', () => {
     assert.equal(dead.state, 'down');
   });
 
+  it('a connection the server closes as the request goes out (kept-alive, reused) is tried once more on the same endpoint', async () => {
+    let closes = 1;
+    const a = await engine((req, res) => {
+      if (closes-- > 0) return void res.socket?.destroy();
+      return goodStream(['ok'])(req, res);
+    });
+    const c = await engine();
+    const b = new RemoteBackend([{ name: 'gpu', urls: [a.base, c.base] }]);
+    await b.refresh();
+    const r = await open(b);
+    const t = create(r, 'gpu/m1');
+    const done = await r.waitForTerminal(t.id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    const chats = (e: FakeEngine) => e.requests.filter((q) => q.path === '/v1/chat/completions').length;
+    assert.deepEqual([chats(a), chats(c)], [2, 0]);
+    assert.equal(b.engines[0].endpoints[0].state, 'up');
+  });
+
   it('two endpoints share the load: concurrent tasks go to the least-busy one, up to the engine slots', async () => {
     const hold: Array<() => void> = [];
     const slow = (): Parameters<typeof startFakeEngine>[0] => (_q, res) => {

@@ -126,20 +126,25 @@ describe('choosing an endpoint', () => {
     assert.equal(chooseEndpoint([], undefined), undefined);
   });
 
-  it('the affinity holds while its endpoint is eligible, has a free slot and is not much busier than the least busy', () => {
-    const a = ep('A', 2, 4);
+  it("a conversation's or cache key's endpoint is kept while it has a free slot, however busy the others are", () => {
+    const a = ep('A', 3, 4);
     const b = ep('B', 0, 4);
     assert.deepEqual(chooseEndpoint([a, b], { endpoint: a, via: 'conversation' }), { endpoint: a, via: 'conversation' });
-    // 3 of 4 against 0 of 4: more than AFFINITY_MAX_IMBALANCE busier.
-    a.inFlight = 3;
-    assert.deepEqual(chooseEndpoint([a, b], { endpoint: a, via: 'conversation' }), { endpoint: b, via: 'least_busy', broken: 'overloaded' });
-    b.inFlight = 2;
-    assert.equal(chooseEndpoint([a, b], { endpoint: a, via: 'prefix' })?.endpoint, a);
+    assert.deepEqual(chooseEndpoint([a, b], { endpoint: a, via: 'cache_key' }), { endpoint: a, via: 'cache_key' });
     // Full: never queued behind its own slots.
     a.inFlight = 4;
-    b.inFlight = 4;
     const c = ep('C', 3, 4);
-    assert.deepEqual(chooseEndpoint([a, b, c], { endpoint: a, via: 'cache_key' }), { endpoint: c, via: 'least_busy', broken: 'overloaded' });
+    assert.deepEqual(chooseEndpoint([a, b, c], { endpoint: a, via: 'conversation' }), { endpoint: b, via: 'least_busy', broken: 'overloaded' });
+  });
+
+  it('a shared prefix alone also needs the endpoint to be at most AFFINITY_MAX_IMBALANCE busier than the least busy', () => {
+    const a = ep('A', 2, 4);
+    const b = ep('B', 0, 4);
+    assert.deepEqual(chooseEndpoint([a, b], { endpoint: a, via: 'prefix' }), { endpoint: a, via: 'prefix' });
+    a.inFlight = 3; // 3 of 4 against 0 of 4
+    assert.deepEqual(chooseEndpoint([a, b], { endpoint: a, via: 'prefix' }), { endpoint: b, via: 'least_busy', broken: 'overloaded' });
+    b.inFlight = 2;
+    assert.equal(chooseEndpoint([a, b], { endpoint: a, via: 'prefix' })?.endpoint, a);
   });
 
   it('an affine endpoint that is down, tried or does not serve the model (not eligible) is left', () => {
