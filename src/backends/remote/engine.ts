@@ -368,6 +368,8 @@ export class RemoteEngine {
         props = undefined;
       }
       ep.slots = (isObject(props) ? positiveInt(props.total_slots, 4096) : undefined) ?? ep.slots;
+      // Its list entry now carries what the running model reports (its context).
+      await this.probe(ep);
       this.o.onCapacityChange?.();
       return;
     }

@@ -1,7 +1,10 @@
 // ModelBackend over named remote engines (OpenAI-compatible servers: llama.cpp server, vLLM, Ollama, LM Studio).
 // Model ids are `NAME/model-id`. Tasks stay in our store; generation runs on the engine. Nothing is loaded here:
 // a model is "loaded" while its engine has a healthy endpoint, and load() probes the engine (the runtime shows the
-// task `loading` meanwhile; an unreachable engine sends it back to `queued` with a status message).
+// task `loading` meanwhile; an unreachable engine sends it back to `queued` with a status message). A llama.cpp
+// router is the exception: its models have states, and load() starts one it lists as not running (engine.ts
+// loadOnRouter); a sleeping one counts as loaded (a request wakes it and waits). Which endpoint of a pool runs a
+// request is the engine's choice (routing.ts: back where its prefix was served, else least-busy).
 // on_restart "resume" is offered per engine (quirks.ts): by default for the kinds that continue a final assistant
 // message (llama.cpp server, vLLM), for an unknown OpenAI-compatible server only when configured, never for Ollama
 // and LM Studio. The delivered text is sent back as that message and the engine generates on, in the same output
