@@ -13,6 +13,9 @@
 // runtime (node-llama-cpp in process, the same GGUF file and thread count as llama-server) answering POST /responses
 // with `stream: true`, beside llama-server's own POST /v1/responses stream, in the same alternation: first delta each
 // way and the difference (`embedded_added_first_delta_ms`), tokens/s each way.
+// Cache-aware routing (issue #40, routingBench): two llama-servers in one pool, 8 conversations x 4 turns with a
+// 2 000-token history each, first token cache-aware against least-busy; `node out/bench/remote.js routing` runs it
+// alone.
 // Run directly: node out/bench/remote.js
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -20,6 +23,7 @@ import * as path from 'node:path';
 import { applyChatEvent, type ChatStreamState } from '../src/backends/remote/chatStream';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { RemoteBackend } from '../src/backends/remote/remoteBackend';
+import type { ChatMessage } from '../src/runtime/backend';
 import { SseParser } from '../src/protocols/http/sseParser';
 import { writeTestModel } from '../src/backends/llama/demoModel';
 import { startEndpoint } from '../src/protocols/endpoint';
@@ -31,6 +35,7 @@ import { responsesStreamOnce, streamOnce, TOKEN } from './lmsp';
 const INSTRUCTIONS = 'You are a benchmark.';
 const PROMPT = 'Write a long story about a durable task runtime.';
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 
 type Api = 'chat' | 'responses';
@@ -248,6 +253,8 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
       embedded_added_first_delta_goal: '<= 3 ms',
       embedded_tokens_per_second: Math.round(eTps),
       embedded_vs_llama_server_tokens_per_second: round(eTps / rTps, 2),
+      // Cache-aware routing against least-busy in a pool of two llama-servers of their own (routingBench).
+      cache_aware_routing: await routingBench(),
     };
   } finally {
     await ep.close();
@@ -260,7 +267,148 @@ export async function remoteBench(opts: { modelPath?: string; tokens?: number; s
   }
 }
 
-if (require.main === module) {
+/** Pseudo-random words (a seeded LCG): text that is not a repetition, about a token per character on the test model. */
+function historyText(seed: number, chars: number): string {
+  const words = ['task', 'store', 'engine', 'slot', 'queue', 'durable', 'stream', 'event', 'pool', 'cache', 'turn', 'model'];
+  let x = seed >>> 0 || 1;
+  let out = '';
+  while (out.length < chars) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    out += `${words[x % words.length]}${(x >>> 8) % 100} `;
+  }
+  return out.slice(0, chars);
+}
+
+/**
+ * Cache-aware routing (issue #40): two real llama-servers (4 slots each, on the engine test model whose trained
+ * context, 8192 tokens, holds the whole history; the plain test models' 2048 would not leave room for four turns) in
+ * one pool; 8 conversations at once, 4 turns each, every conversation with its own history of `historyTokens` tokens
+ * that its turns share (about a token per character on this model); starts 150 ms apart, 50-450 ms between a
+ * conversation's turns (users are not in step). First token per turn through the backend
+ * (RemoteBackend.generate), cache-aware (as shipped) against least-busy: the same pool with its routing keys withheld
+ * (the bench wraps RemoteEngine.route; nothing in the shipped code switches it off). Rounds alternate the order;
+ * histories are new in every round, so no round finds another's prefix cached. Reported: the median first token over
+ * all turns and over turns 2-4 (turn 1 is a cold prompt either way), their ratio (goal <= 0.5x), and how the
+ * cache-aware requests were routed.
+ */
+export async function routingBench(
+  opts: { conversations?: number; turns?: number; historyTokens?: number; rounds?: number; outputTokens?: number } = {},
+): Promise<Record<string, unknown>> {
+  try {
+    llamaServerBinary();
+  } catch (e) {
+    return { skipped: (e as Error).message };
+  }
+  const conversations = opts.conversations ?? 8;
+  const turns = opts.turns ?? 4;
+  const historyTokens = opts.historyTokens ?? 2000;
+  const rounds = opts.rounds ?? 2;
+  const outputTokens = opts.outputTokens ?? 8;
+  const [a, b] = await Promise.all([
+    startLlamaServer({ parallel: 4, extraArgs: ['--metrics'] }),
+    startLlamaServer({ parallel: 4, extraArgs: ['--metrics'] }),
+  ]);
+  /** Prompt tokens both servers evaluated so far (their /metrics: tokens found in a slot's cache are not counted). */
+  const evaluated = async () => {
+    let n = 0;
+    for (const s of [a, b]) {
+      const text = await (await fetch(`${s.url}/metrics`)).text();
+      n += Number(/^llamacpp:prompt_tokens_total\s+([\d.e+]+)/m.exec(text)?.[1] ?? NaN);
+    }
+    return n;
+  };
+  const evaluatedTokens: Record<string, number> = { cache_aware: 0, least_busy: 0 };
+  type Mode = 'cache_aware' | 'least_busy';
+  const firstTokens: Record<Mode, number[][]> = { cache_aware: [], least_busy: [] };
+  const routed: Record<string, number> = {};
+  let promptTokens = 0;
+  let seed = 1;
+  const runRound = async (mode: Mode) => {
+    const backend = new RemoteBackend([{ name: 'pool', urls: [a.base, b.base], kind: 'llama.cpp' }]);
+    await backend.refresh();
+    const engine = backend.engines[0];
+    if (mode === 'least_busy') {
+      const route = engine.route.bind(engine);
+      engine.route = (model, keys, tried) => route(model, { whole: keys.whole, turns: [], prefixes: [] }, tried);
+    }
+    const perTurn: number[][] = Array.from({ length: turns }, () => []);
+    const evaluatedBefore = await evaluated();
+    await Promise.all(
+      Array.from({ length: conversations }, async (_, c) => {
+        const mine = seed++;
+        const messages: ChatMessage[] = [{ role: 'user', content: `${historyText(mine, historyTokens)}\nWhat comes next?` }];
+        // Users are not in step: staggered starts, a think time of 50-450 ms between turns (seeded).
+        await sleep(c * 150);
+        for (let t = 0; t < turns; t++) {
+          if (t) await sleep(50 + ((mine * 7919 + t * 104729) % 400));
+          const start = performance.now();
+          let first: number | undefined;
+          let text = '';
+          const r = await backend.generate(
+            { model: 'pool/tiny', instructions: INSTRUCTIONS, messages: [...messages], maxOutputTokens: outputTokens, temperature: 0 },
+            {
+              signal: new AbortController().signal,
+              onText: (piece) => {
+                first ??= performance.now() - start;
+                text += piece;
+              },
+            },
+          );
+          perTurn[t].push(first ?? performance.now() - start);
+          promptTokens = Math.max(promptTokens, r.inputTokens);
+          messages.push({ role: 'assistant', content: text }, { role: 'user', content: `Turn ${t + 2}: and then?` });
+        }
+      }),
+    );
+    if (mode === 'cache_aware') {
+      for (const ep of engine.endpoints) for (const [via, n] of Object.entries(ep.routed)) routed[via] = (routed[via] ?? 0) + n;
+    }
+    perTurn.forEach((v, t) => (firstTokens[mode][t] ??= []).push(...v));
+    evaluatedTokens[mode] += (await evaluated()) - evaluatedBefore;
+    await backend.dispose();
+  };
+  try {
+    // Warm both servers' slots once.
+    await Promise.all([directOnce(a.base, 4), directOnce(b.base, 4)]);
+    for (let r = 0; r < rounds; r++) {
+      const order: Mode[] = r % 2 ? ['least_busy', 'cache_aware'] : ['cache_aware', 'least_busy'];
+      for (const mode of order) await runRound(mode);
+    }
+    const all = (m: Mode) => median(firstTokens[m].flat());
+    const later = (m: Mode) => median(firstTokens[m].slice(1).flat());
+    return {
+      servers: 2,
+      slots_per_server: 4,
+      conversations,
+      turns,
+      history_tokens: historyTokens,
+      largest_prompt_tokens: promptTokens,
+      rounds,
+      cache_aware_first_token_ms: round(all('cache_aware'), 1),
+      least_busy_first_token_ms: round(all('least_busy'), 1),
+      first_token_ratio: round(all('cache_aware') / all('least_busy'), 2),
+      cache_aware_later_turns_first_token_ms: round(later('cache_aware'), 1),
+      least_busy_later_turns_first_token_ms: round(later('least_busy'), 1),
+      later_turns_first_token_ratio: round(later('cache_aware') / later('least_busy'), 2),
+      first_token_ratio_goal: '<= 0.5',
+      cache_aware_first_token_ms_by_turn: firstTokens.cache_aware.map((v) => round(median(v), 1)),
+      least_busy_first_token_ms_by_turn: firstTokens.least_busy.map((v) => round(median(v), 1)),
+      cache_aware_routed: routed,
+      // Prompt tokens the servers evaluated (not found in a slot's cache), all rounds.
+      cache_aware_prompt_tokens_evaluated: evaluatedTokens.cache_aware,
+      least_busy_prompt_tokens_evaluated: evaluatedTokens.least_busy,
+    };
+  } finally {
+    await Promise.all([a.kill(), b.kill()]);
+  }
+}
+
+if (require.main === module && process.argv[2] === 'routing') {
+  void routingBench().then((r) => {
+    console.log(JSON.stringify(r, null, 2));
+    process.exit(0);
+  });
+} else if (require.main === module) {
   void remoteBench().then((r) => {
     console.log(JSON.stringify(r, null, 2));
     process.exit(0);

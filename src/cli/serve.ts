@@ -82,7 +82,10 @@ function demoWarning(modelPath: string): string {
 function logEngines(engines: readonly RemoteEngine[]): void {
   for (const engine of engines) {
     for (const ep of engine.endpoints) {
-      const what = ep.state === 'up' ? `up, ${ep.models?.length ?? 0} model(s), concurrency ${ep.concurrency}` : `down (${ep.lastError})`;
+      const what =
+        ep.state === 'up'
+          ? `up, ${ep.models?.length ?? 0} model(s)${ep.router ? ' (llama.cpp router mode)' : ''}, concurrency ${ep.concurrency}`
+          : `down (${ep.lastError})`;
       // The model list's owned_by hints at the server; the kind decides resume and slot probing, so say so.
       const hint =
         !engine.config.kind && ep.looksLike

@@ -1,24 +1,36 @@
 // One named remote engine: a pool of OpenAI-compatible endpoints serving the same models. Tasks go to the least-busy
 // healthy endpoint (in-flight ÷ its concurrency; ties to the one that served fewer), up to each endpoint's
-// concurrency (the setting, else llama.cpp server's `total_slots` from GET /props, else 4). An endpoint that fails
+// concurrency (the setting, else llama.cpp server's `total_slots` from GET /props, else 4) — unless it served the
+// request's prefix recently (routing.ts: the cache key, the conversation, the same leading text) and is healthy and
+// not overloaded: then it goes back there, where the engine keeps that prefix. An endpoint that fails
 // (refused, reset, 429/503, died mid-stream) is taken out with backoff (1 s doubling to 30 s, on an injectable clock)
 // and probed back in with GET {base}/models once its backoff has passed. A request that never reached an endpoint
-// is tried on the next one at once: nothing was generated, so nothing is lost. A conversation with a cache key (an
-// agent's prompt_cache_key or session) goes back to the endpoint it last ran on while that one is healthy and below
-// its concurrency: the engine keeps its prompt prefix there (llama.cpp's slots, vLLM's prefix cache).
+// is tried on the next one at once: nothing was generated, so nothing is lost.
 import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
-import { ENGINE_PROFILES, engineErrorOf, kindFromModelList, type EngineKind } from './quirks';
+import {
+  ENGINE_PROFILES,
+  engineErrorOf,
+  kindFromModelList,
+  ROUTER_NOT_LOADED,
+  ROUTER_START_FAILED,
+  ROUTER_START_QUERY,
+  ROUTER_UNKNOWN_MODEL,
+  routerStatusOf,
+  type EngineKind,
+  type RouterModelStatus,
+} from './quirks';
 import { isObject } from '../../runtime/jsonValues';
+import { AffinityMap, chooseEndpoint, routingKeys, type RouteDecision, type RoutedMessage, type RoutingKeys } from './routing';
 
 export const DEFAULT_ENDPOINT_CONCURRENCY = 4;
 export const DEFAULT_TIMEOUTS = { headersMs: 300_000, idleMs: 120_000, probeMs: 5_000 };
 const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+/** undici's words for a connection closed by the other side before an answer. */
+const STALE_CONNECTION = /UND_ERR_SOCKET|ECONNRESET|other side closed/;
 const MAX_MODELS = 1000;
 const MAX_DISCOVERY_BYTES = 1024 * 1024;
-/** Conversations whose endpoint a pool remembers (least recently used forgotten first). */
-const MAX_AFFINITY_KEYS = 4096;
 
 export interface EngineRuntimeOptions {
   /** Clock for endpoint backoff (ms). */
@@ -32,6 +44,8 @@ export interface EngineRuntimeOptions {
 export interface RemoteModel {
   id: string;
   maxContextLength: number | null;
+  /** On a llama.cpp router (quirks.ts ROUTER_MODEL_STATUS): whether it takes requests now; absent elsewhere. */
+  status?: RouterModelStatus;
 }
 
 export class Endpoint {
@@ -45,6 +59,8 @@ export class Endpoint {
   looksLike: EngineKind | undefined;
   inFlight = 0;
   served = 0;
+  /** Requests sent here, by why routing chose it (routing.ts). */
+  readonly routed: Record<RouteDecision<Endpoint>['via'], number> = { cache_key: 0, conversation: 0, prefix: 0, least_busy: 0 };
   probing: Promise<void> | undefined;
 
   constructor(
@@ -59,7 +75,30 @@ export class Endpoint {
   get concurrency(): number {
     return this.configuredConcurrency ?? this.slots ?? DEFAULT_ENDPOINT_CONCURRENCY;
   }
+
+  /** A llama.cpp router (one server, several models, each with a status). */
+  get router(): boolean {
+    return !!this.models?.some((m) => m.status !== undefined);
+  }
+
+  /** Lists `model` (or lists nothing: any model may be asked for). */
+  lists(model: string): boolean {
+    return !this.models || this.models.some((m) => m.id === model);
+  }
+
+  /** Takes requests for `model` now: listed, and on a router loaded or sleeping (a request wakes it). */
+  ready(model: string): boolean {
+    return !this.models || this.models.some((m) => m.id === model && (m.status === undefined || m.status === 'ready'));
+  }
+
+  setStatus(model: string, status: RouterModelStatus): void {
+    const m = this.models?.find((x) => x.id === model);
+    if (m?.status !== undefined) m.status = status;
+  }
 }
+
+/** llama.cpp server serves /props at its root, beside /v1. */
+const rootOf = (url: string) => url.replace(/\/v1$/, '');
 
 const positiveInt = (v: unknown, max: number): number | undefined =>
   Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max ? (v as number) : undefined;
@@ -68,7 +107,8 @@ const positiveInt = (v: unknown, max: number): number | undefined =>
  * Parses an engine's GET /v1/models answer; throws on anything that is not a model list. Shapes: `data` entries with
  * `id` (all), `meta.n_ctx_train` (llama.cpp server), `max_model_len` (vLLM), `max_context_length` (LM Studio's REST
  * API), `context_length`; Ollama answers `"data": null` when no model is pulled (an empty list, not an error); an
- * error object in place of the list (LM Studio answers 200 for unknown routes) is reported with its message.
+ * error object in place of the list (LM Studio answers 200 for unknown routes) is reported with its message; a
+ * llama.cpp router's `status` per model (quirks.ts ROUTER_MODEL_STATUS).
  */
 export function parseModelList(json: unknown): RemoteModel[] {
   if (isObject(json) && json.data === null && !engineErrorOf(json)) return [];
@@ -87,7 +127,8 @@ export function parseModelList(json: unknown): RemoteModel[] {
       positiveInt(meta.n_ctx_train, 1 << 24) ??
       positiveInt(m.max_context_length, 1 << 24) ??
       positiveInt(m.context_length, 1 << 24);
-    out.push({ id: m.id, maxContextLength: ctx ?? null });
+    const status = routerStatusOf(m);
+    out.push({ id: m.id, maxContextLength: ctx ?? null, ...(status ? { status } : {}) });
   }
   return out;
 }
@@ -96,8 +137,8 @@ export class RemoteEngine {
   readonly endpoints: Endpoint[];
   private readonly now: () => number;
   private readonly timeouts: StreamTimeouts & { probeMs: number };
-  /** Cache key → the endpoint it last ran on; a Map's order is the LRU order (re-inserted on use). */
-  private readonly affinity = new Map<string, Endpoint>();
+  /** Routing key → the endpoint that last served it (routing.ts). */
+  private readonly affinity: AffinityMap<Endpoint>;
 
   constructor(
     readonly config: EngineConfig,
@@ -105,6 +146,7 @@ export class RemoteEngine {
   ) {
     this.now = o.now ?? Date.now;
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...config.timeouts };
+    this.affinity = new AffinityMap(this.now);
     this.endpoints = config.urls.map((url, i) => {
       const c = config.concurrency?.[config.concurrency.length === 1 ? 0 : i];
       const name = config.urls.length > 1 ? `engine "${config.name}" (endpoint ${i + 1} of ${config.urls.length})` : `engine "${config.name}"`;
@@ -159,10 +201,14 @@ export class RemoteEngine {
       ep.looksLike = kindFromModelList(json);
       const slotsPath = ENGINE_PROFILES[this.config.kind ?? 'openai'].slotsPath;
       if (ep.configuredConcurrency === undefined && slotsPath) {
-        // llama.cpp server serves /props at its root, beside /v1.
-        const root = ep.url.replace(/\/v1$/, '');
-        const props = await this.getJson(`${root}${slotsPath}`).catch(() => undefined);
-        ep.slots = isObject(props) ? positiveInt(props.total_slots, 4096) : undefined;
+        // llama.cpp server serves /props at its root, beside /v1. A router answers for itself (no slots) unless asked
+        // about one of its models: a running one's, never starting one (autoload=false); none running: as before.
+        const running = ep.router ? ep.models?.find((m) => m.status === 'ready') : undefined;
+        const query = running ? `?model=${encodeURIComponent(running.id)}&autoload=false` : '';
+        if (!ep.router || running) {
+          const props = await this.getJson(`${rootOf(ep.url)}${slotsPath}${query}`).catch(() => undefined);
+          ep.slots = isObject(props) ? positiveInt(props.total_slots, 4096) : undefined;
+        }
       }
       this.markUp(ep);
     } catch (e) {
@@ -234,12 +280,25 @@ export class RemoteEngine {
     const models = this.knownModels() ?? [];
     const up = this.up;
     return models.map((m) => {
-      const serving = up.some((e) => !e.models || e.models.some((x) => x.id === m.id));
       const known = this.endpoints.some((e) => e.state !== 'unknown');
+      const listing = up.filter((e) => e.lists(m.id));
+      const status = (s: RouterModelStatus) => listing.some((e) => e.models?.find((x) => x.id === m.id)?.status === s);
+      // A router's model: loaded (or sleeping) somewhere, else loading somewhere, else not started (or failed).
+      const state: ModelInfo['state'] = !listing.length
+        ? known
+          ? 'error'
+          : 'unloaded'
+        : listing.some((e) => e.ready(m.id))
+          ? 'loaded'
+          : status('loading')
+            ? 'loading'
+            : status('unloaded')
+              ? 'unloaded'
+              : 'error';
       return {
         id: `${this.name}/${m.id}`,
         source: `${this.name}: ${this.endpoints.map((e) => e.url).join(', ')}`,
-        state: serving ? 'loaded' : known ? 'error' : 'unloaded',
+        state,
         maxContextLength: m.maxContextLength,
         demo: false,
         engine: this.name,
@@ -265,35 +324,75 @@ export class RemoteEngine {
     );
   }
 
-  private pick(model: string, tried: Set<Endpoint>, cacheKey?: string): Endpoint | undefined {
-    const last = cacheKey === undefined ? undefined : this.affinity.get(cacheKey);
-    if (
-      last &&
-      !tried.has(last) &&
-      this.up.includes(last) &&
-      last.inFlight < last.concurrency &&
-      (!last.models || last.models.some((m) => m.id === model))
-    ) {
-      return last;
-    }
-    let best: Endpoint | undefined;
-    for (const e of this.up) {
-      if (tried.has(e) || (e.models && !e.models.some((m) => m.id === model))) continue;
-      if (!best) {
-        best = e;
-        continue;
-      }
-      const a = e.inFlight / e.concurrency;
-      const b = best.inFlight / best.concurrency;
-      if (a < b || (a === b && e.served < best.served)) best = e;
-    }
-    return best;
+  /** Endpoints that may take a request for `model` now: up, listing it (or listing nothing), not tried yet. */
+  private eligible(model: string, tried: ReadonlySet<Endpoint>): Endpoint[] {
+    return this.up.filter((e) => !tried.has(e) && e.lists(model));
   }
 
-  private remember(cacheKey: string, ep: Endpoint): void {
-    this.affinity.delete(cacheKey);
-    this.affinity.set(cacheKey, ep);
-    if (this.affinity.size > MAX_AFFINITY_KEYS) this.affinity.delete(this.affinity.keys().next().value!);
+  /** Whether a healthy endpoint takes requests for `model` now (on a router: loaded or sleeping there). */
+  ready(model: string): boolean {
+    return this.up.some((e) => e.ready(model));
+  }
+
+  /**
+   * Starts `model` on a llama.cpp router of the pool that lists it and waits until it runs: GET /props for the model
+   * with autoload=true, which the router answers once the model is loaded, after its own queue and eviction
+   * (--models-max), whether or not it starts models by itself (quirks.ts ROUTER_START_QUERY). A start that fails fails
+   * (model_load_failed, the router's words); no answer within the headers timeout, or a refusal to try now, is
+   * `unavailable` (the task waits queued and tries again).
+   */
+  async loadOnRouter(model: string, signal?: AbortSignal): Promise<void> {
+    const ep = this.up.find((e) => e.router && e.lists(model));
+    if (!ep) return;
+    ep.setStatus(model, 'loading');
+    const timeout = AbortSignal.timeout(this.timeouts.headersMs);
+    let res: Response;
+    try {
+      res = await fetch(`${rootOf(ep.url)}/props?model=${encodeURIComponent(model)}&${ROUTER_START_QUERY}`, {
+        headers: this.headers(),
+        redirect: 'manual',
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      ep.setStatus(model, 'unloaded');
+      throw this.unavailable();
+    }
+    const text = await res.text().catch(() => '');
+    if (res.status === 200) {
+      ep.setStatus(model, 'ready');
+      let props: unknown;
+      try {
+        props = JSON.parse(text);
+      } catch {
+        props = undefined;
+      }
+      ep.slots = (isObject(props) ? positiveInt(props.total_slots, 4096) : undefined) ?? ep.slots;
+      // Its list entry now carries what the running model reports (its context).
+      await this.probe(ep);
+      this.o.onCapacityChange?.();
+      return;
+    }
+    ep.setStatus(model, 'unloaded');
+    let said: string | undefined;
+    try {
+      said = engineErrorOf(JSON.parse(text))?.message;
+    } catch {
+      said = undefined;
+    }
+    const words = `HTTP ${res.status}${said ? `: ${engineText(said, this.config.apiKey)}` : ''}`;
+    if (said && ROUTER_START_FAILED.test(said)) {
+      ep.setStatus(model, 'failed');
+      throw new BackendError('failed', 'model_load_failed', `${ep.name} could not start "${model}" (${words}).`);
+    }
+    if (said && ROUTER_UNKNOWN_MODEL.test(said))
+      throw new BackendError('failed', 'model_not_found', `${ep.name} does not have "${model}" (${words}).`);
+    throw new BackendError('unavailable', 'backend_unavailable', `${ep.name} did not start "${model}" now (${words}).`);
+  }
+
+  /** Where a request with these routing keys goes now (routing.ts), and why; undefined when no endpoint may take it. */
+  route(model: string, keys: RoutingKeys, tried: ReadonlySet<Endpoint> = new Set()): RouteDecision<Endpoint> | undefined {
+    return chooseEndpoint(this.eligible(model, tried), this.affinity.lookup(keys));
   }
 
   /** Streams one chat completion on the best endpoint, moving on to the next one while endpoints are unreachable. */
@@ -307,18 +406,21 @@ export class RemoteEngine {
   ): Promise<ChatStreamResult & { endpoint: string }> {
     // Endpoints whose backoff passed are probed: awaited only when no healthy one could take the task.
     const probes = this.probeDue();
-    if (!this.pick(model, new Set())) await probes;
+    if (!this.eligible(model, new Set()).length) await probes;
+    const keys = routingKeys(model, Array.isArray(body.messages) ? (body.messages as RoutedMessage[]) : [], cacheKey);
     const tried = new Set<Endpoint>();
     let last: BackendError | undefined;
     for (;;) {
-      const ep = this.pick(model, tried, cacheKey);
-      if (!ep) throw this.unavailable(last?.retryAfterMs);
+      const decision = this.route(model, keys, tried);
+      if (!decision) throw this.unavailable(last?.retryAfterMs);
+      const ep = decision.endpoint;
       tried.add(ep);
-      if (cacheKey !== undefined) this.remember(cacheKey, ep);
+      this.affinity.remember(keys, ep);
+      ep.routed[decision.via]++;
       ep.inFlight++;
       ep.served++;
       try {
-        const r = await streamChat({
+        const request = {
           baseUrl: ep.url,
           label: ep.name,
           apiKey: this.config.apiKey,
@@ -328,9 +430,22 @@ export class RemoteEngine {
           maxEventBytes: this.config.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
           logprobs,
           onDelta,
+        };
+        const r = await streamChat(request).catch((e: unknown) => {
+          // A kept-alive connection the server closed as the request went out (llama.cpp server closes one after
+          // 100 requests): nothing reached it, so once more on a fresh connection before taking it out of the pool.
+          if (e instanceof EndpointUnreachable && STALE_CONNECTION.test(e.message) && !signal.aborted) return streamChat(request);
+          throw e;
         });
+        if (ep.router) ep.setStatus(model, 'ready');
         return { ...r, endpoint: ep.url };
       } catch (e) {
+        if (ep.router && isBackendError(e) && e.code === 'invalid_request' && ROUTER_NOT_LOADED.test(e.message)) {
+          // A router that does not start models by itself stopped this one since it was listed: back to the queue,
+          // where load() starts it.
+          ep.setStatus(model, 'unloaded');
+          throw new BackendError('unavailable', 'backend_unavailable', `${ep.name}: "${model}" is not loaded there; starting it.`);
+        }
         if (e instanceof EndpointUnreachable) {
           this.markDown(ep, e.message.replace(`${ep.name} `, ''));
           last = e;

@@ -321,3 +321,40 @@ export const FINISH_REASONS: Readonly<Record<string, 'stop' | 'max_output_tokens
 function textOf(v: unknown): string | undefined {
   return typeof v === 'string' ? v : typeof v === 'number' ? String(v) : undefined;
 }
+
+/**
+ * llama.cpp server's router mode (one server, many models: `llama-server` started without a model, serving those of
+ * --models-dir, --models-preset or its download cache; tools/server/server-models.cpp of the bundled source; its
+ * default port is 8080 in the release we build, 9931 in later ones). Each GET /v1/models entry carries
+ * `status: {value, failed?, exit_code?}`; a request for a model starts it (unless --no-models-autoload) after the
+ * router's own queue and eviction (--models-max), a sleeping one (--sleep-idle-seconds) wakes on the next request and
+ * the request waits. How each status reads here: `ready` takes requests now (a sleeping model too: the request waits
+ * while it wakes), `loading` is on its way, `unloaded` needs a start. A failed start reads `failed`.
+ */
+export const ROUTER_MODEL_STATUS: Record<string, RouterModelStatus> = {
+  loaded: 'ready',
+  sleeping: 'ready',
+  loading: 'loading',
+  downloading: 'loading',
+  downloaded: 'loading',
+  unloaded: 'unloaded',
+};
+export type RouterModelStatus = 'ready' | 'loading' | 'unloaded' | 'failed';
+/**
+ * Starting a model and waiting for it: GET /props?model=ID with this query, which the router answers (the model's
+ * own /props) once the model runs, also when it does not start models by itself (the per-request override).
+ */
+export const ROUTER_START_QUERY = 'autoload=true';
+/** The router's 400 for a model that is not running when it does not start models by itself (--no-models-autoload). */
+export const ROUTER_NOT_LOADED = /model is not loaded/i;
+/** Its words when a model's process could not start, and for a model it does not have (else: try again later). */
+export const ROUTER_START_FAILED = /failed to load/i;
+export const ROUTER_UNKNOWN_MODEL = /not found/i;
+
+/** A /v1/models entry's router status, when it has one (a router's entries do, no other engine's). */
+export function routerStatusOf(entry: Record<string, unknown>): RouterModelStatus | undefined {
+  const s = entry.status;
+  if (!isObject(s) || typeof s.value !== 'string') return undefined;
+  if (s.failed === true && s.value === 'unloaded') return 'failed';
+  return Object.hasOwn(ROUTER_MODEL_STATUS, s.value) ? ROUTER_MODEL_STATUS[s.value] : 'loading';
+}

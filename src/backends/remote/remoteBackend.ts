@@ -1,7 +1,10 @@
 // ModelBackend over named remote engines (OpenAI-compatible servers: llama.cpp server, vLLM, Ollama, LM Studio).
 // Model ids are `NAME/model-id`. Tasks stay in our store; generation runs on the engine. Nothing is loaded here:
 // a model is "loaded" while its engine has a healthy endpoint, and load() probes the engine (the runtime shows the
-// task `loading` meanwhile; an unreachable engine sends it back to `queued` with a status message).
+// task `loading` meanwhile; an unreachable engine sends it back to `queued` with a status message). A llama.cpp
+// router is the exception: its models have states, and load() starts one it lists as not running (engine.ts
+// loadOnRouter); a sleeping one counts as loaded (a request wakes it and waits). Which endpoint of a pool runs a
+// request is the engine's choice (routing.ts: back where its prefix was served, else least-busy).
 // on_restart "resume" is offered per engine (quirks.ts): by default for the kinds that continue a final assistant
 // message (llama.cpp server, vLLM), for an unknown OpenAI-compatible server only when configured, never for Ollama
 // and LM Studio. The delivered text is sent back as that message and the engine generates on, in the same output
@@ -115,7 +118,7 @@ export class RemoteBackend implements ModelBackend {
 
   isLoaded(modelId: string): boolean {
     const r = this.route(modelId);
-    return !!r && r.engine.up.some((e) => !e.models || e.models.some((m) => m.id === r.model));
+    return !!r && r.engine.ready(r.model);
   }
 
   async load(modelId: string, options: LoadOptions = {}): Promise<void> {
@@ -123,6 +126,8 @@ export class RemoteBackend implements ModelBackend {
     if (!r) throw new BackendError('failed', 'model_not_found', `No engine serves "${modelId}".`);
     if (options.signal?.aborted) throw new Error('aborted');
     await r.engine.probeDue();
+    // A llama.cpp router lists models it has not started (or that sleep, which take requests: waited for, not failed).
+    if (!this.isLoaded(modelId)) await r.engine.loadOnRouter(r.model, options.signal);
     if (!this.isLoaded(modelId)) {
       if (r.engine.up.length) {
         throw new BackendError('failed', 'model_not_found', `Engine "${r.engine.name}" does not list the model "${r.model}".`);

@@ -337,6 +337,24 @@ describe('remote backend through the runtime', () => {
     assert.equal(dead.state, 'down');
   });
 
+  it('a connection the server closes as the request goes out (kept-alive, reused) is tried once more on the same endpoint', async () => {
+    let closes = 1;
+    const a = await engine((req, res) => {
+      if (closes-- > 0) return void res.socket?.destroy();
+      return goodStream(['ok'])(req, res);
+    });
+    const c = await engine();
+    const b = new RemoteBackend([{ name: 'gpu', urls: [a.base, c.base] }]);
+    await b.refresh();
+    const r = await open(b);
+    const t = create(r, 'gpu/m1');
+    const done = await r.waitForTerminal(t.id);
+    assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    const chats = (e: FakeEngine) => e.requests.filter((q) => q.path === '/v1/chat/completions').length;
+    assert.deepEqual([chats(a), chats(c)], [2, 0]);
+    assert.equal(b.engines[0].endpoints[0].state, 'up');
+  });
+
   it('two endpoints share the load: concurrent tasks go to the least-busy one, up to the engine slots', async () => {
     const hold: Array<() => void> = [];
     const slow = (): Parameters<typeof startFakeEngine>[0] => (_q, res) => {
@@ -404,6 +422,41 @@ describe('cache-aware routing in a pool', () => {
     await run('thread-2');
     assert.equal(chats(other), 7);
     assert.equal(chats(first), 5);
+  });
+
+  it('a conversation without a key (its history sent again) goes back to its endpoint; one that is down breaks it', async () => {
+    const a = await engine();
+    const c = await engine();
+    const b = new RemoteBackend([{ name: 'gpu', urls: [a.base, c.base], concurrency: [4] }]);
+    await b.refresh();
+    const r = await open(b);
+    const chats = (e: FakeEngine) => e.requests.filter((q) => q.path === '/v1/chat/completions').length;
+    const run = async (input: Array<{ role: string; content: string }>) => {
+      const t = r.createTask({ origin: 'lmsp', principal: 'p', input: { model: 'gpu/m1', input, max_output_tokens: 16 } }).task;
+      const done = await r.waitForTerminal(t.id);
+      assert.equal(done.status, 'succeeded', JSON.stringify(done.error));
+    };
+    const history = [{ role: 'user', content: 'Tell me about pools.' }];
+    await run(history);
+    const first = chats(a) === 1 ? a : c;
+    const other = first === a ? c : a;
+    // Other work in between would go to the other endpoint by load; each turn of the conversation comes back.
+    for (let turn = 0; turn < 3; turn++) {
+      await run([{ role: 'user', content: `unrelated ${turn}` }]);
+      history.push({ role: 'assistant', content: 'x'.repeat(16) }, { role: 'user', content: `and ${turn}?` });
+      await run([...history]);
+    }
+    assert.equal(chats(first), 4, 'every turn on the endpoint of the first');
+    const [routedFirst] = b.engines[0].endpoints.filter((e) => e.url === first.base);
+    assert.equal(routedFirst.routed.conversation, 3);
+    // The endpoint goes away: the next turn runs on the other one and the conversation stays there.
+    await first.close();
+    history.push({ role: 'assistant', content: 'x'.repeat(16) }, { role: 'user', content: 'still there?' });
+    const before = chats(other);
+    await run([...history]);
+    history.push({ role: 'assistant', content: 'x'.repeat(16) }, { role: 'user', content: 'and now?' });
+    await run([...history]);
+    assert.equal(chats(other), before + 2);
   });
 });
 
