@@ -31,6 +31,8 @@ export const EVENT = {
   taskStatus: 'task_runtime:task.status',
   /** Vendor: model load progress, 0..1. */
   modelLoading: 'task_runtime:model.loading',
+  /** Vendor: one try of the task's completion webhook and its outcome (webhooks.ts DeliveryLogEntry). */
+  webhookDelivery: 'task_runtime:webhook.delivery',
 } as const;
 
 /** The events that end a response: exactly one of them closes every attempt's stream that finishes. */

@@ -126,7 +126,7 @@ test('a store one schema older is migrated and written out at once, so its image
   // The store as the release before the newest migration wrote it: that migration undone, its version set back.
   const db = await DurableDatabase.open(store);
   db.write([
-    ['ALTER TABLE tasks DROP COLUMN input_rounds_json', []],
+    ['DROP TABLE webhook_deliveries', []],
     ["UPDATE meta SET value = ? WHERE key = 'schema_version'", [String(SCHEMA_VERSION - 1)]],
   ]);
   await db.checkpoint();
