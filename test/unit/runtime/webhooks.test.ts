@@ -32,6 +32,7 @@ import {
   type WebhookResponse,
   type WebhookSender,
 } from '../../../src/runtime/webhooks';
+import { applyEvents, initialState } from '../../../src/extension/webview/eventLog';
 import { partsDir } from '../../fixtures/runtimeParts';
 import { allFileText } from '../../fixtures/serveProcess';
 import { ScriptedBackend, says } from '../../fixtures/scriptedBackend';
@@ -454,5 +455,17 @@ test('runtime: a finished task is delivered right away; one in flight at close i
   assert.equal(log.attempt, 1, 'the aborted try was not counted');
   assert.equal(rt.pendingWebhooks, 0);
   assert.equal(rt.getTask(task.id)?.status, 'succeeded', 'a note changes nothing about the task');
+  // The editor's events panel shows the log as one timeline entry, its detail the latest try.
+  const { state } = applyEvents(
+    initialState(task.id),
+    rt.readEvents(task.id).map((e) => ({ seq: e.seq, type: e.type, data: e.data })),
+  );
+  assert.deepEqual(
+    state.timeline.slice(-2).map((t) => [t.kind, t.detail]),
+    [
+      ['succeeded', undefined],
+      ['webhook', 'try 1: HTTP 200 (delivered)'],
+    ],
+  );
   await rt.close();
 });
