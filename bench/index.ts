@@ -8,6 +8,7 @@ import { fairShareBench } from './fairShare';
 import { scaleBench } from './scaleBench';
 import { batchingBench } from './batching';
 import { startupBench } from './startup';
+import { webhooksBench } from './webhooks';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
@@ -49,6 +50,7 @@ async function main() {
   if (agents) suites.push(['agents', () => agents({ modelPath })]);
   const hostile = optional('./hostile', 'hostileBench');
   if (hostile) suites.push(['hostile', () => hostile({ modelPath })]);
+  suites.push(['webhooks', () => webhooksBench()]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 
