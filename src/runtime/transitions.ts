@@ -356,20 +356,30 @@ export class TaskTransitions {
   /**
    * Events that change nothing about the task (a webhook delivery's log), on its stream whatever its status, written
    * with `extraOps` in one batch; its status, update time and listeners of changes are left alone. A task that is gone
-   * (deleted, expired) gets no events; `extraOps` are written all the same.
+   * (deleted, expired) gets no events; `extraOps` are written all the same. The batch is synced in the background
+   * (group commit: a burst of deliveries shares syncs); its events reach listeners once it is durable. Nothing waits
+   * on it: if it is rolled back instead, what it recorded is simply not recorded (a delivery is then tried again).
    */
   note(id: string, events: NewEvent[], extraOps: WriteOp[]): void {
     const current = this.store.getTask(id);
     if (!current) {
-      if (extraOps.length) this.store.database.write(extraOps);
+      if (extraOps.length) this.store.database.write(extraOps, { defer: { onDurable: () => undefined, onFailed: () => undefined } });
       return;
     }
     const now = Math.max(this.now(), current.updatedAt);
     const ops = [...this.store.appendEventOps(id, current.request, current.nextSeq, events, now), ...extraOps];
     const stored: TaskEvent[] = events.map((e, i) => ({ taskId: id, seq: current.nextSeq + i, type: e.type, data: e.data, createdAt: now }));
     this.stored?.(current.principal, TaskStore.bytesOf(ops));
-    this.store.database.write(ops);
-    this.bus.publish(stored);
+    this.holdEvents(id, current.nextSeq);
+    this.store.database.write(ops, {
+      defer: {
+        onDurable: () => {
+          this.releaseEvents(id);
+          this.bus.publish(stored);
+        },
+        onFailed: () => this.releaseEvents(id),
+      },
+    });
   }
 
   // ---------------- events not yet durable ----------------
