@@ -9,6 +9,7 @@ import { priorityBench } from './priority';
 import { scaleBench } from './scaleBench';
 import { batchingBench } from './batching';
 import { startupBench } from './startup';
+import { webhooksBench } from './webhooks';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
@@ -51,6 +52,7 @@ async function main() {
   if (agents) suites.push(['agents', () => agents({ modelPath })]);
   const hostile = optional('./hostile', 'hostileBench');
   if (hostile) suites.push(['hostile', () => hostile({ modelPath })]);
+  suites.push(['webhooks', () => webhooksBench()]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

@@ -1,6 +1,7 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { RESTART_POLICIES, type RestartPolicy } from '../runtime/task';
+import { checkWebhookUrl } from '../runtime/webhooks';
 import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl } from '../backends/remote/config';
 import { ENGINE_KINDS, type EngineKind } from '../backends/remote/quirks';
 import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ConcurrencyChoice, type ContextSizeChoice } from '../backends/llama/contextChoice';
@@ -35,6 +36,7 @@ export const USAGE = `Usage:
                      [--engine NAME=URL[,URL...]]... [--engine-key-file NAME=FILE]...
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
+                     [--webhook PRINCIPAL=URL --webhook-secret-file PRINCIPAL=FILE]... [--webhook-allow-private]
   task-runtime make-test-model <out.gguf>
   task-runtime --help
 
@@ -78,6 +80,12 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
                           on_restart "resume" is offered for their models; ollama and lmstudio do not
            --engine-resume  NAME[=off]: offer on_restart "resume" for an engine of kind openai that continues a final
                           assistant message; NAME=off stops offering it for llama.cpp or vllm
+           --webhook      PRINCIPAL=URL: when a task of PRINCIPAL (a name from the token file; a bare token's is
+                          tok_<hash>, shown at start-up) finishes, a signed event is POSTed to URL (http or https),
+                          at least once, retried for about 27.6 h (docs/webhooks.md)
+           --webhook-secret-file  PRINCIPAL=FILE: the endpoint's signing secret (whsec_..., first line of FILE;
+                          created with a fresh secret and mode 0600 when missing; never logged)
+           --webhook-allow-private  deliver to private, loopback and link-local addresses too (refused by default)
 make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
 
 export interface ServeArgs {
@@ -104,6 +112,15 @@ export interface ServeArgs {
   /** Canonical origins (normalizeOrigin) from --allow-origin. */
   allowedOrigins: string[];
   engines: EngineArg[];
+  webhooks: WebhookArg[];
+  /** --webhook-allow-private: endpoints may be on private and loopback addresses. */
+  webhookAllowPrivate: boolean;
+}
+
+export interface WebhookArg {
+  principal: string;
+  url: string;
+  secretFile: string;
 }
 
 export interface EngineArg {
@@ -117,7 +134,8 @@ export interface EngineArg {
 
 export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
 
-type FlagKind = 'string' | 'int' | 'list';
+/** `flag`: takes no value. */
+type FlagKind = 'string' | 'int' | 'list' | 'flag';
 const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }> = {
   'data-dir': { kind: 'string' },
   port: { kind: 'int', min: 0, max: 65535 },
@@ -140,6 +158,9 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   'engine-concurrency': { kind: 'list' },
   'engine-kind': { kind: 'list' },
   'engine-resume': { kind: 'list' },
+  webhook: { kind: 'list' },
+  'webhook-secret-file': { kind: 'list' },
+  'webhook-allow-private': { kind: 'flag' },
 };
 
 export function parseArgs(argv: readonly string[]): CliArgs {
@@ -166,7 +187,10 @@ function parseServe(args: readonly string[]): ServeArgs {
     const spec = SERVE_FLAGS[name];
     if (!spec) throw new UsageError(`Unknown option "--${name}".`);
     let value: string | undefined;
-    if (eq >= 0) value = arg.slice(eq + 1);
+    if (spec.kind === 'flag') {
+      if (eq >= 0) throw new UsageError(`Option --${name} takes no value.`);
+      value = 'on';
+    } else if (eq >= 0) value = arg.slice(eq + 1);
     else if (i + 1 < args.length && !args[i + 1].startsWith('--')) value = args[++i];
     if (value === undefined || value === '') throw new UsageError(`Option --${name} needs a value.`);
     if (spec.kind !== 'list' && values.has(name)) throw new UsageError(`Option --${name} given more than once.`);
@@ -211,7 +235,42 @@ function parseServe(args: readonly string[]): ServeArgs {
       return origin;
     }),
     engines: engineArgs(values),
+    webhooks: webhookArgs(values),
+    webhookAllowPrivate: values.has('webhook-allow-private'),
   };
+}
+
+/** `PRINCIPAL=VALUE` of a webhook flag (a principal is a token file's name: no spaces). */
+function principalValue(flag: string, raw: string): [string, string] {
+  const eq = raw.indexOf('=');
+  if (eq <= 0 || eq === raw.length - 1) throw new UsageError(`--${flag} must be PRINCIPAL=VALUE, got "${raw.slice(0, 200)}".`);
+  const principal = raw.slice(0, eq);
+  if (/\s/.test(principal) || principal.length > 200) throw new UsageError(`--${flag}: "${principal.slice(0, 80)}" is not a principal name.`);
+  return [principal, raw.slice(eq + 1)];
+}
+
+function webhookArgs(values: Map<string, string[]>): WebhookArg[] {
+  const urls = new Map<string, string>();
+  for (const raw of values.get('webhook') ?? []) {
+    const [principal, value] = principalValue('webhook', raw);
+    if (urls.has(principal)) throw new UsageError(`--webhook ${principal} given twice; a principal has one endpoint.`);
+    const url = checkWebhookUrl(value);
+    // The message never repeats the URL: its query may hold someone's token.
+    if (url instanceof Error) throw new UsageError(`--webhook ${principal}: ${url.message}.`);
+    urls.set(principal, url);
+  }
+  const files = new Map<string, string>();
+  for (const raw of values.get('webhook-secret-file') ?? []) {
+    const [principal, file] = principalValue('webhook-secret-file', raw);
+    if (!urls.has(principal)) throw new UsageError(`--webhook-secret-file ${principal}: no --webhook ${principal}=URL was given.`);
+    if (files.has(principal)) throw new UsageError(`--webhook-secret-file ${principal} given twice.`);
+    files.set(principal, file);
+  }
+  return [...urls].map(([principal, url]) => {
+    const secretFile = files.get(principal);
+    if (!secretFile) throw new UsageError(`--webhook ${principal}: give its signing secret with --webhook-secret-file ${principal}=FILE.`);
+    return { principal, url, secretFile };
+  });
 }
 
 /** `NAME=VALUE` of an engine flag. */

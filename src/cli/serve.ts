@@ -20,6 +20,9 @@ import { damageSummary } from '../runtime/store/database';
 import { SERVE_LOCK_WAIT_MS } from '../runtime/store/lock';
 import { UsageError, type ServeArgs } from './args';
 import { loadOrCreateTokens } from './tokenFile';
+import { loadOrCreateWebhookSecret } from './webhookSecret';
+import { HttpWebhookSender } from '../protocols/webhooks/sender';
+import { endpointOrigin, type WebhookEndpoint, type WebhookOptions } from '../runtime/webhooks';
 
 /** Hidden knobs for tests and benchmarks (tiny retention windows, fast heartbeats). */
 export const ENV_LIMITS = 'TASK_RUNTIME_LIMITS';
@@ -113,6 +116,21 @@ function readEngineKey(name: string, keyFile: string): string {
   }
 }
 
+/** The runtime's webhook options from --webhook and its secret files (undefined: none configured). */
+function webhookOptions(args: ServeArgs, principals: ReadonlySet<string>): WebhookOptions | undefined {
+  if (args.webhooks.length === 0) return undefined;
+  const endpoints = new Map<string, WebhookEndpoint>();
+  for (const w of args.webhooks) {
+    if (!principals.has(w.principal)) {
+      throw new UsageError(`--webhook ${w.principal}: no token in the token file has this principal (${[...principals].join(', ')}).`);
+    }
+    const secretFile = path.resolve(w.secretFile);
+    endpoints.set(w.principal, { url: w.url, secret: loadOrCreateWebhookSecret(secretFile, w.principal) });
+    log(`webhook for ${w.principal}: ${endpointOrigin(w.url)} (signing secret in ${secretFile})`);
+  }
+  return { endpoints: (principal) => endpoints.get(principal), sender: new HttpWebhookSender({ allowPrivate: args.webhookAllowPrivate }) };
+}
+
 /**
  * What an embedding program serves besides the product: more model backends (members of the composite backend,
  * after the local and remote models) and more MCP tools (the modern door's extraTools). The CLI passes none.
@@ -138,6 +156,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
 
   const tokenFile = path.resolve(args.tokenFile ?? path.join(dataDir, 'token'));
   const tokens = loadOrCreateTokens(tokenFile);
+  const webhooks = webhookOptions(args, new Set(tokens.values()));
 
   for (const source of args.models) {
     if (!isModelUri(source) && !fs.existsSync(source)) throw new UsageError(`--model ${source}: no such file.`);
@@ -180,6 +199,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     database: checkpointBytes ? { checkpointBytes } : undefined,
     // A restart right after a SIGKILL: the old process may not have finished exiting yet.
     lockWaitMs: SERVE_LOCK_WAIT_MS,
+    webhooks,
   });
   await prepared;
   const damage = damageSummary(runtime.storeReport);

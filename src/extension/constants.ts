@@ -15,6 +15,8 @@ export const LM_VENDOR = 'task-runtime';
 export const MCP_SERVER_LABEL = 'Task Runtime';
 
 export const SECRET_TOKEN_KEY = 'taskRuntime.token';
+/** SecretStorage key of the completion webhook's signing secret (webhookSecret.ts). */
+export const SECRET_WEBHOOK_KEY = 'taskRuntime.webhookSecret';
 export const CONFIG_SECTION = 'taskRuntime';
 
 export const Commands = {
@@ -35,6 +37,7 @@ export const Commands = {
   copyLmspEndpoint: 'taskRuntime.copyLmspEndpoint',
   copyOpenAiEndpoint: 'taskRuntime.copyOpenAiEndpoint',
   regenerateToken: 'taskRuntime.regenerateToken',
+  copyWebhookSecret: 'taskRuntime.copyWebhookSecret',
   restartServer: 'taskRuntime.restartServer',
   showLog: 'taskRuntime.showLog',
   refresh: 'taskRuntime.refresh',

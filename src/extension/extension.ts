@@ -20,6 +20,7 @@ import { McpServerProvider } from './mcpProvider';
 import { readSettings, restartNeeded, type ExtensionSettings } from './model/settings';
 import { describeStartup, StartupProbe, type StartupFigures } from './startupProbe';
 import { TokenStore } from './tokenStore';
+import { webhookSecret } from './webhookSecret';
 import { CompletionNotifier } from './ui/completionNotifier';
 import { ResultDocumentProvider } from './ui/resultDocument';
 import { StatusBar } from './ui/statusBar';
@@ -68,6 +69,7 @@ class TaskRuntimeExtension extends Disposable {
           void vscode.window.showWarningMessage(message, show).then((choice) => choice === show && this.log.show());
         },
         engineKey: (name) => Promise.resolve(context.secrets.get(engineKeySecret(name))),
+        webhookSecret: () => webhookSecret(context.secrets),
       }),
     );
     const source = this.service.source;
@@ -103,6 +105,7 @@ class TaskRuntimeExtension extends Disposable {
         settings: () => this.settings,
         confirm: (message, action) => this.confirm(message, action),
         secrets: context.secrets,
+        webhookSecret: () => webhookSecret(context.secrets),
       }),
     );
     this._register(tokens.onDidChange(() => void this.service.tokenChanged()));

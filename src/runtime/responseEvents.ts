@@ -34,6 +34,8 @@ export const EVENT = {
   modelLoading: 'task_runtime:model.loading',
   /** Vendor: a queued task's place moved (position, priority, expected start; runtime/queue.ts). */
   taskQueue: 'task_runtime:task.queue',
+  /** Vendor: one try of the task's completion webhook and its outcome (webhooks.ts DeliveryLogEntry). */
+  webhookDelivery: 'task_runtime:webhook.delivery',
 } as const;
 
 /** The events that end a response: exactly one of them closes every attempt's stream that finishes. */

@@ -39,6 +39,7 @@ import {
   type TaskStatus,
 } from './task';
 import { TaskTransitions } from './transitions';
+import { outboxOps, WebhookWorker, type WebhookOptions } from './webhooks';
 
 export interface RuntimeOptions {
   dataDir: string;
@@ -68,6 +69,19 @@ export interface RuntimeOptions {
    * store_locked (default 0: refused at once; `serve` waits SERVE_LOCK_WAIT_MS for a process killed a moment ago).
    */
   lockWaitMs?: number;
+  /** Completion webhooks (webhooks.ts): each principal's endpoint and the sender; absent: no task owes a delivery. */
+  webhooks?: WebhookOptions;
+}
+
+/** The terminal-batch hook of TaskTransitions that writes a finished task's webhook outbox row (webhooks.ts). */
+function webhookOutbox(options: RuntimeOptions, owed: () => void): ((next: TaskRecord, now: number) => WriteOp[]) | undefined {
+  const webhooks = options.webhooks;
+  if (!webhooks) return undefined;
+  return (next, now) => {
+    const ops = outboxOps(webhooks.endpoints, next, now);
+    if (ops.length) owed();
+    return ops;
+  };
 }
 
 export const DEFAULT_LIMITS: RuntimeLimits = {
@@ -106,6 +120,9 @@ export class TaskRuntime implements TaskRuntimeApi {
   private readonly scheduler: Scheduler;
   private readonly storedBytes: StoredBytesMeter;
   private readonly sweepTimer: NodeJS.Timeout;
+  private readonly webhooks: WebhookWorker | undefined;
+  /** A terminal batch wrote an outbox row: the next change told pumps the webhook worker. */
+  private webhookOwed = false;
   private queueOrder: number;
   private closed = false;
   private readonly now: () => number;
@@ -124,7 +141,23 @@ export class TaskRuntime implements TaskRuntimeApi {
     this.bus.onTaskChange((task, deleted) => this.collector.taskChanged(task, deleted));
     store.database.onSync((ms) => this.collector.syncTook(ms));
     this.storedBytes = new StoredBytesMeter((principal) => store.storedBytes(principal));
-    this.transitions = new TaskTransitions(store, this.bus, this.now, (principal, bytes) => this.storedBytes.added(principal, bytes));
+    this.transitions = new TaskTransitions(
+      store,
+      this.bus,
+      this.now,
+      (principal, bytes) => this.storedBytes.added(principal, bytes),
+      webhookOutbox(options, () => (this.webhookOwed = true)),
+    );
+    if (options.webhooks) {
+      const worker = new WebhookWorker(store.database, this.transitions, this.now, options.webhooks, options.log);
+      this.webhooks = worker;
+      // Told once the terminal batch is durable: the delivery starts right away.
+      this.bus.onTaskChange(() => {
+        if (!this.webhookOwed) return;
+        this.webhookOwed = false;
+        worker.pump();
+      });
+    }
     this.scheduler = new Scheduler({
       now: this.now,
       store,
@@ -162,7 +195,18 @@ export class TaskRuntime implements TaskRuntimeApi {
     // thread, and together they were one block of start-up (none over 20 ms).
     await nextTurn();
     const store = new TaskStore(db);
-    const recovery = recoverTasks(store, new TaskTransitions(store, new TaskEventBus(), options.now ?? Date.now), options.backend);
+    const now = options.now ?? Date.now;
+    const recovery = recoverTasks(
+      store,
+      new TaskTransitions(
+        store,
+        new TaskEventBus(),
+        now,
+        undefined,
+        webhookOutbox(options, () => undefined),
+      ),
+      options.backend,
+    );
     const runtime = new TaskRuntime(options, store, lock, recovery);
     // After recovery every unfinished task is queued, or waits for its client's input (recovery.ts).
     for (const t of store.activeTasks()) {
@@ -170,6 +214,8 @@ export class TaskRuntime implements TaskRuntimeApi {
       else runtime.scheduler.enqueue(t, recovery.resumePoints.get(t.id));
     }
     runtime.sweepNow();
+    // Deliveries owed from before (a crash, a restart, recovery's endings) start now.
+    runtime.webhooks?.pump();
     return runtime;
   }
 
@@ -184,6 +230,11 @@ export class TaskRuntime implements TaskRuntimeApi {
 
   get storeReport() {
     return this.store.database.report;
+  }
+
+  /** Completion webhooks owed and not yet delivered or given up (0 without webhooks). */
+  get pendingWebhooks(): number {
+    return this.webhooks?.pending ?? 0;
   }
 
   /** Write batches and journal syncs since open (benchmark, tests: group commit shows as fewer syncs than batches). */
@@ -618,6 +669,8 @@ export class TaskRuntime implements TaskRuntimeApi {
     this.closed = true;
     clearInterval(this.sweepTimer);
     await this.scheduler.close();
+    // After the scheduler: endings written while it stopped its runs owe deliveries, tried after the restart.
+    await this.webhooks?.close();
     await this.store.database.close();
     this.lock.release();
   }

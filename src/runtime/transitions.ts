@@ -79,12 +79,15 @@ export class TaskTransitions {
   /**
    * `stored`: told the bytes each batch stores for a principal (TaskStore.bytesOf), as it is written: the runtime's
    * stored-bytes meter (shares.ts), so that what a running task writes counts between the meter's recounts.
+   * `finished`: more writes for the batch of a step that ends a task (`next`: the task as that step leaves it): the
+   * completion-webhook outbox row (webhooks.ts), durable together with the ending or not at all.
    */
   constructor(
     private readonly store: TaskStore,
     private readonly bus: TaskEventBus,
     private readonly now: () => number,
     private readonly stored?: (principal: string, bytes: number) => void,
+    private readonly finished?: (next: TaskRecord, now: number) => WriteOp[],
   ) {}
 
   // ---------------- a new task ----------------
@@ -397,6 +400,37 @@ export class TaskTransitions {
     return out;
   }
 
+  // ---------------- notes ----------------
+
+  /**
+   * Events that change nothing about the task (a webhook delivery's log), on its stream whatever its status, written
+   * with `extraOps` in one batch; its status, update time and listeners of changes are left alone. A task that is gone
+   * (deleted, expired) gets no events; `extraOps` are written all the same. The batch is synced in the background
+   * (group commit: a burst of deliveries shares syncs); its events reach listeners once it is durable. Nothing waits
+   * on it: if it is rolled back instead, what it recorded is simply not recorded (a delivery is then tried again).
+   */
+  note(id: string, events: NewEvent[], extraOps: WriteOp[]): void {
+    const current = this.store.getTask(id);
+    if (!current) {
+      if (extraOps.length) this.store.database.write(extraOps, { defer: { onDurable: () => undefined, onFailed: () => undefined } });
+      return;
+    }
+    const now = Math.max(this.now(), current.updatedAt);
+    const ops = [...this.store.appendEventOps(id, current.request, current.nextSeq, events, now), ...extraOps];
+    const stored: TaskEvent[] = events.map((e, i) => ({ taskId: id, seq: current.nextSeq + i, type: e.type, data: e.data, createdAt: now }));
+    this.stored?.(current.principal, TaskStore.bytesOf(ops));
+    this.holdEvents(id, current.nextSeq);
+    this.store.database.write(ops, {
+      defer: {
+        onDurable: () => {
+          this.releaseEvents(id);
+          this.bus.publish(stored);
+        },
+        onFailed: () => this.releaseEvents(id),
+      },
+    });
+  }
+
   // ---------------- events not yet durable ----------------
 
   /**
@@ -481,6 +515,7 @@ export class TaskTransitions {
     const newEvents = events(next);
     const ops: WriteOp[] = this.store.updateTaskOps(current.id, patch, now);
     if (newEvents.length) ops.push(...this.store.appendEventOps(current.id, current.request, current.nextSeq, newEvents, now));
+    if (this.finished && patch.status !== undefined && isTerminal(patch.status)) ops.push(...this.finished(next, now));
     next.nextSeq = current.nextSeq + newEvents.length;
     const stored: TaskEvent[] = newEvents.map((e, i) => ({
       taskId: current.id,

@@ -19,6 +19,8 @@ export interface EndpointCommandDeps {
   log: vscode.LogOutputChannel;
   /** Asks a modal yes/no question with one action button; true when the user chose the action. */
   confirm: (message: string, action: string) => Promise<boolean>;
+  /** The completion webhook's signing secret (SecretStorage; created on first use). */
+  webhookSecret?: () => Promise<string>;
 }
 
 export class EndpointCommands extends Disposable {
@@ -32,6 +34,7 @@ export class EndpointCommands extends Disposable {
     reg(Commands.copyLmspEndpoint, () => this.copyLmspEndpoint());
     reg(Commands.copyOpenAiEndpoint, () => this.copyOpenAiEndpoint());
     reg(Commands.regenerateToken, () => this.regenerateToken());
+    reg(Commands.copyWebhookSecret, () => this.copyWebhookSecret());
     reg(Commands.restartServer, () => d.service.restart());
     reg(Commands.showLog, () => d.log.show());
   }
@@ -81,6 +84,21 @@ export class EndpointCommands extends Disposable {
     await vscode.env.clipboard.writeText(snippet);
     void vscode.window.showInformationMessage(t('OpenAI-compatible endpoint copied (baseURL and apiKey, which is the access token).'));
     return snippet;
+  }
+
+  /**
+   * The completion webhook's signing secret (taskRuntime.webhook.url), for the receiver's verification: on the
+   * clipboard after the user agreed; returns only whether it was copied.
+   */
+  async copyWebhookSecret(): Promise<boolean> {
+    if (!this.d.webhookSecret) return false;
+    const question = t(
+      'Copy the completion webhook signing secret to the clipboard? Anything that reads the clipboard can then sign requests your webhook receiver accepts.',
+    );
+    if (!(await this.d.confirm(question, t('Copy')))) return false;
+    await vscode.env.clipboard.writeText(await this.d.webhookSecret());
+    void vscode.window.showInformationMessage(t('Webhook signing secret copied. Verify deliveries with it (Standard Webhooks).'));
+    return true;
   }
 
   /** Always asks first, whatever the caller passes: another extension cannot cut off the user's clients unasked. */

@@ -7,6 +7,8 @@ import { loadOrCreateReasoningKey } from '../../protocols/shared/reasoningSeal';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
 import { TaskRuntime } from '../../runtime/runtime';
 import type { OpenReport } from '../../runtime/store/database';
+import { HttpWebhookSender } from '../../protocols/webhooks/sender';
+import type { WebhookOptions } from '../../runtime/webhooks';
 import { EDITOR_PRINCIPAL } from '../constants';
 import type { ExtensionSettings } from '../model/settings';
 import { removeEndpointRecord, writeEndpointRecord } from './endpointRecord';
@@ -38,6 +40,16 @@ export function tokenMap(token: string): Map<string, string> {
   return new Map([[token, EDITOR_PRINCIPAL]]);
 }
 
+/** The runtime's webhook options from taskRuntime.webhook.*: the editor principal's endpoint (undefined: none set). */
+async function editorWebhooks(settings: ExtensionSettings, secret?: () => Promise<string>): Promise<WebhookOptions | undefined> {
+  if (!settings.webhookUrl || !secret) return undefined;
+  const endpoint = { url: settings.webhookUrl, secret: await secret() };
+  return {
+    endpoints: (principal) => (principal === EDITOR_PRINCIPAL ? endpoint : undefined),
+    sender: new HttpWebhookSender({ allowPrivate: settings.webhookAllowPrivate }),
+  };
+}
+
 /** Opens the store; throws RuntimeError store_locked when another live window owns it. */
 export async function openLocalHost(options: {
   dataDir: string;
@@ -46,6 +58,8 @@ export async function openLocalHost(options: {
   log: (message: string) => void;
   /** An engine's API key from SecretStorage (undefined: none). */
   engineKey?: (name: string) => Promise<string | undefined>;
+  /** The completion webhook's signing secret (SecretStorage), asked for when taskRuntime.webhook.url is set. */
+  webhookSecret?: () => Promise<string>;
 }): Promise<LocalHost> {
   const { dataDir, settings, log } = options;
   mkdirSync(dataDir, { recursive: true });
@@ -67,7 +81,13 @@ export async function openLocalHost(options: {
   let runtime: TaskRuntimeApi;
   let storeReport: OpenReport;
   try {
-    const opened = await TaskRuntime.open({ dataDir, backend, limits: limitsFromSettings(settings), log });
+    const opened = await TaskRuntime.open({
+      dataDir,
+      backend,
+      limits: limitsFromSettings(settings),
+      log,
+      webhooks: await editorWebhooks(settings, options.webhookSecret),
+    });
     runtime = opened;
     storeReport = opened.storeReport;
   } catch (e) {

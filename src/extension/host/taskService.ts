@@ -29,6 +29,8 @@ export interface TaskServiceOptions {
   log: (message: string) => void;
   /** A remote engine's API key (SecretStorage). */
   engineKey?: (name: string) => Promise<string | undefined>;
+  /** The completion webhook's signing secret (SecretStorage). */
+  webhookSecret?: () => Promise<string>;
   /** How often a non-owner checks whether it can take over. */
   pollMs?: number;
   /**
@@ -123,6 +125,7 @@ export class TaskService extends Disposable {
         token,
         log: this.options.log,
         engineKey: this.options.engineKey,
+        webhookSecret: this.options.webhookSecret,
       });
       if (this.isDisposed) {
         await host.close();

@@ -15,6 +15,7 @@ import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoic
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/remote/config';
 import { RESTART_POLICIES, type RestartPolicy } from '../../runtime/task';
+import { checkWebhookUrl } from '../../runtime/webhooks';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../../runtime/shares';
 import type { Localize } from './format';
 
@@ -52,6 +53,10 @@ export interface ExtensionSettings {
   temperature: number | null;
   /** Remote engines (OpenAI-compatible servers); their API keys live in SecretStorage, never here. */
   engines: EngineSetting[];
+  /** Where the editor principal's completion events go ('' = none); its secret lives in SecretStorage. */
+  webhookUrl: string;
+  /** The webhook may be on a private or loopback address. */
+  webhookAllowPrivate: boolean;
 }
 
 /** One entry of taskRuntime.engines. */
@@ -80,6 +85,8 @@ export const SETTING_KEYS = {
   notifyOnCompletion: 'notifications.onCompletion',
   temperature: 'temperature',
   engines: 'engines',
+  webhookUrl: 'webhook.url',
+  webhookAllowPrivate: 'webhook.allowPrivateAddresses',
 } as const satisfies Record<keyof ExtensionSettings, string>;
 
 export const DEFAULT_SETTINGS: ExtensionSettings = {
@@ -105,6 +112,8 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   notifyOnCompletion: 'always',
   temperature: null,
   engines: [],
+  webhookUrl: '',
+  webhookAllowPrivate: false,
 };
 
 /** Settings whose change needs the runtime (store, backend, listener) restarted. */
@@ -128,6 +137,8 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'retentionDays',
   'eventHistoryHours',
   'engines',
+  'webhookUrl',
+  'webhookAllowPrivate',
 ];
 
 export interface SettingsResult {
@@ -268,6 +279,17 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     p.push(t('Setting taskRuntime.{0} must be a list of origins such as "http://localhost:5173"; using none.', k.allowedOrigins));
   }
   const engines = readEngines(get(k.engines), p, t);
+  const hookRaw = get(k.webhookUrl);
+  let webhookUrl = d.webhookUrl;
+  if (typeof hookRaw === 'string' && hookRaw.trim() !== '') {
+    const url = checkWebhookUrl(hookRaw.trim());
+    // The message never repeats the URL: its query may hold someone's token.
+    if (url instanceof Error) p.push(t('Setting taskRuntime.{0}: {1}; no webhook is sent.', k.webhookUrl, url.message));
+    else webhookUrl = url;
+  } else if (hookRaw !== undefined && hookRaw !== null && hookRaw !== '') {
+    p.push(t('Setting taskRuntime.{0} must be an http or https URL; no webhook is sent.', k.webhookUrl));
+  }
+  const allowRaw = get(k.webhookAllowPrivate);
   const settings: ExtensionSettings = {
     port: integer(get, k.port, 0, 65535, d.port, p, t),
     allowedOrigins,
@@ -291,6 +313,8 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     notifyOnCompletion,
     temperature,
     engines,
+    webhookUrl,
+    webhookAllowPrivate: allowRaw === true,
   };
   if (settings.defaultTtlMinutes > settings.maxTtlMinutes) {
     p.push(t('Setting taskRuntime.ttl.defaultMinutes is larger than taskRuntime.ttl.maxMinutes; using the maximum.'));

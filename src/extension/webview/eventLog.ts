@@ -278,6 +278,15 @@ function applyOne(state: PanelState, e: WireEvent): void {
       a.loadingAt ??= at;
       break;
     }
+    case 'task_runtime:webhook.delivery': {
+      // The completion webhook's tries (runtime/webhooks.ts): one entry, its detail the latest try's outcome.
+      const d = e.data;
+      const answer = typeof d['status_code'] === 'number' ? `HTTP ${d['status_code']}` : typeof d['error'] === 'string' ? d['error'] : '';
+      const next = typeof d['next_retry_at'] === 'number' ? `, next try ${new Date(d['next_retry_at'] * 1000).toISOString()}` : '';
+      const outcome = d['outcome'] === 'delivered' ? 'delivered' : d['outcome'] === 'gave_up' ? 'given up' : `failed${next}`;
+      push(state, { seq: e.seq, kind: 'webhook', detail: `try ${String(d['attempt'] ?? '?')}: ${answer} (${outcome})`.slice(0, 300), ...stamp });
+      break;
+    }
     case 'error': {
       const err = e.data['error'] as Record<string, unknown> | undefined;
       if (err) state.problem = { code: String(err['code'] ?? 'error'), message: String(err['message'] ?? '') };

@@ -294,5 +294,6 @@ export const WEBVIEW_STRINGS = {
   'kind.failed': 'Failed',
   'kind.cancelled': 'Cancelled',
   'kind.history_expired': 'History expired',
+  'kind.webhook': 'Completion webhook',
 } as const;
 export type WebviewStringKey = keyof typeof WEBVIEW_STRINGS;

@@ -58,6 +58,19 @@ export const MIGRATIONS: readonly string[] = [
   `ALTER TABLE tasks ADD COLUMN input_rounds_json TEXT;`,
   // 3: a task's priority among its principal's queued tasks (runtime/queue.ts)
   `ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;`,
+  // 4: the completion-webhook outbox (runtime/webhooks.ts): one row per event still to be delivered, written in the
+  // batch of the task's terminal transition; the body is stored as sent, so every try carries the same bytes and id
+  `CREATE TABLE webhook_deliveries (
+     id TEXT PRIMARY KEY,
+     task_id TEXT NOT NULL,
+     principal TEXT NOT NULL,
+     event_type TEXT NOT NULL,
+     body TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_at INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at);`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

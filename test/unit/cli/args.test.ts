@@ -56,3 +56,27 @@ test('--priority-aging-ms takes whole milliseconds from 0 (no aging) to an hour;
     );
   }
 });
+
+test('--webhook PRINCIPAL=URL needs its --webhook-secret-file; --webhook-allow-private takes no value; the URL is never echoed', () => {
+  assert.deepEqual(serveArgs([]).webhooks, []);
+  assert.equal(serveArgs([]).webhookAllowPrivate, false);
+  const a = serveArgs(['--webhook', 'alice=https://hooks.example/a', '--webhook-secret-file', 'alice=/tmp/s', '--webhook-allow-private']);
+  assert.deepEqual(a.webhooks, [{ principal: 'alice', url: 'https://hooks.example/a', secretFile: '/tmp/s' }]);
+  assert.equal(a.webhookAllowPrivate, true);
+  const refused: Array<[string[], RegExp]> = [
+    [['--webhook', 'alice=https://hooks.example/a'], /--webhook-secret-file alice=FILE/],
+    [['--webhook', 'alice=ftp://hooks.example/?token=sekrit', '--webhook-secret-file', 'alice=/tmp/s'], /must be http or https/],
+    [['--webhook', 'alice=https://u:sekrit@hooks.example/', '--webhook-secret-file', 'alice=/tmp/s'], /credentials/],
+    [['--webhook', 'https://hooks.example/'], /PRINCIPAL=VALUE/],
+    [['--webhook', 'alice=https://a.example/', '--webhook', 'alice=https://b.example/'], /given twice/],
+    [['--webhook-secret-file', 'bob=/tmp/s'], /no --webhook bob=URL/],
+    [['--webhook-allow-private=yes'], /takes no value/],
+  ];
+  for (const [argv, message] of refused) {
+    assert.throws(
+      () => serveArgs(argv),
+      (e: Error) => e instanceof UsageError && message.test(e.message) && !e.message.includes('sekrit'),
+      argv.join(' '),
+    );
+  }
+});

@@ -87,3 +87,20 @@ test('a change of the engines restarts the runtime; the same engines do not', ()
   assert.equal(restartNeeded(a, { ...a, engines: [{ name: 'gpu', urls: ['http://h2/v1'] }] }), true);
   assert.equal(restartNeeded(a, DEFAULT_SETTINGS), true);
 });
+
+test('taskRuntime.webhook.url: an http(s) URL, else none with a message that does not repeat it; both webhook settings restart the runtime', () => {
+  const read = (values: Record<string, unknown>) => readSettings((k) => values[k], plainLocalize);
+  assert.equal(read({}).settings.webhookUrl, '');
+  assert.equal(read({}).settings.webhookAllowPrivate, false);
+  const ok = read({ 'webhook.url': ' https://hooks.example/a ', 'webhook.allowPrivateAddresses': true });
+  assert.deepEqual([ok.settings.webhookUrl, ok.settings.webhookAllowPrivate, ok.problems], ['https://hooks.example/a', true, []]);
+  for (const bad of ['ftp://hooks.example/?k=sekrit', 'https://u:sekrit@hooks.example/', 42]) {
+    const r = read({ 'webhook.url': bad });
+    assert.equal(r.settings.webhookUrl, '');
+    assert.equal(r.problems.length, 1, String(bad));
+    assert.match(r.problems[0], /taskRuntime\.webhook\.url/);
+    assert.doesNotMatch(r.problems[0], /sekrit/);
+  }
+  assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, webhookUrl: 'https://hooks.example/' }), true);
+  assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, webhookAllowPrivate: true }), true);
+});

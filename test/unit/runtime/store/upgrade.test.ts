@@ -128,6 +128,7 @@ test('a store written by a newer release is refused with a message that says so,
 const UNDO_MIGRATION: Record<number, string> = {
   2: 'ALTER TABLE tasks DROP COLUMN input_rounds_json',
   3: 'ALTER TABLE tasks DROP COLUMN priority',
+  4: 'DROP TABLE webhook_deliveries',
 };
 
 test('a store one schema older is migrated and written out at once, so its image carries the new schema', async () => {
