@@ -2,11 +2,7 @@
 // on the tiny model with one task at a time (the default concurrency), against one task's own time. Before the
 // round-robin scheduler B waited behind all of A's backlog; the goal is at most one task's time (the task that
 // holds the slot when B arrives).
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { LlamaBackend } from '../src/backends/llama/llamaBackend';
-import { TaskRuntime } from '../src/runtime/runtime';
+import { openTinyRuntime } from './tinyRuntime';
 import { isTerminal, type TaskRecord } from '../src/runtime/task';
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -14,16 +10,7 @@ const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 export async function fairShareBench(opts: { modelPath: string; backlog?: number; tokens?: number }): Promise<Record<string, number>> {
   const backlog = opts.backlog ?? 200;
   const tokens = opts.tokens ?? 16;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-fair-'));
-  const backend = new LlamaBackend({ models: [{ id: 'tiny', source: opts.modelPath }], suppressEndOfGeneration: true });
-  const runtime = await TaskRuntime.open({
-    dataDir: dir,
-    backend,
-    limits: { maxConcurrentTasks: 1, maxQueuedTasks: backlog + 10, maxQueuedTasksPerPrincipal: backlog + 10 },
-  });
-  const input = (text: string) => ({ model: 'tiny', input: text, max_output_tokens: tokens, temperature: 0 });
-  // Warm: the load is nobody's queue wait.
-  await runtime.waitForTerminal(runtime.createTask({ origin: 'lmsp', principal: 'warm', input: input('warm') }).task.id);
+  const { runtime, input, close } = await openTinyRuntime({ modelPath: opts.modelPath, capacity: backlog + 10, tokens, prefix: 'tr-bench-fair-' });
 
   const started = new Map<string, number>();
   const ended = new Map<string, number>();
@@ -65,9 +52,7 @@ export async function fairShareBench(opts: { modelPath: string; backlog?: number
       /* finished */
     }
   }
-  await runtime.close();
-  await backend.dispose();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await close();
   return {
     a_queued: backlog,
     tokens_per_task: tokens,

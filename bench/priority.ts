@@ -5,11 +5,8 @@
 // - aging: a priority -10 task waits behind a steady stream of normal (0) tasks that A keeps adding; it should start
 //   within the documented bound, (0 - -10) levels × the aging step (here 200 ms a level: 2 s), plus one task's time.
 // The positions the runtime reports are checked against the order tasks really started.
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { LlamaBackend } from '../src/backends/llama/llamaBackend';
-import { TaskRuntime } from '../src/runtime/runtime';
+import type { TaskRuntime } from '../src/runtime/runtime';
+import { openTinyRuntime } from './tinyRuntime';
 import { isTerminal, type TaskRecord } from '../src/runtime/task';
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -23,17 +20,14 @@ export async function priorityBench(opts: {
   const backlog = opts.backlog ?? 200;
   const tokens = opts.tokens ?? 16;
   const agingMs = opts.agingMs ?? 200;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-bench-priority-'));
-  const backend = new LlamaBackend({ models: [{ id: 'tiny', source: opts.modelPath }], suppressEndOfGeneration: true });
-  const runtime = await TaskRuntime.open({
-    dataDir: dir,
-    backend,
-    priorityAgingMs: agingMs,
-    limits: { maxConcurrentTasks: 1, maxQueuedTasks: backlog + 50, maxQueuedTasksPerPrincipal: backlog + 50 },
+  const { runtime, input, close } = await openTinyRuntime({
+    modelPath: opts.modelPath,
+    capacity: backlog + 50,
+    tokens,
+    prefix: 'tr-bench-priority-',
+    options: { priorityAgingMs: agingMs },
   });
-  const input = (text: string) => ({ model: 'tiny', input: text, max_output_tokens: tokens, temperature: 0 });
   const create = (text: string, priority?: number) => runtime.createTask({ origin: 'lmsp', principal: 'A', input: input(text), priority }).task.id;
-  await runtime.waitForTerminal(runtime.createTask({ origin: 'lmsp', principal: 'warm', input: input('warm') }).task.id);
 
   const started = new Map<string, number>();
   const ended = new Map<string, number>();
@@ -95,9 +89,7 @@ export async function priorityBench(opts: {
   normalsAhead = stream.filter((id) => started.has(id) && started.get(id)! < started.get(low)! && started.get(id)! > lowCreated).length;
   runtime.cancelTasks({ principal: 'A', statuses: ['queued', 'running'] });
   sub.close();
-  await runtime.close();
-  await backend.dispose();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await close();
   const bound = 10 * agingMs + oneTask;
   return {
     a_queued: backlog,

@@ -571,8 +571,8 @@ export class TaskRuntime implements TaskRuntimeApi {
       if (!statuses.includes(t.status)) continue;
       if (filter.model !== undefined && t.model !== filter.model && t.request.model !== filter.model) continue;
       ids.push(t.id);
+      if (t.status === 'queued') this.scheduler.remove(t.id);
     }
-    for (const id of ids) if (this.store.getTask(id)?.status === 'queued') this.scheduler.remove(id);
     const changed = this.transitions.cancelMany(ids, filter.reason);
     for (const t of changed) {
       if (t.status !== 'cancelling') continue;

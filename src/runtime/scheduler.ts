@@ -251,11 +251,9 @@ export class Scheduler {
     return effectivePriority(q.priority, now - q.since, this.agingMs);
   }
 
-  /** Whether `a` goes before `b` in their principal's line now. */
-  private before(a: Queued, b: Queued, now: number): boolean {
-    const pa = this.effective(a, now);
-    const pb = this.effective(b, now);
-    return pa !== pb ? pa > pb : a.seq < b.seq;
+  /** Negative when `a` goes before `b` in their principal's line now: higher competing priority, then queue order. */
+  private compare(a: Queued, b: Queued, now: number): number {
+    return this.effective(b, now) - this.effective(a, now) || a.seq - b.seq;
   }
 
   /**
@@ -279,11 +277,11 @@ export class Scheduler {
     for (const [group, g] of groups) {
       const lines = [...g.lines.entries()].map(([principal, l]) => ({
         last: this.served.get(group)?.get(principal) ?? -1,
-        l: l.sort((a, b) => (this.before(a, b, now) ? -1 : this.before(b, a, now) ? 1 : 0)),
+        l: l.sort((a, b) => this.compare(a, b, now)),
       }));
       lines.sort((a, b) => a.last - b.last || a.l[0].seq - b.l[0].seq);
       const order: Queued[] = [];
-      for (let round = 0; order.length < this.queued.size; round++) {
+      for (let round = 0; ; round++) {
         let any = false;
         for (const { l } of lines) {
           if (round < l.length) {
@@ -437,7 +435,7 @@ export class Scheduler {
           const { group, limit } = slotOf(q.model);
           if (!free(group, limit)) continue;
           const f = first.get(group);
-          if (!f || this.before(q, f, now)) first.set(group, q);
+          if (!f || this.compare(q, f, now) < 0) first.set(group, q);
         }
         for (const [group, q] of first) {
           const last = this.served.get(group)?.get(q.principal) ?? -1;

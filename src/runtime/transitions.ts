@@ -295,7 +295,7 @@ export class TaskTransitions {
   requestCancel(id: string, reason?: string): TaskRecord | undefined {
     return this.move(id, {
       to: 'cancelling',
-      patch: { statusMessage: reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling' },
+      patch: { statusMessage: cancellingMessage(reason) },
       events: (t) => [statusEvent(t)],
     });
   }
@@ -304,9 +304,9 @@ export class TaskTransitions {
 
   /**
    * Queued tasks' places moved: an event on each one's stream (no field of a task changes), one batch per principal.
-   * Returns the ids it wrote (tasks no longer queued are skipped).
+   * Tasks no longer queued are skipped.
    */
-  queueMoved(moves: ReadonlyArray<{ id: string; info: QueueInfo }>): string[] {
+  queueMoved(moves: ReadonlyArray<{ id: string; info: QueueInfo }>): void {
     const byPrincipal = new Map<string, Planned[]>();
     for (const { id, info } of moves) {
       const current = this.store.getTask(id);
@@ -316,7 +316,6 @@ export class TaskTransitions {
       planned.push(this.plan(current, {}, () => [queueEvent(info)]));
     }
     for (const planned of byPrincipal.values()) this.commit(planned);
-    return [...byPrincipal.values()].flat().map((p) => p.next.id);
   }
 
   /** A queued task to the front of its principal's line ("run next"): its priority and queue order, with a status event. */
@@ -339,8 +338,7 @@ export class TaskTransitions {
       if (current.status === 'queued') {
         planned.push(this.plan(current, { status: 'cancelled', ...cancelledPatch(current, NOTHING_DELIVERED) }, (t) => cancelledEvents(t)));
       } else {
-        const statusMessage = reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling';
-        planned.push(this.plan(current, { status: 'cancelling', statusMessage }, (t) => [statusEvent(t)]));
+        planned.push(this.plan(current, { status: 'cancelling', statusMessage: cancellingMessage(reason) }, (t) => [statusEvent(t)]));
       }
     }
     if (planned.length === 0) return [];
@@ -560,6 +558,11 @@ export class TaskTransitions {
     }
     return planned[planned.length - 1].next;
   }
+}
+
+/** The status message of a task being stopped, with the canceller's reason when it gave one. */
+function cancellingMessage(reason: string | undefined): string {
+  return reason ? `cancelling: ${reason.slice(0, 200)}` : 'cancelling';
 }
 
 /** The fields of a task that ends cancelled, keeping what its attempt delivered in the partial response. */
