@@ -6,44 +6,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import OpenAI from 'openai';
 import { allFileText } from '../../fixtures/serveProcess';
-import { nextEvent } from '../../support/wait';
+import { receiver as webhookReceiver } from '../../fixtures/webhookReceiver';
 import { call, createTask, removeDir, startServer, tempDataDir, waitForStatus } from './harness';
-
-interface Received {
-  headers: IncomingMessage['headers'];
-  body: string;
-}
 
 test('SIGKILL between the terminal transition and the delivery: delivered after the restart with the same webhook-id', async () => {
   // The first request is held unanswered (the delivery is in flight when the server dies); later ones get 200.
-  const got: Received[] = [];
-  const listeners = new Set<(r: Received) => void>();
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8').on('data', (d: string) => (body += d));
-    req.on('end', () => {
-      const r = { headers: req.headers, body };
-      got.push(r);
-      for (const l of listeners) l(r);
-      if (got.length > 1) res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  const next = () =>
-    nextEvent<Received, Received>(
-      (l) => {
-        listeners.add(l);
-        return { close: () => void listeners.delete(l) };
-      },
-      (r) => r,
-      'a webhook request',
-    );
-  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks?key=in-the-query`;
+  let requests = 0;
+  const receiver = await webhookReceiver(() => (++requests > 1 ? { status: 200 } : undefined));
+  const { got, next } = receiver;
+  const url = `http://127.0.0.1:${receiver.port}/hooks?key=in-the-query`;
   const dataDir = tempDataDir();
   const secretFile = path.join(dataDir, 'alice.whsec');
   const args = ['--webhook', `alice=${url}`, '--webhook-secret-file', `alice=${secretFile}`, '--webhook-allow-private'];
@@ -80,7 +54,7 @@ test('SIGKILL between the terminal transition and the delivery: delivered after 
     assert.ok(!server.stderr().includes('in-the-query'), "the URL's query is not logged");
   } finally {
     await server.kill();
-    await new Promise<void>((r) => receiver.close(() => r()));
+    await receiver.close();
     removeDir(dataDir);
   }
 });

@@ -5,56 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type * as dns from 'node:dns';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { HttpWebhookSender, isPrivateAddress } from '../../../../src/protocols/webhooks/sender';
 import { TaskRuntime } from '../../../../src/runtime/runtime';
 import { newWebhookSecret, webhookHeaders, type WebhookRequest } from '../../../../src/runtime/webhooks';
 import { partsDir } from '../../../fixtures/runtimeParts';
 import { ScriptedBackend, says } from '../../../fixtures/scriptedBackend';
-import { nextEvent } from '../../../support/wait';
-
-interface Received {
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-
-/** A receiver on 127.0.0.1 answering `status` (and `location`); every request it got, and a listener per request. */
-async function receiver(answer: (r: Received) => { status: number; location?: string } | undefined = () => ({ status: 200 })) {
-  const got: Received[] = [];
-  const listeners = new Set<(r: Received) => void>();
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8').on('data', (d: string) => (body += d));
-    req.on('end', () => {
-      const r = { headers: req.headers, body };
-      got.push(r);
-      for (const l of listeners) l(r);
-      const a = answer(r);
-      if (!a) return; // never answers
-      res.writeHead(a.status, a.location ? { location: a.location } : {});
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    got,
-    port,
-    url: `http://127.0.0.1:${port}/hook`,
-    next: () =>
-      nextEvent<Received, Received>(
-        (l) => {
-          listeners.add(l);
-          return { close: () => void listeners.delete(l) };
-        },
-        (r) => r,
-        'a request at the receiver',
-      ),
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
+import { receiver } from '../../../fixtures/webhookReceiver';
 
 function requestTo(url: string, secret = newWebhookSecret()): WebhookRequest {
   const body = JSON.stringify({ id: 'evt_1', object: 'event', created_at: 1, type: 'task_runtime:task.succeeded', data: { id: 'task_1' } });
