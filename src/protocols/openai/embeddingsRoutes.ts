@@ -54,8 +54,27 @@ export function base64Vector(vector: Float32Array): string {
   return bytes.toString('base64');
 }
 
+/**
+ * The count limits, checked before the schema: a list over them fails every branch of `input`'s union, and the
+ * deepest branch's complaint (an element of the wrong type) would hide the limit.
+ */
+function checkCounts(raw: unknown): void {
+  const input = (raw as { input?: unknown } | null)?.input;
+  if (!Array.isArray(input)) return;
+  const tokenArray = input.length > 0 && typeof input[0] === 'number';
+  const max = tokenArray ? EMBEDDING_LIMITS.maxInputTokens : EMBEDDING_LIMITS.maxInputs;
+  if (input.length > max) {
+    const what = tokenArray ? `${max} token ids` : `${max} inputs`;
+    throw new HttpProblem(400, 'invalid_request', `Invalid value for "input": at most ${what} per request (${input.length} given).`, {
+      param: 'input',
+    });
+  }
+}
+
 export async function createEmbeddings(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
-  const body = parseBody(embeddingsSchema, await readJsonBody(req, deps.maxBodyBytes));
+  const raw = await readJsonBody(req, deps.maxBodyBytes);
+  checkCounts(raw);
+  const body = parseBody(embeddingsSchema, raw);
   const result = await translateAsync(() =>
     deps.runtime.embed({ principal: ctx.principal, model: body.model, inputs: inputsOf(body.input), signal: ctx.signal }),
   );
