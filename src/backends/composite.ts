@@ -3,6 +3,9 @@
 // ids never contain "/"), and every call for it goes there; the default model is the first backend's default.
 import type { RestartPolicy } from '../runtime/task';
 import {
+  RequestRefusedError,
+  type EmbedInput,
+  type EmbedResult,
   type GenerateOptions,
   type GenerateRequest,
   type GenerateResult,
@@ -79,6 +82,19 @@ export class CompositeBackend implements ModelBackend {
 
   generate(request: GenerateRequest, options: GenerateOptions): Promise<GenerateResult> {
     return this.must(request.model).generate(request, options);
+  }
+
+  supportsEmbeddings(modelId: string): boolean {
+    const b = this.owner(modelId);
+    return !!b?.embed && (b.supportsEmbeddings?.(modelId) ?? true);
+  }
+
+  embed(modelId: string, inputs: EmbedInput[], options: { signal: AbortSignal }): Promise<EmbedResult> {
+    const b = this.must(modelId);
+    if (!b.embed || b.supportsEmbeddings?.(modelId) === false) {
+      return Promise.reject(new RequestRefusedError('unsupported_capability', `The model "${modelId}" does not serve embeddings here.`, 'model'));
+    }
+    return b.embed(modelId, inputs, options);
   }
 
   async dispose(): Promise<void> {

@@ -1,5 +1,6 @@
 // What the doors (LMSP, MCP, editor) may call. TaskRuntime implements it; doors depend on this interface only.
 import type { LoadOptions, ModelInfo } from './backend';
+import type { EmbedOutcome, EmbedParams } from './embeddings';
 import type { MetricsSnapshot } from './metrics';
 import type { QueueInfo } from './queue';
 import type { ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus } from './task';
@@ -168,4 +169,13 @@ export interface TaskRuntimeApi {
    * aborts.
    */
   loadModel(model: string | undefined, options?: LoadOptions): Promise<ModelInfo>;
+
+  /**
+   * Embeds the inputs with `model` (undefined = the default) as a direct call: nothing is stored (runtime/
+   * embeddings.ts). Throws model_not_found; unsupported_capability (param `model`) for a model whose backend serves
+   * no embeddings; invalid_request / context_length_exceeded (param `input` or `input.N`) for an input the model
+   * cannot take; limit_exceeded when the principal has too many calls in flight. Rejects with an AbortError when
+   * `signal` aborts.
+   */
+  embed(params: EmbedParams): Promise<EmbedOutcome>;
 }

@@ -342,6 +342,18 @@ export function isRequestError(e: unknown): e is RequestError {
   return e instanceof RequestError;
 }
 
+/** One input of an embeddings request: text, or the model's token ids as given (no BOS/EOS added twice). */
+export type EmbedInput = string | number[];
+
+export interface EmbedResult {
+  /** One vector per input, in the inputs' order, L2-normalized (OpenAI's and llama.cpp server's convention). */
+  vectors: Float32Array[];
+  /** Tokens each input was evaluated as (BOS/EOS the model adds included): usage.prompt_tokens is their sum. */
+  tokens: number[];
+  /** The length of every vector (the model's embedding size). */
+  dimensions: number;
+}
+
 export interface ModelBackend {
   readonly name: string;
   /**
@@ -383,5 +395,14 @@ export interface ModelBackend {
   isLoaded(modelId: string): boolean;
   load(modelId: string, options?: LoadOptions): Promise<void>;
   generate(request: GenerateRequest, options: GenerateOptions): Promise<GenerateResult>;
+  /**
+   * Embeds each input with the model (its pooling, from the model file), loading the model first when it is not.
+   * Absent: the backend serves no embeddings (refused as unsupported_capability). Throws RequestRefusedError for an
+   * input the model cannot take (`param` = `input` or `input.N`: too long for its embedding context, a token id
+   * outside its vocabulary). Rejects with an AbortError when `signal` aborts.
+   */
+  embed?(modelId: string, inputs: EmbedInput[], options: { signal: AbortSignal }): Promise<EmbedResult>;
+  /** Whether `embed` serves this model (a backend of several kinds of models may serve some only). */
+  supportsEmbeddings?(modelId: string): boolean;
   dispose(): Promise<void>;
 }

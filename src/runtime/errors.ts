@@ -23,13 +23,13 @@ export type RuntimeErrorCode =
 /**
  * The per-principal limit a refusal is about (runtime/shares.ts), for doors to name it in their own form: `name` as
  * the wire shows it (snake_case), `max` the configured cap, `current` what the caller holds now, `unit` tasks,
- * streams or bytes.
+ * streams, bytes or requests (calls in flight).
  */
 export interface LimitInfo {
   name: string;
   max: number;
   current: number;
-  unit: 'tasks' | 'streams' | 'bytes';
+  unit: 'tasks' | 'streams' | 'bytes' | 'requests';
 }
 
 export class RuntimeError extends Error {

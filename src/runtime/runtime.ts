@@ -13,6 +13,7 @@ import type {
   TaskCounts,
   TaskRuntimeApi,
 } from './api';
+import { EmbeddingCalls, type EmbedOutcome, type EmbedParams } from './embeddings';
 import { RequestRefusedError, type LoadOptions, type ModelBackend, type ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { TaskEventBus } from './eventBus';
@@ -121,6 +122,7 @@ export class TaskRuntime implements TaskRuntimeApi {
   private readonly storedBytes: StoredBytesMeter;
   private readonly sweepTimer: NodeJS.Timeout;
   private readonly webhooks: WebhookWorker | undefined;
+  private readonly embeddings: EmbeddingCalls;
   /** A terminal batch wrote an outbox row: the next change told pumps the webhook worker. */
   private webhookOwed = false;
   private queueOrder: number;
@@ -134,6 +136,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     readonly recovery: RecoveryOutcome,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.embeddings = new EmbeddingCalls(options.backend);
     if (options.backend.supportsResume() && !this.limits.onRestart.includes('resume')) {
       this.limits.onRestart = [...this.limits.onRestart, 'resume'];
     }
@@ -446,6 +449,11 @@ export class TaskRuntime implements TaskRuntimeApi {
     const id = backend.resolveModel(request.model);
     if (id === undefined || !backend.countPromptTokens) return null;
     return backend.countPromptTokens(generateRequestOf(request, id)) ?? null;
+  }
+
+  embed(params: EmbedParams): Promise<EmbedOutcome> {
+    this.assertOpen();
+    return this.embeddings.embed(params);
   }
 
   countTokens(model: string | undefined, text: string): number | null {

@@ -32,7 +32,14 @@ export const LIMIT_NAMES = {
   queued: 'max_queued_tasks_per_principal',
   streams: 'max_streams_per_principal',
   storedBytes: 'max_stored_bytes_per_principal',
+  embeddingCalls: 'max_embedding_calls_per_principal',
 } as const;
+
+/**
+ * Embeddings calls of one principal in flight at once (direct calls, not tasks: runtime/embeddings.ts). A model embeds
+ * one input at a time, so more calls only queue; 4 lets a client pipeline without taking the model from the others.
+ */
+export const DEFAULT_MAX_EMBEDDING_CALLS_PER_PRINCIPAL = 4;
 
 export function limitExceeded(limit: LimitInfo, message: string): RuntimeError {
   return new RuntimeError('limit_exceeded', `${message} (limit ${limit.name} = ${limit.max}).`, undefined, limit);

@@ -19,7 +19,15 @@ export interface TestModelOptions {
   vocabSize?: number;
   /** Jinja chat template to embed (tokenizer.chat_template); none by default, like the demo model. */
   chatTemplate?: string;
+  /**
+   * Embedding pooling declared in the metadata (`llama.pooling_type`), as an embedding model's file declares it;
+   * absent: none (llama.cpp's default: an embedding is the last token's).
+   */
+  poolingType?: 'mean' | 'cls' | 'last';
 }
+
+/** llama.cpp's enum llama_pooling_type. */
+const POOLING_TYPES = { mean: 1, cls: 2, last: 3 } as const;
 
 export const DEMO_MODEL_FILE = 'task-runtime-demo.gguf';
 
@@ -293,6 +301,7 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
     ['llama.attention.head_count_kv', u32(headsKv)],
     ['llama.rope.dimension_count', u32(headDim)],
     ['llama.attention.layer_norm_rms_epsilon', { type: ValueType.FLOAT32, value: 1e-5 }],
+    ...(opts.poolingType ? [['llama.pooling_type', u32(POOLING_TYPES[opts.poolingType])] as [string, MetaValue]] : []),
     ['tokenizer.ggml.model', { type: ValueType.STRING, value: 'llama' }],
     ['tokenizer.ggml.tokens', { type: ValueType.ARRAY, itemType: ValueType.STRING, value: vocab.tokens }],
     ['tokenizer.ggml.scores', { type: ValueType.ARRAY, itemType: ValueType.FLOAT32, value: vocab.scores }],

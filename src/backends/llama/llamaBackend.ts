@@ -8,6 +8,7 @@
 //   threadCalibration.ts  the thread count, measured at load and cached
 //   contextPool.ts   the model's one batched context: where a generation gets its sequence (kept prefixes reused)
 //   contextFit.ts    whether prompt + max_output_tokens fit the context: at create, and when the task starts
+//   embedding.ts     embeddings: the model's own embedding context, made on first use
 //   keepAlive.ts     idle models unload after the keep-alive and load again on the next task
 //   snapshots.ts     resume snapshots: saving and restoring a sequence's state
 //   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
@@ -18,7 +19,17 @@
 // absolute paths (they reach problem details and task errors). Figures: docs/hardware.md, docs/gpu.md.
 
 import * as path from 'node:path';
-import type { GenerateOptions, GenerateRequest, GenerateResult, LoadOptions, ModelBackend, ModelInfo } from '../../runtime/backend';
+import type {
+  EmbedInput,
+  EmbedResult,
+  GenerateOptions,
+  GenerateRequest,
+  GenerateResult,
+  LoadOptions,
+  ModelBackend,
+  ModelInfo,
+} from '../../runtime/backend';
+import { disposeEmbedding, embedInputs } from './embedding';
 import { isModelUri } from '../modelSource';
 import type { ConcurrencyChoice } from './contextChoice';
 import { budgetMisfit, contextMisfit, explicitBudget, failStart, floorMisfit, refuse } from './contextFit';
@@ -227,11 +238,31 @@ export class LlamaBackend implements ModelBackend {
     }
   }
 
+  supportsEmbeddings(modelId: string): boolean {
+    return this.entries.get(modelId) !== undefined;
+  }
+
+  /** Embeds on the model's own embedding context (embedding.ts), loading the model first; counts as a busy model. */
+  async embed(modelId: string, inputs: EmbedInput[], options: { signal: AbortSignal }): Promise<EmbedResult> {
+    const entry = this.entries.get(modelId);
+    if (!entry) throw new Error(`unknown model "${modelId}"`);
+    if (entry.state !== 'loaded') await this.load(modelId);
+    const loaded = entry.loaded!;
+    loaded.active++;
+    this.keepAlive.busy(modelId);
+    try {
+      return await embedInputs(loaded, inputs, options.signal);
+    } finally {
+      if (--loaded.active === 0 && entry.loaded === loaded) this.keepAlive.idle(modelId);
+    }
+  }
+
   /** The keep-alive ran out: frees the model unless a generation started meanwhile. */
   private async unloadIdle(id: string): Promise<void> {
     const loaded = this.entries.get(id)?.loaded;
     if (!loaded || loaded.active > 0 || this.disposed) return;
     this.entries.unload(id);
+    await disposeEmbedding(loaded);
     await loaded.pool.dispose();
     await loaded.model.dispose().catch(() => undefined);
     this.log(`model ${id} unloaded: no task for the keep-alive (${Math.round((this.options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS) / 1000)} s)`);
@@ -241,6 +272,7 @@ export class LlamaBackend implements ModelBackend {
     this.disposed = true;
     this.keepAlive.clear();
     for (const loaded of await this.entries.unloadAll()) {
+      await disposeEmbedding(loaded);
       await loaded.pool.dispose();
       await loaded.model.dispose().catch(() => undefined);
     }

@@ -14,6 +14,8 @@ export const PATHS = {
   responses: '/responses', // known to exist; shape INFERENCE
   /** OpenAI's chat completions, at the same base URL as /models (an OpenAI client's baseURL is LMSP_PREFIX). */
   chatCompletions: '/chat/completions',
+  /** OpenAI's embeddings (a direct call, not a task: docs/embeddings.md). */
+  embeddings: '/embeddings',
   tasks: '/tasks', // ch.7
   changes: '/task_runtime/changes', // vendor
   counts: '/task_runtime/counts', // vendor

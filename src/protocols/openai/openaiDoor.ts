@@ -1,6 +1,7 @@
-// The OpenAI-compatible door: POST /responses (with background mode, conversation state and Codex CLI's dialect)
-// and POST /chat/completions, mounted below the LMSP base URL so that an OpenAI client's baseURL is /lmsp/v1 (or
-// /v1, which the Anthropic door forwards here). Every request is a durable task made through the runtime's API.
+// The OpenAI-compatible door: POST /responses (with background mode, conversation state and Codex CLI's dialect),
+// POST /chat/completions and POST /embeddings, mounted below the LMSP base URL so that an OpenAI client's baseURL is
+// /lmsp/v1 (or /v1, which the Anthropic door forwards here). Every request but an embeddings call (a direct call:
+// embeddingsRoutes.ts) is a durable task made through the runtime's API.
 import type { Door } from '../door';
 import { dispatch, exact, type Route } from '../http/router';
 import type { DoorHandler } from '../http/types';
@@ -8,6 +9,7 @@ import type { LmspDeps } from '../lmsp/deps';
 import { LMSP_PREFIX, PATHS, RESPONSE_PATHS } from '../lmsp/lmspConstants';
 import { checkResponseId } from '../lmsp/wire';
 import { createChatCompletion } from './chatCompletionsRoutes';
+import { createEmbeddings } from './embeddingsRoutes';
 import { cancelResponse, createResponse, deleteResponse, getInputItems, getResponse } from './responsesRoutes';
 
 export function createOpenAiDoor(deps: LmspDeps): Door {
@@ -15,6 +17,7 @@ export function createOpenAiDoor(deps: LmspDeps): Door {
   const routes: Route[] = [
     { pattern: exact(PATHS.responses), methods: { POST: (q, r, c) => createResponse(deps, q, r, c) } },
     { pattern: exact(PATHS.chatCompletions), methods: { POST: (q, r, c) => createChatCompletion(deps, q, r, c) } },
+    { pattern: exact(PATHS.embeddings), methods: { POST: (q, r, c) => createEmbeddings(deps, q, r, c) } },
     {
       pattern: exact(`${PATHS.responses}/${seg}`),
       methods: {
@@ -33,7 +36,11 @@ export function createOpenAiDoor(deps: LmspDeps): Door {
   ];
   const handler: DoorHandler = (req, res, ctx) => dispatch(routes, ctx.url.pathname.slice(LMSP_PREFIX.length), req, res, ctx);
   return {
-    mounts: [PATHS.responses, PATHS.chatCompletions].map((p) => ({ prefix: LMSP_PREFIX + p, handler, problemStyle: 'problem+json' as const })),
+    mounts: [PATHS.responses, PATHS.chatCompletions, PATHS.embeddings].map((p) => ({
+      prefix: LMSP_PREFIX + p,
+      handler,
+      problemStyle: 'problem+json' as const,
+    })),
     close: async () => {},
   };
 }
