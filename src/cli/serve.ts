@@ -23,6 +23,7 @@ import { loadOrCreateTokens } from './tokenFile';
 import { loadOrCreateWebhookSecret } from './webhookSecret';
 import { HttpWebhookSender } from '../protocols/webhooks/sender';
 import { endpointOrigin, type WebhookEndpoint, type WebhookOptions } from '../runtime/webhooks';
+import { OPENAI_BATCH_ENDPOINTS } from '../protocols/openai/batchEndpoints';
 
 /** Hidden knobs for tests and benchmarks (tiny retention windows, fast heartbeats). */
 export const ENV_LIMITS = 'TASK_RUNTIME_LIMITS';
@@ -199,6 +200,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     database: checkpointBytes ? { checkpointBytes } : undefined,
     // A restart right after a SIGKILL: the old process may not have finished exiting yet.
     lockWaitMs: SERVE_LOCK_WAIT_MS,
+    batchEndpoints: OPENAI_BATCH_ENDPOINTS,
     webhooks,
   });
   await prepared;

@@ -1,6 +1,9 @@
 // What the doors (LMSP, MCP, editor) may call. TaskRuntime implements it; doors depend on this interface only.
 import type { LoadOptions, ModelInfo } from './backend';
 import type { EmbedOutcome, EmbedParams } from './embeddings';
+import type { FileListQuery } from './batches/batchFiles';
+import type { BatchListQuery, CreateBatchParams } from './batches/batchJobs';
+import type { BatchRecord, FilePurpose, FileRecord } from './batches/types';
 import type { MetricsSnapshot } from './metrics';
 import type { QueueInfo } from './queue';
 import type { ResponseRequest, RestartPolicy, TaskEvent, TaskOrigin, TaskRecord, TaskStatus } from './task';
@@ -86,7 +89,30 @@ export interface TaskCounts {
   total: number;
 }
 
+/** The Batch API's files: each principal sees only its own (another's id is not found). */
+export interface FilesApi {
+  /** Stores an upload durably; refused past the size and per-principal limits (batches/types.ts BATCH_LIMITS). */
+  create(principal: string, purpose: FilePurpose, filename: string, bytes: Buffer): FileRecord;
+  get(id: string, principal: string): FileRecord | undefined;
+  list(q: FileListQuery): { files: FileRecord[]; hasMore: boolean };
+  /** Throws not_found. */
+  content(id: string, principal: string): Buffer;
+  /** Throws not_found, or invalid_request while an unfinished batch reads it. */
+  delete(id: string, principal: string): FileRecord;
+}
+
+/** Batch jobs: a file of request lines run as durable work (batches/batchJobs.ts). */
+export interface BatchesApi {
+  create(p: CreateBatchParams): BatchRecord;
+  get(id: string, principal: string): BatchRecord | undefined;
+  list(q: BatchListQuery): { batches: BatchRecord[]; hasMore: boolean };
+  /** Throws not_found; a batch already ending or ended is returned as it is. */
+  cancel(id: string, principal: string): BatchRecord;
+}
+
 export interface TaskRuntimeApi {
+  readonly files: FilesApi;
+  readonly batches: BatchesApi;
   readonly limits: RuntimeLimits;
   /** Persists the task and its first event (`response.created`) before returning. */
   createTask(params: CreateTaskParams): CreateTaskResult;

@@ -2,6 +2,8 @@
 
 export type RuntimeErrorCode =
   | 'task_not_found'
+  /** A file or batch of the Batch API that does not exist (or is another principal's). */
+  | 'not_found'
   | 'task_not_cancelable'
   | 'task_not_deletable'
   | 'event_history_expired'
@@ -52,6 +54,7 @@ export function isRuntimeError(e: unknown, code?: RuntimeErrorCode): e is Runtim
 /** Codes whose messages describe the caller's request (safe to show); the others may name files and are replaced. */
 export const CLIENT_FACING_CODES: ReadonlySet<RuntimeErrorCode> = new Set<RuntimeErrorCode>([
   'task_not_found',
+  'not_found',
   'task_not_cancelable',
   'task_not_deletable',
   'event_history_expired',

@@ -41,6 +41,10 @@ import {
 } from './task';
 import { TaskTransitions } from './transitions';
 import { outboxOps, WebhookWorker, type WebhookOptions } from './webhooks';
+import { BatchFiles, type FileListQuery } from './batches/batchFiles';
+import { BatchJobs, batchItemOps, type BatchListQuery, type CreateBatchParams } from './batches/batchJobs';
+import type { BatchEndpoints, FilePurpose } from './batches/types';
+import type { BatchesApi, FilesApi } from './api';
 
 export interface RuntimeOptions {
   dataDir: string;
@@ -72,16 +76,26 @@ export interface RuntimeOptions {
   lockWaitMs?: number;
   /** Completion webhooks (webhooks.ts): each principal's endpoint and the sender; absent: no task owes a delivery. */
   webhooks?: WebhookOptions;
+  /**
+   * The endpoints batch jobs may target (runtime/batches; the OpenAI door's `/v1/responses`, `/v1/chat/completions`,
+   * `/v1/embeddings`). Absent: every batch create is refused naming `endpoint`, and unfinished batches wait.
+   */
+  batchEndpoints?: BatchEndpoints;
 }
 
-/** The terminal-batch hook of TaskTransitions that writes a finished task's webhook outbox row (webhooks.ts). */
-function webhookOutbox(options: RuntimeOptions, owed: () => void): ((next: TaskRecord, now: number) => WriteOp[]) | undefined {
+/**
+ * The terminal-batch hook of TaskTransitions: a finished task's webhook outbox row (webhooks.ts) and, for a batch
+ * item's task, its item's outcome (batches/batchJobs.ts), durable together with the ending.
+ */
+function finishedHook(options: RuntimeOptions, db: DurableDatabase, owed: () => void): (next: TaskRecord, now: number) => WriteOp[] {
   const webhooks = options.webhooks;
-  if (!webhooks) return undefined;
+  const endpoints = options.batchEndpoints ?? {};
   return (next, now) => {
-    const ops = outboxOps(webhooks.endpoints, next, now);
-    if (ops.length) owed();
-    return ops;
+    const ops = batchItemOps(db, endpoints, next);
+    if (!webhooks) return ops;
+    const outbox = outboxOps(webhooks.endpoints, next, now);
+    if (outbox.length) owed();
+    return [...ops, ...outbox];
   };
 }
 
@@ -123,6 +137,11 @@ export class TaskRuntime implements TaskRuntimeApi {
   private readonly sweepTimer: NodeJS.Timeout;
   private readonly webhooks: WebhookWorker | undefined;
   private readonly embeddings: EmbeddingCalls;
+  private readonly batchJobs: BatchJobs;
+  private readonly batchFiles: BatchFiles;
+  /** The Batch API's files (OpenAI's /v1/files) and jobs (/v1/batches): docs/batches.md. */
+  readonly files: FilesApi;
+  readonly batches: BatchesApi;
   /** A terminal batch wrote an outbox row: the next change told pumps the webhook worker. */
   private webhookOwed = false;
   private queueOrder: number;
@@ -149,7 +168,7 @@ export class TaskRuntime implements TaskRuntimeApi {
       this.bus,
       this.now,
       (principal, bytes) => this.storedBytes.added(principal, bytes),
-      webhookOutbox(options, () => (this.webhookOwed = true)),
+      finishedHook(options, store.database, () => (this.webhookOwed = true)),
     );
     if (options.webhooks) {
       const worker = new WebhookWorker(store.database, this.transitions, this.now, options.webhooks, options.log);
@@ -176,6 +195,10 @@ export class TaskRuntime implements TaskRuntimeApi {
       log: options.log,
     });
     this.queueOrder = store.maxQueueOrder();
+    this.batchFiles = new BatchFiles(store.database, options.dataDir, this.now);
+    this.batchJobs = this.newBatchJobs();
+    this.files = this.filesApi();
+    this.batches = this.batchesApi();
     this.sweepTimer = setInterval(() => this.sweepNow(), options.sweepIntervalMs ?? 60_000);
     this.sweepTimer.unref();
   }
@@ -206,7 +229,7 @@ export class TaskRuntime implements TaskRuntimeApi {
         new TaskEventBus(),
         now,
         undefined,
-        webhookOutbox(options, () => undefined),
+        finishedHook(options, db, () => undefined),
       ),
       options.backend,
     );
@@ -217,6 +240,8 @@ export class TaskRuntime implements TaskRuntimeApi {
       else runtime.scheduler.enqueue(t, recovery.resumePoints.get(t.id));
     }
     runtime.sweepNow();
+    // Batches pick up where they were: the items recovery re-queued stay theirs, the rest start again.
+    runtime.batchJobs.start();
     // Deliveries owed from before (a crash, a restart, recovery's endings) start now.
     runtime.webhooks?.pump();
     return runtime;
@@ -676,11 +701,90 @@ export class TaskRuntime implements TaskRuntimeApi {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.sweepTimer);
+    this.batchJobs.close();
     await this.scheduler.close();
     // After the scheduler: endings written while it stopped its runs owe deliveries, tried after the restart.
     await this.webhooks?.close();
     await this.store.database.close();
     this.lock.release();
+  }
+
+  // ---------------- the Batch API ----------------
+
+  private newBatchJobs(): BatchJobs {
+    // Batch lines' embeddings calls are the batch's own work: not counted against the principal's direct calls.
+    const embeddings = new EmbeddingCalls(this.options.backend, Number.MAX_SAFE_INTEGER);
+    const backend = this.options.backend;
+    return new BatchJobs(this.store.database, this.batchFiles, this.options.batchEndpoints ?? {}, {
+      now: this.now,
+      log: this.options.log,
+      createTask: (p) => this.createTaskAsync(p).then((r) => r.task),
+      cancelTask: (id, principal, reason) => void this.cancelTask(id, principal, reason),
+      deleteTask: (id, principal) => this.deleteTask(id, principal),
+      activeTasks: () => this.store.activeTasks(),
+      onTaskChange: (listener) => this.onTaskChange(listener),
+      embed: (p) => embeddings.embed(p),
+      capacityOf: (model) => {
+        const id = backend.resolveModel(model);
+        return id === undefined ? 1 : this.scheduler.capacityOf(id);
+      },
+      onRestartFor: (model) => {
+        const id = backend.resolveModel(model);
+        if (id !== undefined && this.limits.onRestart.includes('resume') && backend.supportsResume(id)) return 'resume';
+        return this.limits.onRestart.includes('retry') ? 'retry' : 'fail';
+      },
+    });
+  }
+
+  private filesApi(): FilesApi {
+    const files = this.batchFiles;
+    return {
+      create: (principal: string, purpose: FilePurpose, filename: string, bytes: Buffer) => {
+        this.assertOpen();
+        return files.create(principal, purpose, filename, bytes);
+      },
+      get: (id: string, principal: string) => {
+        this.settle();
+        return files.get(id, principal);
+      },
+      list: (q: FileListQuery) => {
+        this.settle();
+        return files.list(q);
+      },
+      content: (id: string, principal: string) => {
+        this.settle();
+        return files.content(id, principal);
+      },
+      delete: (id: string, principal: string) => {
+        this.assertOpen();
+        this.settle();
+        return files.delete(id, principal, (fileId) => this.batchJobs.inputInUse(fileId));
+      },
+    };
+  }
+
+  private batchesApi(): BatchesApi {
+    const jobs = this.batchJobs;
+    return {
+      create: (p: CreateBatchParams) => {
+        this.assertOpen();
+        this.settle();
+        return jobs.create(p);
+      },
+      get: (id: string, principal: string) => {
+        this.settle();
+        return jobs.get(id, principal);
+      },
+      list: (q: BatchListQuery) => {
+        this.settle();
+        return jobs.list(q);
+      },
+      cancel: (id: string, principal: string) => {
+        this.assertOpen();
+        this.settle();
+        return jobs.cancel(id, principal);
+      },
+    };
   }
 
   // ---------------- models ----------------

@@ -393,6 +393,11 @@ export class Scheduler {
     return run !== undefined;
   }
 
+  /** How many runs of this model may run at once (its capacity group's slots). */
+  capacityOf(model: string): number {
+    return this.slot(model).limit;
+  }
+
   /** The capacity a model's runs count against: its own (per-model limit) or its backend's group (an engine). */
   private slot(model: string): { group: string; limit: number } {
     return this.o.backend.concurrency?.(model) ?? { group: `model:${model}`, limit: this.o.maxConcurrentPerModel };

@@ -12,6 +12,7 @@ import type { WebhookOptions } from '../../runtime/webhooks';
 import { EDITOR_PRINCIPAL } from '../constants';
 import type { ExtensionSettings } from '../model/settings';
 import { removeEndpointRecord, writeEndpointRecord } from './endpointRecord';
+import { OPENAI_BATCH_ENDPOINTS } from '../../protocols/openai/batchEndpoints';
 
 export interface LocalHost {
   readonly runtime: TaskRuntimeApi;
@@ -86,6 +87,7 @@ export async function openLocalHost(options: {
       backend,
       limits: limitsFromSettings(settings),
       log,
+      batchEndpoints: OPENAI_BATCH_ENDPOINTS,
       webhooks: await editorWebhooks(settings, options.webhookSecret),
     });
     runtime = opened;

@@ -26,6 +26,14 @@ export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYT
   }
 }
 
+/**
+ * The raw body, at most `maxBytes` (a file upload: multipart/form-data, larger than any JSON body). Over it: 413, the
+ * body read and dropped up to `maxBytes` + DISCARD_LIMIT_BYTES so that the client sees the answer.
+ */
+export async function readRawBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  return Buffer.concat(await readUpTo(req, maxBytes, maxBytes + DISCARD_LIMIT_BYTES));
+}
+
 function tooLarge(maxBytes: number): HttpProblem {
   return new HttpProblem(413, 'payload_too_large', `The request body exceeds ${maxBytes} bytes.`);
 }
@@ -35,18 +43,18 @@ function tooLarge(maxBytes: number): HttpProblem {
 // the connection closes. Listeners rather than for-await: leaving a for-await loop destroys the socket.
 const DISCARD_LIMIT_BYTES = 64 * 1024 * 1024;
 
-function readUpTo(req: IncomingMessage, maxBytes: number): Promise<Buffer[]> {
+function readUpTo(req: IncomingMessage, maxBytes: number, discardLimit = DISCARD_LIMIT_BYTES): Promise<Buffer[]> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > DISCARD_LIMIT_BYTES) {
+    if (declared > discardLimit) {
       reject(tooLarge(maxBytes));
       return;
     }
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > DISCARD_LIMIT_BYTES) {
+      if (size > discardLimit) {
         cleanup();
         reject(tooLarge(maxBytes));
       } else if (size <= maxBytes) {

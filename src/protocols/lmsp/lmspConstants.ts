@@ -16,6 +16,10 @@ export const PATHS = {
   chatCompletions: '/chat/completions',
   /** OpenAI's embeddings (a direct call, not a task: docs/embeddings.md). */
   embeddings: '/embeddings',
+  /** OpenAI's Files API, for batch inputs and outputs (docs/batches.md). */
+  files: '/files',
+  /** OpenAI's Batch API: durable batch jobs (docs/batches.md). */
+  batches: '/batches',
   tasks: '/tasks', // ch.7
   changes: '/task_runtime/changes', // vendor
   counts: '/task_runtime/counts', // vendor

@@ -6,6 +6,7 @@ import { CODES, type LmspCode } from './lmspConstants';
 
 const RUNTIME_TO_LMSP: Record<RuntimeErrorCode, LmspCode> = {
   task_not_found: 'task_not_found',
+  not_found: 'not_found',
   task_not_cancelable: 'task_not_cancelable',
   task_not_deletable: 'task_not_deletable',
   event_history_expired: 'event_history_expired',

@@ -11,6 +11,7 @@ import type { LmspDeps } from '../lmsp/deps';
 import { translateAsync } from '../lmsp/problems';
 import { parseBody } from '../lmsp/schemas';
 import { sendJson } from '../lmsp/wire';
+import type { EmbedOutcome } from '../../runtime/embeddings';
 
 /** Limits of one request (docs/embeddings.md): OpenAI's count of inputs, and sizes that bound the work before tokenizing. */
 export const EMBEDDING_LIMITS = {
@@ -71,13 +72,14 @@ function checkCounts(raw: unknown): void {
   }
 }
 
-export async function createEmbeddings(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
-  const raw = await readJsonBody(req, deps.maxBodyBytes);
+/** A checked embeddings body: the inputs and what the answer needs (the route's and a batch line's). */
+export function checkEmbeddingsBody(raw: unknown): EmbeddingsBody {
   checkCounts(raw);
-  const body = parseBody(embeddingsSchema, raw);
-  const result = await translateAsync(() =>
-    deps.runtime.embed({ principal: ctx.principal, model: body.model, inputs: inputsOf(body.input), signal: ctx.signal }),
-  );
+  return parseBody(embeddingsSchema, raw);
+}
+
+/** The OpenAI answer of an embeddings call (the route's body, a batch line's `response.body`). */
+export function embeddingsAnswer(body: EmbeddingsBody, result: EmbedOutcome): Record<string, unknown> {
   // The vector's length is known once the model is loaded: a different `dimensions` is refused (no truncation, which
   // only models trained for it allow, e.g. Matryoshka embeddings).
   if (body.dimensions != null && body.dimensions !== result.dimensions) {
@@ -90,10 +92,18 @@ export async function createEmbeddings(deps: LmspDeps, req: IncomingMessage, res
   }
   const base64 = body.encoding_format === 'base64';
   const promptTokens = result.tokens.reduce((a, b) => a + b, 0);
-  sendJson(res, 200, {
+  return {
     object: 'list',
     data: result.vectors.map((v, index) => ({ object: 'embedding', index, embedding: base64 ? base64Vector(v) : Array.from(v) })),
     model: result.model,
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
-  });
+  };
+}
+
+export async function createEmbeddings(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
+  const body = checkEmbeddingsBody(await readJsonBody(req, deps.maxBodyBytes));
+  const result = await translateAsync(() =>
+    deps.runtime.embed({ principal: ctx.principal, model: body.model, inputs: inputsOf(body.input), signal: ctx.signal }),
+  );
+  sendJson(res, 200, embeddingsAnswer(body, result));
 }

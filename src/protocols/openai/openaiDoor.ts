@@ -1,5 +1,5 @@
 // The OpenAI-compatible door: POST /responses (with background mode, conversation state and Codex CLI's dialect),
-// POST /chat/completions and POST /embeddings, mounted below the LMSP base URL so that an OpenAI client's baseURL is
+// POST /chat/completions, POST /embeddings, and the Files and Batch APIs (batchRoutes.ts), mounted below the LMSP base URL so that an OpenAI client's baseURL is
 // /lmsp/v1 (or /v1, which the Anthropic door forwards here). Every request but an embeddings call (a direct call:
 // embeddingsRoutes.ts) is a durable task made through the runtime's API.
 import type { Door } from '../door';
@@ -10,6 +10,7 @@ import { LMSP_PREFIX, PATHS, RESPONSE_PATHS } from '../lmsp/lmspConstants';
 import { checkResponseId } from '../lmsp/wire';
 import { createChatCompletion } from './chatCompletionsRoutes';
 import { createEmbeddings } from './embeddingsRoutes';
+import { cancelBatch, createBatch, createFile, deleteFile, fileContent, getBatch, getFile, listBatches, listFiles } from './batchRoutes';
 import { cancelResponse, createResponse, deleteResponse, getInputItems, getResponse } from './responsesRoutes';
 
 export function createOpenAiDoor(deps: LmspDeps): Door {
@@ -18,6 +19,15 @@ export function createOpenAiDoor(deps: LmspDeps): Door {
     { pattern: exact(PATHS.responses), methods: { POST: (q, r, c) => createResponse(deps, q, r, c) } },
     { pattern: exact(PATHS.chatCompletions), methods: { POST: (q, r, c) => createChatCompletion(deps, q, r, c) } },
     { pattern: exact(PATHS.embeddings), methods: { POST: (q, r, c) => createEmbeddings(deps, q, r, c) } },
+    { pattern: exact(PATHS.files), methods: { POST: (q, r, c) => createFile(deps, q, r, c), GET: (_q, r, c) => listFiles(deps, r, c) } },
+    {
+      pattern: exact(`${PATHS.files}/${seg}`),
+      methods: { GET: (_q, r, c, id) => getFile(deps, r, c, id), DELETE: (_q, r, c, id) => deleteFile(deps, r, c, id) },
+    },
+    { pattern: exact(`${PATHS.files}/${seg}/content`), methods: { GET: (_q, r, c, id) => fileContent(deps, r, c, id) } },
+    { pattern: exact(PATHS.batches), methods: { POST: (q, r, c) => createBatch(deps, q, r, c), GET: (_q, r, c) => listBatches(deps, r, c) } },
+    { pattern: exact(`${PATHS.batches}/${seg}`), methods: { GET: (_q, r, c, id) => getBatch(deps, r, c, id) } },
+    { pattern: exact(`${PATHS.batches}/${seg}/cancel`), methods: { POST: (_q, r, c, id) => cancelBatch(deps, r, c, id) } },
     {
       pattern: exact(`${PATHS.responses}/${seg}`),
       methods: {
@@ -36,7 +46,7 @@ export function createOpenAiDoor(deps: LmspDeps): Door {
   ];
   const handler: DoorHandler = (req, res, ctx) => dispatch(routes, ctx.url.pathname.slice(LMSP_PREFIX.length), req, res, ctx);
   return {
-    mounts: [PATHS.responses, PATHS.chatCompletions, PATHS.embeddings].map((p) => ({
+    mounts: [PATHS.responses, PATHS.chatCompletions, PATHS.embeddings, PATHS.files, PATHS.batches].map((p) => ({
       prefix: LMSP_PREFIX + p,
       handler,
       problemStyle: 'problem+json' as const,

@@ -71,6 +71,49 @@ export const MIGRATIONS: readonly string[] = [
      next_attempt_at INTEGER NOT NULL
    ) WITHOUT ROWID;
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at);`,
+  // 5: the Batch API (runtime/batches): uploaded files (their bytes live in files/ beside the store), batch jobs, and
+  // one work item per request line (its place in the input file; its output line once it ended)
+  `CREATE TABLE files (
+     id TEXT PRIMARY KEY,
+     principal TEXT NOT NULL,
+     purpose TEXT NOT NULL,
+     filename TEXT NOT NULL,
+     bytes INTEGER NOT NULL,
+     created_at INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE INDEX files_by_principal ON files(principal, created_at, id);
+   CREATE TABLE batches (
+     id TEXT PRIMARY KEY,
+     principal TEXT NOT NULL,
+     endpoint TEXT NOT NULL,
+     input_file_id TEXT NOT NULL,
+     completion_window TEXT NOT NULL,
+     status TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     expires_at INTEGER NOT NULL,
+     moments_json TEXT NOT NULL,
+     output_file_id TEXT,
+     error_file_id TEXT,
+     errors_json TEXT,
+     metadata_json TEXT,
+     total INTEGER NOT NULL,
+     completed INTEGER NOT NULL,
+     failed INTEGER NOT NULL,
+     input_tokens INTEGER NOT NULL,
+     output_tokens INTEGER NOT NULL
+   ) WITHOUT ROWID;
+   CREATE INDEX batches_by_principal ON batches(principal, created_at, id);
+   CREATE INDEX batches_by_status ON batches(status);
+   CREATE TABLE batch_items (
+     batch_id TEXT NOT NULL,
+     idx INTEGER NOT NULL,
+     custom_id TEXT NOT NULL,
+     line_offset INTEGER NOT NULL,
+     line_bytes INTEGER NOT NULL,
+     status TEXT NOT NULL,
+     output_json TEXT,
+     PRIMARY KEY (batch_id, idx)
+   ) WITHOUT ROWID;`,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
