@@ -16,6 +16,8 @@ export const PATHS = {
   chatCompletions: '/chat/completions',
   /** OpenAI's embeddings (a direct call, not a task: docs/embeddings.md). */
   embeddings: '/embeddings',
+  /** Reranking in llama.cpp server's and vLLM's shape (a direct call like embeddings: docs/embeddings.md). */
+  rerank: '/rerank',
   tasks: '/tasks', // ch.7
   changes: '/task_runtime/changes', // vendor
   counts: '/task_runtime/counts', // vendor

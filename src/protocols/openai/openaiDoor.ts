@@ -1,7 +1,8 @@
 // The OpenAI-compatible door: POST /responses (with background mode, conversation state and Codex CLI's dialect),
-// POST /chat/completions and POST /embeddings, mounted below the LMSP base URL so that an OpenAI client's baseURL is
-// /lmsp/v1 (or /v1, which the Anthropic door forwards here). Every request but an embeddings call (a direct call:
-// embeddingsRoutes.ts) is a durable task made through the runtime's API.
+// POST /chat/completions, POST /embeddings and POST /rerank (llama.cpp server's and vLLM's shape), mounted below the
+// LMSP base URL so that an OpenAI client's baseURL is /lmsp/v1 (or /v1, which the Anthropic door forwards here). Every
+// request but an embeddings or rerank call (direct calls: embeddingsRoutes.ts, rerankRoutes.ts) is a durable task
+// made through the runtime's API.
 import type { Door } from '../door';
 import { dispatch, exact, type Route } from '../http/router';
 import type { DoorHandler } from '../http/types';
@@ -10,6 +11,7 @@ import { LMSP_PREFIX, PATHS, RESPONSE_PATHS } from '../lmsp/lmspConstants';
 import { checkResponseId } from '../lmsp/wire';
 import { createChatCompletion } from './chatCompletionsRoutes';
 import { createEmbeddings } from './embeddingsRoutes';
+import { createRerank } from './rerankRoutes';
 import { cancelResponse, createResponse, deleteResponse, getInputItems, getResponse } from './responsesRoutes';
 
 export function createOpenAiDoor(deps: LmspDeps): Door {
@@ -18,6 +20,7 @@ export function createOpenAiDoor(deps: LmspDeps): Door {
     { pattern: exact(PATHS.responses), methods: { POST: (q, r, c) => createResponse(deps, q, r, c) } },
     { pattern: exact(PATHS.chatCompletions), methods: { POST: (q, r, c) => createChatCompletion(deps, q, r, c) } },
     { pattern: exact(PATHS.embeddings), methods: { POST: (q, r, c) => createEmbeddings(deps, q, r, c) } },
+    { pattern: exact(PATHS.rerank), methods: { POST: (q, r, c) => createRerank(deps, q, r, c) } },
     {
       pattern: exact(`${PATHS.responses}/${seg}`),
       methods: {
@@ -36,7 +39,7 @@ export function createOpenAiDoor(deps: LmspDeps): Door {
   ];
   const handler: DoorHandler = (req, res, ctx) => dispatch(routes, ctx.url.pathname.slice(LMSP_PREFIX.length), req, res, ctx);
   return {
-    mounts: [PATHS.responses, PATHS.chatCompletions, PATHS.embeddings].map((p) => ({
+    mounts: [PATHS.responses, PATHS.chatCompletions, PATHS.embeddings, PATHS.rerank].map((p) => ({
       prefix: LMSP_PREFIX + p,
       handler,
       problemStyle: 'problem+json' as const,
