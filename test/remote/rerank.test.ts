@@ -3,6 +3,9 @@
 // backend's ranking context and llama-server's /v1/rerank (`--reranking`), give the same scores (|Δ| ≤ 1e-5, measured
 // ≤ 1.1e-7: both are the head's softmax P("yes"), and ours tokenizes query and documents as llama-server does), the
 // same order and the same prompt tokens. Scores of this model spread over ~0.15 … 0.25, so the bound discriminates.
+// Passed through: `serve --engine r=<llama-server --reranking> --engine-kind r=llama.cpp` answers /lmsp/v1/rerank
+// for `r/tiny` with llama-server's own scores, order and usage; an engine kind without a rerank route (Ollama) is
+// refused 400 unsupported_capability param model before anything is sent.
 // Run with: node scripts/remote-engine/run.mjs (builds llama-server on first use, then runs this suite).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -12,6 +15,7 @@ import { after, describe, it } from 'node:test';
 import { writeTestModel } from '../../src/backends/llama/demoModel';
 import { LlamaBackend } from '../../src/backends/llama/llamaBackend';
 import { startLlamaServer } from '../fixtures/llamaServer';
+import { startServe } from '../fixtures/serveProcess';
 
 const QUERY = 'hello runtime';
 const DOCUMENTS = [
@@ -59,6 +63,44 @@ describe("rerank equals llama-server's", () => {
       );
     } finally {
       await backend.dispose();
+      await server.kill();
+    }
+  });
+});
+
+describe('rerank passed through to a llama.cpp engine', () => {
+  it("serve --engine answers llama-server's scores, order and usage; an Ollama engine → 400 unsupported_capability", async () => {
+    const file = path.join(dir, 'reranker-remote.gguf');
+    writeTestModel(file, { seed: 3, embd: 128, layers: 2, poolingType: 'rank' });
+    const server = await startLlamaServer({ model: file, ctx: 2048, extraArgs: ['--reranking'] });
+    const serve = await startServe([
+      '--engine',
+      `r=${server.base}`,
+      '--engine',
+      `o=${server.base}`,
+      '--engine-kind',
+      'r=llama.cpp',
+      '--engine-kind',
+      'o=ollama',
+    ]);
+    try {
+      const direct = await fetch(`${server.base}/rerank`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny', query: QUERY, documents: DOCUMENTS }),
+      });
+      const theirs = (await direct.json()) as { results: Array<{ index: number; relevance_score: number }>; usage: { prompt_tokens: number } };
+      const ours = await serve.lmspCall('POST', '/rerank', { model: 'r/tiny', query: QUERY, documents: DOCUMENTS, top_n: 3 });
+      assert.equal(ours.status, 200, JSON.stringify(ours.json));
+      assert.equal(ours.json.model, 'r/tiny');
+      assert.deepEqual(ours.json.results, theirs.results.slice(0, 3));
+      assert.equal(ours.json.usage.prompt_tokens, theirs.usage.prompt_tokens);
+      const ollama = await serve.lmspCall('POST', '/rerank', { model: 'o/tiny', query: QUERY, documents: DOCUMENTS });
+      assert.equal(ollama.status, 400, JSON.stringify(ollama.json));
+      assert.equal(ollama.json.error.code, 'unsupported_capability');
+      assert.equal(ollama.json.error.param, 'model');
+    } finally {
+      await serve.stop();
       await server.kill();
     }
   });

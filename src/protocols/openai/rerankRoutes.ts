@@ -11,10 +11,9 @@ import { readJsonBody } from '../http/body';
 import { HttpProblem } from '../http/problem';
 import type { RequestContext } from '../http/types';
 import type { LmspDeps } from '../lmsp/deps';
-import { translateAsync } from '../lmsp/problems';
 import { parseBody } from '../lmsp/schemas';
 import { sendJson } from '../lmsp/wire';
-import { EMBEDDING_LIMITS } from './embeddingsRoutes';
+import { directCall, EMBEDDING_LIMITS } from './embeddingsRoutes';
 
 /** Limits of one request (docs/embeddings.md). */
 export const RERANK_LIMITS = {
@@ -52,7 +51,7 @@ export async function createRerank(deps: LmspDeps, req: IncomingMessage, res: Se
   const raw = await readJsonBody(req, deps.maxBodyBytes);
   checkCount(raw);
   const body = parseBody(rerankSchema, raw);
-  const result = await translateAsync(() =>
+  const result = await directCall(() =>
     deps.runtime.rerank({
       principal: ctx.principal,
       model: body.model ?? undefined,
