@@ -6,6 +6,7 @@ import {
   RequestRefusedError,
   type EmbedInput,
   type EmbedResult,
+  type RerankResult,
   type GenerateOptions,
   type GenerateRequest,
   type GenerateResult,
@@ -95,6 +96,19 @@ export class CompositeBackend implements ModelBackend {
       return Promise.reject(new RequestRefusedError('unsupported_capability', `The model "${modelId}" does not serve embeddings here.`, 'model'));
     }
     return b.embed(modelId, inputs, options);
+  }
+
+  supportsRerank(modelId: string): boolean {
+    const b = this.owner(modelId);
+    return !!b?.rerank && (b.supportsRerank?.(modelId) ?? true);
+  }
+
+  rerank(modelId: string, query: string, documents: string[], options: { signal: AbortSignal }): Promise<RerankResult> {
+    const b = this.must(modelId);
+    if (!b.rerank || b.supportsRerank?.(modelId) === false) {
+      return Promise.reject(new RequestRefusedError('unsupported_capability', `The model "${modelId}" does not rerank here.`, 'model'));
+    }
+    return b.rerank(modelId, query, documents, options);
   }
 
   async dispose(): Promise<void> {

@@ -1,6 +1,6 @@
 // What the doors (LMSP, MCP, editor) may call. TaskRuntime implements it; doors depend on this interface only.
 import type { LoadOptions, ModelInfo } from './backend';
-import type { EmbedOutcome, EmbedParams } from './embeddings';
+import type { EmbedOutcome, EmbedParams, RerankOutcome, RerankParams } from './embeddings';
 import type { FileListQuery } from './batches/batchFiles';
 import type { BatchListQuery, CreateBatchParams } from './batches/batchJobs';
 import type { BatchRecord, FilePurpose, FileRecord } from './batches/types';
@@ -204,4 +204,12 @@ export interface TaskRuntimeApi {
    * `signal` aborts.
    */
   embed(params: EmbedParams): Promise<EmbedOutcome>;
+
+  /**
+   * Scores each document's relevance to the query with `model` (undefined = the default), a direct call like embed
+   * (and counted with it against the principal's calls in flight). Throws model_not_found; unsupported_capability
+   * (param `model`) for a model that cannot rank; context_length_exceeded (param `documents.N`) for a pair too long;
+   * limit_exceeded. Rejects with an AbortError when `signal` aborts.
+   */
+  rerank(params: RerankParams): Promise<RerankOutcome>;
 }

@@ -354,6 +354,14 @@ export interface EmbedResult {
   dimensions: number;
 }
 
+/** A rerank call's answer: one score per document, in the documents' order. */
+export interface RerankResult {
+  /** How relevant each document is to the query: a probability in 0 … 1 (higher is more relevant). */
+  scores: number[];
+  /** Tokens each (query, document) pair was evaluated as (BOS/EOS/separators included): usage is their sum. */
+  tokens: number[];
+}
+
 export interface ModelBackend {
   readonly name: string;
   /**
@@ -404,5 +412,14 @@ export interface ModelBackend {
   embed?(modelId: string, inputs: EmbedInput[], options: { signal: AbortSignal }): Promise<EmbedResult>;
   /** Whether `embed` serves this model (a backend of several kinds of models may serve some only). */
   supportsEmbeddings?(modelId: string): boolean;
+  /**
+   * Scores each document's relevance to the query with the model's rank head, loading the model first. Absent: the
+   * backend ranks nothing (refused as unsupported_capability). Throws RequestRefusedError unsupported_capability
+   * (param `model`) for a model without a rank head, context_length_exceeded (param `documents.N`) for a pair too long
+   * for its context. Rejects with an AbortError when `signal` aborts.
+   */
+  rerank?(modelId: string, query: string, documents: string[], options: { signal: AbortSignal }): Promise<RerankResult>;
+  /** Whether `rerank` may serve this model (false: refused before any work; true may still be refused on load). */
+  supportsRerank?(modelId: string): boolean;
   dispose(): Promise<void>;
 }

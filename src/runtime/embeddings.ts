@@ -1,8 +1,9 @@
-// Embeddings as direct calls: the backend embeds the inputs while the caller waits, and nothing is stored (no task,
-// no events). Embeddings as durable work are the Batch API's (issue 41 item 2; docs/embeddings.md). What the runtime
-// adds to the backend's `embed`: the model resolved as a task's would be, the backend's refusals as RuntimeErrors, and
-// each principal's share of calls in flight (runtime/shares.ts).
-import { RequestRefusedError, type EmbedInput, type EmbedResult, type ModelBackend } from './backend';
+// Embeddings and reranking as direct calls: the backend embeds the inputs (or scores the documents) while the caller
+// waits, and nothing is stored (no task, no events). Embeddings as durable work are the Batch API's (issue 41 item 2;
+// docs/embeddings.md). What the runtime adds to the backend's `embed` / `rerank`: the model resolved as a task's would
+// be, the backend's refusals as RuntimeErrors, and each principal's share of calls in flight (runtime/shares.ts; one
+// count for both kinds of call: both hold the same model while the client waits).
+import { RequestRefusedError, type EmbedInput, type EmbedResult, type ModelBackend, type RerankResult } from './backend';
 import { RuntimeError } from './errors';
 import { DEFAULT_MAX_EMBEDDING_CALLS_PER_PRINCIPAL, LIMIT_NAMES, limitExceeded } from './shares';
 
@@ -19,6 +20,20 @@ export interface EmbedOutcome extends EmbedResult {
   model: string;
 }
 
+export interface RerankParams {
+  principal: string;
+  /** As a request names it; undefined = the default model. */
+  model: string | undefined;
+  query: string;
+  documents: string[];
+  signal: AbortSignal;
+}
+
+export interface RerankOutcome extends RerankResult {
+  /** The model id that ranked. */
+  model: string;
+}
+
 export class EmbeddingCalls {
   private readonly inFlight = new Map<string, number>();
 
@@ -28,35 +43,56 @@ export class EmbeddingCalls {
   ) {}
 
   async embed(p: EmbedParams): Promise<EmbedOutcome> {
-    const id = this.backend.resolveModel(p.model);
+    const id = this.resolve(p.model);
+    const backend = this.backend;
+    if (!backend.embed || backend.supportsEmbeddings?.(id) === false) {
+      throw new RuntimeError('unsupported_capability', `The model "${id}" does not serve embeddings here.`, 'model');
+    }
+    const result = await this.share(p.principal, () => backend.embed!(id, p.inputs, { signal: p.signal }));
+    return { model: id, ...result };
+  }
+
+  async rerank(p: RerankParams): Promise<RerankOutcome> {
+    const id = this.resolve(p.model);
+    const backend = this.backend;
+    if (!backend.rerank || backend.supportsRerank?.(id) === false) {
+      throw new RuntimeError('unsupported_capability', `The model "${id}" does not rerank here.`, 'model');
+    }
+    const result = await this.share(p.principal, () => backend.rerank!(id, p.query, p.documents, { signal: p.signal }));
+    return { model: id, ...result };
+  }
+
+  private resolve(model: string | undefined): string {
+    const id = this.backend.resolveModel(model);
     if (id === undefined) {
       throw new RuntimeError(
         'model_not_found',
-        p.model === undefined ? 'No default model is available.' : `The model "${p.model}" is not available.`,
+        model === undefined ? 'No default model is available.' : `The model "${model}" is not available.`,
         'model',
       );
     }
-    if (!this.backend.embed || this.backend.supportsEmbeddings?.(id) === false) {
-      throw new RuntimeError('unsupported_capability', `The model "${id}" does not serve embeddings here.`, 'model');
-    }
-    const current = this.inFlight.get(p.principal) ?? 0;
+    return id;
+  }
+
+  /** Runs `call` as one of the principal's calls in flight (refused beyond the cap); refusals as RuntimeErrors. */
+  private async share<T>(principal: string, call: () => Promise<T>): Promise<T> {
+    const current = this.inFlight.get(principal) ?? 0;
     if (current >= this.maxPerPrincipal) {
       throw limitExceeded(
         { name: LIMIT_NAMES.embeddingCalls, max: this.maxPerPrincipal, current, unit: 'requests' },
-        `Too many embeddings calls in flight for this client: ${current} of at most ${this.maxPerPrincipal}; wait for one to end`,
+        `Too many embeddings and rerank calls in flight for this client: ${current} of at most ${this.maxPerPrincipal}; wait for one to end`,
       );
     }
-    this.inFlight.set(p.principal, current + 1);
+    this.inFlight.set(principal, current + 1);
     try {
-      const result = await this.backend.embed(id, p.inputs, { signal: p.signal });
-      return { model: id, ...result };
+      return await call();
     } catch (e) {
       if (e instanceof RequestRefusedError) throw new RuntimeError(e.code, e.message, e.param ?? undefined);
       throw e;
     } finally {
-      const left = (this.inFlight.get(p.principal) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(p.principal, left);
-      else this.inFlight.delete(p.principal);
+      const left = (this.inFlight.get(principal) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(principal, left);
+      else this.inFlight.delete(principal);
     }
   }
 }

@@ -13,7 +13,7 @@ import type {
   TaskCounts,
   TaskRuntimeApi,
 } from './api';
-import { EmbeddingCalls, type EmbedOutcome, type EmbedParams } from './embeddings';
+import { EmbeddingCalls, type EmbedOutcome, type EmbedParams, type RerankOutcome, type RerankParams } from './embeddings';
 import { RequestRefusedError, type LoadOptions, type ModelBackend, type ModelInfo } from './backend';
 import { RuntimeError } from './errors';
 import { TaskEventBus } from './eventBus';
@@ -479,6 +479,11 @@ export class TaskRuntime implements TaskRuntimeApi {
   embed(params: EmbedParams): Promise<EmbedOutcome> {
     this.assertOpen();
     return this.embeddings.embed(params);
+  }
+
+  rerank(params: RerankParams): Promise<RerankOutcome> {
+    this.assertOpen();
+    return this.embeddings.rerank(params);
   }
 
   countTokens(model: string | undefined, text: string): number | null {

@@ -3,6 +3,9 @@
 // ≥ 0.9999, for a model whose file declares its pooling (mean, last) and for one that declares none (llama.cpp's
 // default; llama-server is told `--pooling last`, which is what a model without pooling gives in node-llama-cpp); the
 // prompt tokens agree. (On the generated models mean and last pooling differ at cosine ~0.23: the bound discriminates.)
+// Passed through: `serve --engine x=<llama-server> --engine-kind x=llama.cpp` answers /lmsp/v1/embeddings for
+// `x/tiny` with llama-server's own vectors (|Δ| ≤ 1e-6 per element: normalized again on our side) and usage; a
+// llama-server started without --embeddings is refused 400 unsupported_capability (its 501), not a 500.
 // Run with: node scripts/remote-engine/run.mjs (builds llama-server on first use, then runs this suite).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -12,6 +15,7 @@ import { after, describe, it } from 'node:test';
 import { writeTestModel, type TestModelOptions } from '../../src/backends/llama/demoModel';
 import { LlamaBackend } from '../../src/backends/llama/llamaBackend';
 import { startLlamaServer } from '../fixtures/llamaServer';
+import { startServe } from '../fixtures/serveProcess';
 
 const INPUTS = [
   'hello',
@@ -83,3 +87,48 @@ for (const c of cases) {
     });
   });
 }
+
+describe('embeddings passed through to a llama.cpp engine', () => {
+  it("serve --engine answers llama-server's vectors and usage; an engine without --embeddings → 400 unsupported_capability", async () => {
+    const file = path.join(dir, 'embed-remote.gguf');
+    writeTestModel(file, { seed: 3, embd: 128, layers: 2, poolingType: 'mean' });
+    const server = await startLlamaServer({ model: file, ctx: 2048, extraArgs: ['--embeddings'] });
+    const plain = await startLlamaServer({ model: file, ctx: 2048 });
+    const serve = await startServe([
+      '--engine',
+      `x=${server.base}`,
+      '--engine',
+      `p=${plain.base}`,
+      '--engine-kind',
+      'x=llama.cpp',
+      '--engine-kind',
+      'p=llama.cpp',
+    ]);
+    try {
+      const direct = await fetch(`${server.base}/embeddings`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny', input: INPUTS, encoding_format: 'float' }),
+      });
+      const theirs = (await direct.json()) as { data: Array<{ index: number; embedding: number[] }>; usage: { prompt_tokens: number } };
+      const ours = await serve.lmspCall('POST', '/embeddings', { model: 'x/tiny', input: INPUTS, encoding_format: 'float' });
+      assert.equal(ours.status, 200, JSON.stringify(ours.json));
+      assert.equal(ours.json.model, 'x/tiny');
+      assert.equal(ours.json.data.length, INPUTS.length);
+      for (const [i] of INPUTS.entries()) {
+        const a = ours.json.data[i].embedding as number[];
+        const b = theirs.data.find((d) => d.index === i)!.embedding;
+        assert.equal(a.length, b.length);
+        const worst = Math.max(...a.map((v, k) => Math.abs(v - b[k])));
+        assert.ok(worst <= 1e-6, `input ${i}: max |Δ| ${worst}`);
+      }
+      assert.equal(ours.json.usage.prompt_tokens, theirs.usage.prompt_tokens);
+      const off = await serve.lmspCall('POST', '/embeddings', { model: 'p/tiny', input: 'x' });
+      assert.equal(off.status, 400, JSON.stringify(off.json));
+      assert.equal(off.json.error.code, 'unsupported_capability');
+    } finally {
+      await serve.stop();
+      await Promise.all([server.kill(), plain.kill()]);
+    }
+  });
+});

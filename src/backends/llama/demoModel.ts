@@ -1,5 +1,8 @@
 // Writes a tiny random-weight llama GGUF (v3). Its output is noise, but loading, streaming, cancellation and state
-// snapshots through llama.cpp are real, so tests and the demo never need to download a model.
+// snapshots through llama.cpp are real, so tests and the demo never need to download a model. With pooling `rank` it
+// writes a tiny reranker instead: llama.cpp reads a rank head (`cls.output.weight`) only for some architectures (BERT
+// kinds, Qwen3), so that one is a Qwen3-architecture model (llama's plus per-head Q/K norms) with a two-label head
+// ("yes"/"no": llama.cpp's Qwen3 rank pooling takes the last token and a softmax, so the score is P(yes)).
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -21,13 +24,17 @@ export interface TestModelOptions {
   chatTemplate?: string;
   /**
    * Embedding pooling declared in the metadata (`llama.pooling_type`), as an embedding model's file declares it;
-   * absent: none (llama.cpp's default: an embedding is the last token's).
+   * absent: none (llama.cpp's default: an embedding is the last token's). `rank`: a reranker (Qwen3 architecture with a
+   * `cls.output` head; see the file's header).
    */
-  poolingType?: 'mean' | 'cls' | 'last';
+  poolingType?: 'mean' | 'cls' | 'last' | 'rank';
 }
 
 /** llama.cpp's enum llama_pooling_type. */
-const POOLING_TYPES = { mean: 1, cls: 2, last: 3 } as const;
+const POOLING_TYPES = { mean: 1, cls: 2, last: 3, rank: 4 } as const;
+
+/** The reranker's head labels (`<arch>.classifier.output_labels`): Qwen3 rerankers' two. */
+const RANK_LABELS = ['yes', 'no'];
 
 export const DEMO_MODEL_FILE = 'task-runtime-demo.gguf';
 
@@ -241,6 +248,8 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
   const vocab = buildVocab(opts.vocabSize);
   const nVocab = vocab.tokens.length;
   const rand = prng(seed);
+  const rank = opts.poolingType === 'rank';
+  const arch = rank ? 'qwen3' : 'llama';
 
   const uniform = (n: number, scale: number): Float32Array => {
     const a = new Float32Array(n);
@@ -281,27 +290,37 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
       matrix(p + 'attn_k.weight', embd, headDim * headsKv),
       matrix(p + 'attn_v.weight', embd, headDim * headsKv),
       matrix(p + 'attn_output.weight', embd, embd),
+      ...(rank
+        ? [
+            { name: p + 'attn_q_norm.weight', dims: [headDim], data: ones(headDim) },
+            { name: p + 'attn_k_norm.weight', dims: [headDim], data: ones(headDim) },
+          ]
+        : []),
       { name: p + 'ffn_norm.weight', dims: [embd], data: ones(embd) },
       matrix(p + 'ffn_gate.weight', embd, ff),
       matrix(p + 'ffn_up.weight', embd, ff),
       matrix(p + 'ffn_down.weight', ff, embd),
     );
   }
+  if (rank) tensors.push(matrix('cls.output.weight', embd, RANK_LABELS.length, 4 / Math.sqrt(embd)));
 
   const u32 = (value: number): MetaValue => ({ type: ValueType.UINT32, value });
   const metadata: Array<[string, MetaValue]> = [
-    ['general.architecture', { type: ValueType.STRING, value: 'llama' }],
+    ['general.architecture', { type: ValueType.STRING, value: arch }],
     ['general.name', { type: ValueType.STRING, value: 'task-runtime-demo' }],
     ['general.alignment', u32(ALIGNMENT)],
-    ['llama.context_length', u32(contextLength)],
-    ['llama.embedding_length', u32(embd)],
-    ['llama.block_count', u32(layers)],
-    ['llama.feed_forward_length', u32(ff)],
-    ['llama.attention.head_count', u32(heads)],
-    ['llama.attention.head_count_kv', u32(headsKv)],
-    ['llama.rope.dimension_count', u32(headDim)],
-    ['llama.attention.layer_norm_rms_epsilon', { type: ValueType.FLOAT32, value: 1e-5 }],
-    ...(opts.poolingType ? [['llama.pooling_type', u32(POOLING_TYPES[opts.poolingType])] as [string, MetaValue]] : []),
+    [`${arch}.context_length`, u32(contextLength)],
+    [`${arch}.embedding_length`, u32(embd)],
+    [`${arch}.block_count`, u32(layers)],
+    [`${arch}.feed_forward_length`, u32(ff)],
+    [`${arch}.attention.head_count`, u32(heads)],
+    [`${arch}.attention.head_count_kv`, u32(headsKv)],
+    [`${arch}.rope.dimension_count`, u32(headDim)],
+    [`${arch}.attention.layer_norm_rms_epsilon`, { type: ValueType.FLOAT32, value: 1e-5 }],
+    ...(rank
+      ? [[`${arch}.classifier.output_labels`, { type: ValueType.ARRAY, itemType: ValueType.STRING, value: RANK_LABELS }] as [string, MetaValue]]
+      : []),
+    ...(opts.poolingType ? [[`${arch}.pooling_type`, u32(POOLING_TYPES[opts.poolingType])] as [string, MetaValue]] : []),
     ['tokenizer.ggml.model', { type: ValueType.STRING, value: 'llama' }],
     ['tokenizer.ggml.tokens', { type: ValueType.ARRAY, itemType: ValueType.STRING, value: vocab.tokens }],
     ['tokenizer.ggml.scores', { type: ValueType.ARRAY, itemType: ValueType.FLOAT32, value: vocab.scores }],
@@ -310,7 +329,8 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
     ['tokenizer.ggml.bos_token_id', u32(1)],
     ['tokenizer.ggml.eos_token_id', u32(2)],
     ['tokenizer.ggml.add_bos_token', { type: ValueType.BOOL, value: true }],
-    ['tokenizer.ggml.add_eos_token', { type: ValueType.BOOL, value: false }],
+    // A reranker's input is BOS query EOS document EOS (llama-server adds the EOSes only when the vocabulary says so).
+    ['tokenizer.ggml.add_eos_token', { type: ValueType.BOOL, value: rank }],
   ];
   if (opts.chatTemplate) metadata.push(['tokenizer.chat_template', { type: ValueType.STRING, value: opts.chatTemplate }]);
 

@@ -9,6 +9,7 @@
 //   contextPool.ts   the model's one batched context: where a generation gets its sequence (kept prefixes reused)
 //   contextFit.ts    whether prompt + max_output_tokens fit the context: at create, and when the task starts
 //   embedding.ts     embeddings: the model's own embedding context, made on first use
+//   ranking.ts       reranking: the model's own ranking context (a reranker's rank head), made on first use
 //   keepAlive.ts     idle models unload after the keep-alive and load again on the next task
 //   snapshots.ts     resume snapshots: saving and restoring a sequence's state
 //   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
@@ -28,8 +29,10 @@ import type {
   LoadOptions,
   ModelBackend,
   ModelInfo,
+  RerankResult,
 } from '../../runtime/backend';
 import { disposeEmbedding, embedInputs } from './embedding';
+import { canRank, disposeRanking, rankDocuments } from './ranking';
 import { isModelUri } from '../modelSource';
 import type { ConcurrencyChoice } from './contextChoice';
 import { budgetMisfit, contextMisfit, explicitBudget, failStart, floorMisfit, refuse } from './contextFit';
@@ -243,7 +246,23 @@ export class LlamaBackend implements ModelBackend {
   }
 
   /** Embeds on the model's own embedding context (embedding.ts), loading the model first; counts as a busy model. */
-  async embed(modelId: string, inputs: EmbedInput[], options: { signal: AbortSignal }): Promise<EmbedResult> {
+  embed(modelId: string, inputs: EmbedInput[], options: { signal: AbortSignal }): Promise<EmbedResult> {
+    return this.whileBusy(modelId, (loaded) => embedInputs(loaded, inputs, options.signal));
+  }
+
+  /** A model known to have no rank head (once loaded) is refused before any work. */
+  supportsRerank(modelId: string): boolean {
+    const entry = this.entries.get(modelId);
+    return entry !== undefined && (entry.loaded === undefined || canRank(entry.loaded));
+  }
+
+  /** Ranks on the model's own ranking context (ranking.ts), loading the model first; counts as a busy model. */
+  rerank(modelId: string, query: string, documents: string[], options: { signal: AbortSignal }): Promise<RerankResult> {
+    return this.whileBusy(modelId, (loaded) => rankDocuments(loaded, modelId, query, documents, options.signal));
+  }
+
+  /** Runs `work` on the loaded model (loading it first), as a busy model for the keep-alive. */
+  private async whileBusy<T>(modelId: string, work: (loaded: LoadedModel) => Promise<T>): Promise<T> {
     const entry = this.entries.get(modelId);
     if (!entry) throw new Error(`unknown model "${modelId}"`);
     if (entry.state !== 'loaded') await this.load(modelId);
@@ -251,7 +270,7 @@ export class LlamaBackend implements ModelBackend {
     loaded.active++;
     this.keepAlive.busy(modelId);
     try {
-      return await embedInputs(loaded, inputs, options.signal);
+      return await work(loaded);
     } finally {
       if (--loaded.active === 0 && entry.loaded === loaded) this.keepAlive.idle(modelId);
     }
@@ -263,6 +282,7 @@ export class LlamaBackend implements ModelBackend {
     if (!loaded || loaded.active > 0 || this.disposed) return;
     this.entries.unload(id);
     await disposeEmbedding(loaded);
+    await disposeRanking(loaded);
     await loaded.pool.dispose();
     await loaded.model.dispose().catch(() => undefined);
     this.log(`model ${id} unloaded: no task for the keep-alive (${Math.round((this.options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS) / 1000)} s)`);
@@ -273,6 +293,8 @@ export class LlamaBackend implements ModelBackend {
     this.keepAlive.clear();
     for (const loaded of await this.entries.unloadAll()) {
       await disposeEmbedding(loaded);
+      await disposeRanking(loaded);
+      await disposeRanking(loaded);
       await loaded.pool.dispose();
       await loaded.model.dispose().catch(() => undefined);
     }

@@ -2,7 +2,9 @@
 // compiled grammars and what the load measured. Also the prompt's tokens, as checkRequest, the pool's prefix reuse and
 // the generation all see them (one tokenization, so a kept prefix matches the prompt a generation evaluates).
 
-import type { ChatWrapper, Llama, LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { ChatWrapper, Llama, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext, Token } from 'node-llama-cpp' with {
+  'resolution-mode': 'import',
+};
 import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
 import type { SequencePool } from './contextPool';
 import type { GrammarCache } from './grammar';
@@ -29,6 +31,8 @@ export interface LoadedModel {
   active: number;
   /** The embedding context, once an embeddings request made it (embedding.ts); disposed with the model. */
   embedding?: Promise<LlamaEmbeddingContext>;
+  /** The ranking context, once a rerank request made it (ranking.ts); disposed with the model. */
+  ranking?: Promise<LlamaRankingContext>;
 }
 
 /** The prompt as tokens: through the chat template when the model has one, else the plain-text prompt after BOS. */

@@ -98,12 +98,12 @@ export function engineText(raw: unknown, apiKey?: string): string {
   return s.length > MAX_ERROR_TEXT ? `${s.slice(0, MAX_ERROR_TEXT)}…` : s;
 }
 
-function causeOf(e: unknown): string {
+export function causeOf(e: unknown): string {
   const err = e as { cause?: { code?: string; message?: string }; message?: string };
   return err?.cause?.code ?? err?.cause?.message ?? err?.message ?? String(e);
 }
 
-function retryAfterMs(header: string | null): number | undefined {
+export function retryAfterMs(header: string | null): number | undefined {
   if (!header) return undefined;
   if (/^\d{1,6}$/.test(header.trim())) return Number(header.trim()) * 1000;
   const at = Date.parse(header);
@@ -112,7 +112,7 @@ function retryAfterMs(header: string | null): number | undefined {
 
 const tokenCount = (v: unknown): number | undefined => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : undefined);
 
-function abortError(): Error {
+export function abortError(): Error {
   return Object.assign(new Error('The operation was aborted.'), { name: 'AbortError' });
 }
 
@@ -155,34 +155,7 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
   }
 
   try {
-    if (res.status >= 300 && res.status < 400) {
-      const to = res.headers.get('location');
-      let where = 'another location';
-      try {
-        if (to) where = new URL(to, req.baseUrl).host || where;
-      } catch {
-        /* unparsable location */
-      }
-      throw fail(
-        'backend_error',
-        `answered with a redirect (HTTP ${res.status} to ${engineText(where)}); redirects are not followed, so credentials are never sent elsewhere. Configure the engine's final URL.`,
-      );
-    }
-    if (!res.ok) {
-      const body = await readSmall(res, req.maxEventBytes).catch(() => '');
-      const info = errorInfo(body);
-      const detail = `HTTP ${res.status}${info.message ? `: ${engineText(info.message, apiKey)}` : ''}`;
-      if (res.status === 429 || res.status === 503 || res.status === 502 || res.status === 504) {
-        throw new EndpointUnreachable(`${label} is busy or unavailable (${detail}).`, retryAfterMs(res.headers.get('retry-after')));
-      }
-      if (res.status === 401 || res.status === 403)
-        throw fail('backend_error', `refused the request's credentials (${detail}); check the engine's API key.`);
-      if (isContextOverflow(info))
-        throw fail('context_length_exceeded', `refused the request: the prompt does not fit the model's context (${detail}).`);
-      if (res.status === 404) throw fail('model_not_found', `does not know this model or the URL is not its OpenAI-style base (…/v1) (${detail}).`);
-      if (res.status === 400 || res.status === 413 || res.status === 422) throw fail('invalid_request', `refused the request (${detail}).`);
-      throw fail('backend_error', `failed (${detail}).`);
-    }
+    if (!res.ok) throw await httpFailure(res, label, apiKey, req.baseUrl, req.maxEventBytes);
     const type = res.headers.get('content-type') ?? '';
     if (!/^text\/event-stream\b/i.test(type)) {
       // Some engines answer an error with 200 and a JSON body (LM Studio: unknown routes, some context overflows).
@@ -201,7 +174,49 @@ export async function streamChat(req: ChatStreamRequest): Promise<ChatStreamResu
   }
 }
 
-async function readSmall(res: Response, max: number): Promise<string> {
+/**
+ * The error of an answer that is not a success (a redirect, or HTTP 4xx/5xx), as generation and the direct calls
+ * (jsonCall.ts) both map it: busy or unavailable → EndpointUnreachable (the next endpoint is tried), credentials, a
+ * context overflow (quirks.ts), an unknown model or route, a refused request, anything else.
+ */
+export async function httpFailure(
+  res: Response,
+  label: string,
+  apiKey: string | undefined,
+  baseUrl: string,
+  maxBytes: number,
+): Promise<BackendError> {
+  const fail = (code: FailureCode, msg: string) => new BackendError('failed', code, `${label}: ${msg}`);
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel().catch(() => {});
+    const to = res.headers.get('location');
+    let where = 'another location';
+    try {
+      if (to) where = new URL(to, baseUrl).host || where;
+    } catch {
+      /* unparsable location */
+    }
+    return fail(
+      'backend_error',
+      `answered with a redirect (HTTP ${res.status} to ${engineText(where)}); redirects are not followed, so credentials are never sent elsewhere. Configure the engine's final URL.`,
+    );
+  }
+  const body = await readSmall(res, maxBytes).catch(() => '');
+  const info = errorInfo(body);
+  const detail = `HTTP ${res.status}${info.message ? `: ${engineText(info.message, apiKey)}` : ''}`;
+  if (res.status === 429 || res.status === 503 || res.status === 502 || res.status === 504) {
+    return new EndpointUnreachable(`${label} is busy or unavailable (${detail}).`, retryAfterMs(res.headers.get('retry-after')));
+  }
+  if (res.status === 401 || res.status === 403)
+    return fail('backend_error', `refused the request's credentials (${detail}); check the engine's API key.`);
+  if (isContextOverflow(info))
+    return fail('context_length_exceeded', `refused the request: the prompt does not fit the model's context (${detail}).`);
+  if (res.status === 404) return fail('model_not_found', `does not know this model or the URL is not its OpenAI-style base (…/v1) (${detail}).`);
+  if (res.status === 400 || res.status === 413 || res.status === 422) return fail('invalid_request', `refused the request (${detail}).`);
+  return fail('backend_error', `failed (${detail}).`);
+}
+
+export async function readSmall(res: Response, max: number): Promise<string> {
   if (!res.body) return '';
   const reader = res.body.getReader();
   const parts: Uint8Array[] = [];
@@ -483,7 +498,7 @@ function streamFailure(label: string, e: ChatEventError, apiKey?: string): Backe
 }
 
 /** The engine's own error (an HTTP 200 JSON body or an error event): context overflow, a wrong URL, or any other. */
-function engineFailure(label: string, info: EngineErrorInfo, apiKey: string | undefined, what: string): BackendError {
+export function engineFailure(label: string, info: EngineErrorInfo, apiKey: string | undefined, what: string): BackendError {
   const msg = engineText(info.message, apiKey);
   if (isContextOverflow(info))
     return new BackendError('failed', 'context_length_exceeded', `${label}: the prompt does not fit the model's context (${msg}).`);
@@ -493,7 +508,7 @@ function engineFailure(label: string, info: EngineErrorInfo, apiKey: string | un
   return new BackendError('failed', 'backend_error', `${label}: ${what}: ${msg}`);
 }
 
-function parseJson(text: string): unknown {
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -9,6 +9,7 @@
 import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
+import { postJson } from './jsonCall';
 import {
   ENGINE_PROFILES,
   engineErrorOf,
@@ -452,6 +453,52 @@ export class RemoteEngine {
           continue;
         }
         if (isBackendError(e) && e.kind === 'interrupted') this.markDown(ep, 'stopped mid-response');
+        throw e;
+      } finally {
+        ep.inFlight--;
+      }
+    }
+  }
+
+  /**
+   * One direct call (embeddings, rerank: a JSON answer, jsonCall.ts) on the least-busy healthy endpoint that lists
+   * the model, moving on to the next one while endpoints are unreachable, as chat does. No prefix affinity: nothing of
+   * the call stays in an engine's cache.
+   */
+  async call(model: string, path: string, body: Record<string, unknown>, signal: AbortSignal): Promise<unknown> {
+    const probes = this.probeDue();
+    if (!this.eligible(model, new Set()).length) await probes;
+    const tried = new Set<Endpoint>();
+    let last: BackendError | undefined;
+    for (;;) {
+      const decision = chooseEndpoint(this.eligible(model, tried), undefined);
+      if (!decision) throw this.unavailable(last?.retryAfterMs);
+      const ep = decision.endpoint;
+      tried.add(ep);
+      ep.routed[decision.via]++;
+      ep.inFlight++;
+      ep.served++;
+      try {
+        const request = {
+          baseUrl: ep.url,
+          path,
+          label: ep.name,
+          apiKey: this.config.apiKey,
+          body: { ...body, model },
+          signal,
+          timeouts: this.timeouts,
+          maxErrorBytes: this.config.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+        };
+        return await postJson(request).catch((e: unknown) => {
+          if (e instanceof EndpointUnreachable && STALE_CONNECTION.test(e.message) && !signal.aborted) return postJson(request);
+          throw e;
+        });
+      } catch (e) {
+        if (e instanceof EndpointUnreachable) {
+          this.markDown(ep, e.message.replace(`${ep.name} `, ''));
+          last = e;
+          continue;
+        }
         throw e;
       } finally {
         ep.inFlight--;

@@ -358,3 +358,25 @@ export function routerStatusOf(entry: Record<string, unknown>): RouterModelStatu
   if (s.failed === true && s.value === 'unloaded') return 'failed';
   return Object.hasOwn(ROUTER_MODEL_STATUS, s.value) ? ROUTER_MODEL_STATUS[s.value] : 'loading';
 }
+
+/**
+ * The direct calls (embeddings, reranking: runtime/embeddings.ts) each engine kind serves beside /v1, and where. Absent:
+ * a model of that kind is refused unsupported_capability before anything is sent.
+ * - llama.cpp server: POST /v1/embeddings when started with `--embeddings`, POST /v1/rerank with `--reranking`
+ *   (tools/server/server.cpp of the bundled source); otherwise it answers HTTP 501 "not supported", which is mapped
+ *   to unsupported_capability (NOT_SUPPORTED_STATUS).
+ * - vLLM: POST /v1/embeddings for a pooling model, POST /v1/rerank (Jina/Cohere shape) for a cross-encoder.
+ * - Ollama: POST /v1/embeddings (its OpenAI-compatible layer); no rerank route.
+ * - LM Studio: POST /v1/embeddings; no rerank route.
+ * - any other OpenAI-compatible server: /v1/embeddings (OpenAI's); rerank unknown, so not offered.
+ */
+export const DIRECT_CALLS: Record<EngineKind, { embeddings?: '/embeddings'; rerank?: '/rerank' }> = {
+  'llama.cpp': { embeddings: '/embeddings', rerank: '/rerank' },
+  vllm: { embeddings: '/embeddings', rerank: '/rerank' },
+  ollama: { embeddings: '/embeddings' },
+  lmstudio: { embeddings: '/embeddings' },
+  openai: { embeddings: '/embeddings' },
+};
+
+/** The status llama.cpp server answers a route its start flags turned off with (ERROR_TYPE_NOT_SUPPORTED). */
+export const NOT_SUPPORTED_STATUS = 501;

@@ -23,6 +23,8 @@ import {
   BackendError,
   RequestRefusedError,
   type ChatMessage,
+  type EmbedInput,
+  type EmbedResult,
   type GenerateOptions,
   type GenerateRequest,
   type GenerateResult,
@@ -30,11 +32,13 @@ import {
   type ModelBackend,
   type ModelInfo,
   type OutputChannel,
+  type RerankResult,
   type TokenLogprob,
 } from '../../runtime/backend';
+import { isObject } from '../../runtime/jsonValues';
 import { checkEngineConfig, type EngineConfig } from './config';
 import { RemoteEngine, type EngineRuntimeOptions } from './engine';
-import { CONTINUE_FINAL_MESSAGE, ENGINE_PROFILES, resumeOffered, SAMPLING_FIELDS, SAMPLING_PARAMS, type EngineKind } from './quirks';
+import { CONTINUE_FINAL_MESSAGE, DIRECT_CALLS, ENGINE_PROFILES, resumeOffered, SAMPLING_FIELDS, SAMPLING_PARAMS, type EngineKind } from './quirks';
 
 export class RemoteBackend implements ModelBackend {
   readonly name = 'remote';
@@ -197,9 +201,90 @@ export class RemoteBackend implements ModelBackend {
     }
   }
 
+  supportsEmbeddings(modelId: string): boolean {
+    const engine = this.route(modelId)?.engine;
+    return !!engine && DIRECT_CALLS[engine.config.kind ?? 'openai'].embeddings !== undefined;
+  }
+
+  supportsRerank(modelId: string): boolean {
+    const engine = this.route(modelId)?.engine;
+    return !!engine && DIRECT_CALLS[engine.config.kind ?? 'openai'].rerank !== undefined;
+  }
+
+  /** POST /v1/embeddings on the engine (float vectors), in the inputs' order. */
+  async embed(modelId: string, inputs: EmbedInput[], options: { signal: AbortSignal }): Promise<EmbedResult> {
+    const { engine, model, path } = this.direct(modelId, 'embeddings');
+    const json = await engine.call(model, path, { input: inputs, encoding_format: 'float' }, options.signal);
+    const data = isObject(json) && Array.isArray(json.data) ? json.data : undefined;
+    const vectors: Float32Array[] = [];
+    for (const d of data ?? []) {
+      if (!isObject(d) || !Number.isSafeInteger(d.index) || !Array.isArray(d.embedding)) break;
+      vectors[d.index as number] = normalized(d.embedding);
+    }
+    const dimensions = vectors[0]?.length ?? 0;
+    if (vectors.length !== inputs.length || inputs.some((_, i) => vectors[i]?.length !== dimensions) || dimensions === 0) {
+      throw new BackendError('failed', 'backend_error', `Engine "${engine.name}" answered embeddings that do not match the ${inputs.length} inputs.`);
+    }
+    return { vectors, tokens: usageSpread(json, inputs.length), dimensions };
+  }
+
+  /** POST /v1/rerank on the engine (llama.cpp server's and vLLM's shape); scores back in the documents' order. */
+  async rerank(modelId: string, query: string, documents: string[], options: { signal: AbortSignal }): Promise<RerankResult> {
+    const { engine, model, path } = this.direct(modelId, 'rerank');
+    const json = await engine.call(model, path, { query, documents, top_n: documents.length }, options.signal);
+    const results = isObject(json) && Array.isArray(json.results) ? json.results : [];
+    const scores: number[] = [];
+    for (const r of results) {
+      if (!isObject(r) || !Number.isSafeInteger(r.index) || typeof r.relevance_score !== 'number') break;
+      scores[r.index as number] = r.relevance_score;
+    }
+    if (scores.length !== documents.length || documents.some((_, i) => !Number.isFinite(scores[i]))) {
+      throw new BackendError(
+        'failed',
+        'backend_error',
+        `Engine "${engine.name}" answered scores that do not match the ${documents.length} documents.`,
+      );
+    }
+    return { scores, tokens: usageSpread(json, documents.length) };
+  }
+
+  /** The engine, its model and the path of a direct call; refused unsupported_capability where its kind has none. */
+  private direct(modelId: string, what: 'embeddings' | 'rerank'): { engine: RemoteEngine; model: string; path: string } {
+    const r = this.route(modelId);
+    if (!r) throw new BackendError('failed', 'model_not_found', `No engine serves "${modelId}".`);
+    const kind = r.engine.config.kind ?? 'openai';
+    const path = DIRECT_CALLS[kind][what];
+    if (!path) {
+      throw new RequestRefusedError(
+        'unsupported_capability',
+        `Engines of kind "${kind}" (${ENGINE_PROFILES[kind].label}) serve no ${what === 'rerank' ? 'rerank route' : 'embeddings'}.`,
+        'model',
+      );
+    }
+    return { ...r, path };
+  }
+
   async dispose(): Promise<void> {
     this.listeners.clear();
   }
+}
+
+/** A vector as the engine gave it, L2-normalized; a non-number entry makes it unusable (NaN, caught by the caller). */
+function normalized(values: readonly unknown[]): Float32Array {
+  const out = Float32Array.from(values, (v) => (typeof v === 'number' ? v : NaN));
+  let sum = 0;
+  for (const v of out) sum += v * v;
+  const norm = Math.sqrt(sum);
+  if (!Number.isFinite(norm)) return new Float32Array(0);
+  if (norm > 0) for (let i = 0; i < out.length; i++) out[i] /= norm;
+  return out;
+}
+
+/** The engine's usage for the whole request (prompt_tokens, else total_tokens) as per-item counts: all on the first. */
+function usageSpread(json: unknown, count: number): number[] {
+  const usage = isObject(json) && isObject(json.usage) ? json.usage : {};
+  const total = [usage.prompt_tokens, usage.total_tokens].find((v) => Number.isSafeInteger(v) && (v as number) >= 0) as number | undefined;
+  return Array.from({ length: count }, (_, i) => (i === 0 ? (total ?? 0) : 0));
 }
 
 /** Throws RequestRefusedError for the first field of `request` that engines of `kind` cannot honour. */

@@ -20,6 +20,8 @@ export const PATHS = {
   files: '/files',
   /** OpenAI's Batch API: durable batch jobs (docs/batches.md). */
   batches: '/batches',
+  /** Reranking in llama.cpp server's and vLLM's shape (a direct call like embeddings: docs/embeddings.md). */
+  rerank: '/rerank',
   tasks: '/tasks', // ch.7
   changes: '/task_runtime/changes', // vendor
   counts: '/task_runtime/counts', // vendor

@@ -1,5 +1,6 @@
 // JSON-RPC error forms of the MCP door, and the translation of runtime errors into them.
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { isBackendError } from '../../runtime/backend';
 import { isRuntimeError } from '../../runtime/errors';
 import { REFUSALS, retryAfterMs } from '../shared/refusals';
 
@@ -66,6 +67,12 @@ export function toMcpError(e: unknown): McpError {
       default:
         return new McpError(ErrorCode.InternalError, `${e.code}: ${e.message}`);
     }
+  }
+  if (isBackendError(e)) {
+    // A direct call's backend failure (the embed tool on a remote engine): its refusals are the caller's to fix.
+    if (e.code === 'invalid_request' || e.code === 'context_length_exceeded' || e.code === 'unsupported_capability' || e.code === 'model_not_found')
+      return invalidParams(e.message, { code: e.code });
+    return new McpError(ErrorCode.InternalError, e.message, { code: e.code, ...(e.retryAfterMs !== undefined && { retryAfterMs: e.retryAfterMs }) });
   }
   return new McpError(ErrorCode.InternalError, e instanceof Error ? e.message : String(e));
 }

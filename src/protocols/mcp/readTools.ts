@@ -1,4 +1,5 @@
-// The helper tools: get_task_text and list_models (read-only), cancel_tasks. They never create tasks.
+// The helper tools: get_task_text and list_models (read-only), cancel_tasks, embed (a direct call: runtime/
+// embeddings.ts). They never create tasks.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import { describeHardware } from '../../runtime/backend';
@@ -6,6 +7,7 @@ import { EVENT } from '../../runtime/responseEvents';
 import type { TaskRecord } from '../../runtime/task';
 import { answerText } from '../../runtime/responses';
 import { mcpStatus, statusMessage } from './mcpTaskView';
+import type { EmbedArgs } from './tools';
 
 /** Text generated so far: the final response when terminal, else the output_text deltas in the event log. */
 export function textSoFar(runtime: TaskRuntimeApi, task: TaskRecord): string {
@@ -94,6 +96,31 @@ export function listModels(runtime: TaskRuntimeApi): CallToolResult {
         ...(m.engine ? { engine: m.engine } : {}),
         ...(m.hardware ? { hardware: m.hardware } : {}),
       })),
+    },
+  };
+}
+
+/**
+ * embed: the vectors in structuredContent only; the text content says what came back (a client reading the text, or a
+ * model shown it, needs no thousands of numbers). Refusals are the runtime's errors (-32602 naming the argument).
+ */
+export async function embed(runtime: TaskRuntimeApi, principal: string, signal: AbortSignal, args: EmbedArgs): Promise<CallToolResult> {
+  const inputs = typeof args.input === 'string' ? [args.input] : args.input;
+  const result = await runtime.embed({ principal, model: args.model, inputs, signal });
+  const tokens = result.tokens.reduce((a, b) => a + b, 0);
+  const count = result.vectors.length;
+  return {
+    content: [
+      {
+        type: 'text',
+        text: `${count} vector${count === 1 ? '' : 's'} of ${result.dimensions} dimensions from ${result.model} (${tokens} tokens); the vectors are in structuredContent.data.`,
+      },
+    ],
+    structuredContent: {
+      model: result.model,
+      dimensions: result.dimensions,
+      data: result.vectors.map((v, index) => ({ index, embedding: Array.from(v) })),
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
     },
   };
 }

@@ -10,10 +10,10 @@ import { checkPriority } from '../../runtime/queue';
 import type { TaskRecord } from '../../runtime/task';
 import { invalidParams, methodNotFound, toMcpError } from './errors';
 import type { SendNotification } from './notifier';
-import { cancelTasks, getTaskText, listModels } from './readTools';
+import { cancelTasks, embed, getTaskText, listModels } from './readTools';
 import { waitTerminal, taskView } from './taskMethods';
 import { toolOutcome } from './mcpTaskView';
-import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from './tools';
+import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type EmbedArgs, type GenerationArgs, type ToolSpec } from './tools';
 
 /** Claude Code's `_meta` key on tools/call: the id of the model's tool_use block the call answers. */
 export const CLAUDE_CODE_TOOL_USE_ID = 'claudecode/toolUseId';
@@ -102,6 +102,7 @@ export async function callTool(
   if (spec.name === 'get_task_text') return getTaskText(ctx.runtime, caller.principal, parsed.data as { taskId: string });
   if (spec.name === 'list_models') return listModels(ctx.runtime);
   if (spec.name === 'cancel_tasks') return cancelTasks(ctx.runtime, caller.principal, parsed.data as { status?: Array<'queued' | 'running'> });
+  if (spec.name === 'embed') return embed(ctx.runtime, caller.principal, caller.signal, parsed.data as EmbedArgs);
 
   const args = parsed.data as GenerationArgs;
   const input = toResponseRequest(args, spec.defaultMaxTokens ?? 512);

@@ -6,6 +6,7 @@ import { SAMPLING_FIELDS, withSampling } from '../../runtime/requestFields';
 import type { ResponseRequest } from '../../runtime/task';
 import { numericSamplingZod } from '../shared/sampling';
 import { jsonSchemaArg } from '../jsonSchemaArg';
+import { EMBEDDING_LIMITS } from '../openai/embeddingsRoutes';
 
 export type TaskSupport = 'forbidden' | 'optional' | 'required';
 
@@ -77,6 +78,19 @@ export const CANCEL_TASKS_ARGS = z
   })
   .strict();
 
+/** The embeddings route's limits (docs/embeddings.md): the same inputs are refused on both doors. */
+const embedText = z.string().min(1).max(EMBEDDING_LIMITS.maxInputChars);
+
+export const EMBED_ARGS = z
+  .object({
+    model: z.string().min(1).max(256).optional().describe('Model id from list_models; default model when omitted.'),
+    input: z
+      .union([embedText, z.array(embedText).min(1).max(EMBEDDING_LIMITS.maxInputs)])
+      .describe(`A text, or up to ${EMBEDDING_LIMITS.maxInputs} texts, to embed (each 1 to ${EMBEDDING_LIMITS.maxInputChars} characters).`),
+  })
+  .strict();
+export type EmbedArgs = z.infer<typeof EMBED_ARGS>;
+
 export interface ToolSpec {
   name: string;
   /** As a client that declared tasks reads it. */
@@ -145,6 +159,15 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     taskSupport: 'forbidden',
     args: CANCEL_TASKS_ARGS,
     readOnly: false,
+  },
+  {
+    name: 'embed',
+    description:
+      'Embed one text or a list of texts with a local model: one L2-normalized vector per text, in order, in ' +
+      'structuredContent (model, dimensions, data [{index, embedding}], usage). Answered directly; no task is made.',
+    taskSupport: 'forbidden',
+    args: EMBED_ARGS,
+    readOnly: true,
   },
 ];
 

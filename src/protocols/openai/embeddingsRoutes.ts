@@ -8,6 +8,8 @@ import { readJsonBody } from '../http/body';
 import { HttpProblem } from '../http/problem';
 import type { RequestContext } from '../http/types';
 import type { LmspDeps } from '../lmsp/deps';
+import { BackendError } from '../../runtime/backend';
+import { FAILURES } from '../../runtime/problems';
 import { translateAsync } from '../lmsp/problems';
 import { parseBody } from '../lmsp/schemas';
 import { sendJson } from '../lmsp/wire';
@@ -72,6 +74,21 @@ function checkCounts(raw: unknown): void {
   }
 }
 
+/**
+ * Runs a direct call (embeddings, rerank): the runtime's refusals as on every route, and a backend's failure (a remote
+ * engine down, refusing, or answering nonsense: BackendError) as the problem of its code (FAILURES' status: 503
+ * backend_unavailable with Retry-After, 502 backend_error, 400 for the engine's refusals) instead of a bare 500.
+ */
+export async function directCall<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await translateAsync(fn);
+  } catch (e) {
+    if (!(e instanceof BackendError)) throw e;
+    const retry = e.retryAfterMs === undefined ? undefined : { 'retry-after': String(Math.max(1, Math.ceil(e.retryAfterMs / 1000))) };
+    throw new HttpProblem(FAILURES[e.code][1], e.code, e.message, retry ? { headers: retry } : {});
+  }
+}
+
 /** A checked embeddings body: the inputs and what the answer needs (the route's and a batch line's). */
 export function checkEmbeddingsBody(raw: unknown): EmbeddingsBody {
   checkCounts(raw);
@@ -102,7 +119,7 @@ export function embeddingsAnswer(body: EmbeddingsBody, result: EmbedOutcome): Re
 
 export async function createEmbeddings(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const body = checkEmbeddingsBody(await readJsonBody(req, deps.maxBodyBytes));
-  const result = await translateAsync(() =>
+  const result = await directCall(() =>
     deps.runtime.embed({ principal: ctx.principal, model: body.model, inputs: inputsOf(body.input), signal: ctx.signal }),
   );
   sendJson(res, 200, embeddingsAnswer(body, result));

@@ -8,12 +8,12 @@ import { isRuntimeError } from '../../../runtime/errors';
 import { isCancellable, type TaskRecord } from '../../../runtime/task';
 import type { CallerContext, McpContext } from '../context';
 import { invalidParams, toMcpError } from '../errors';
-import { cancelTasks, getTaskText, listModels } from '../readTools';
+import { cancelTasks, embed, getTaskText, listModels } from '../readTools';
 import type { SendNotification } from '../notifier';
 import { answerWhenDone, createToolTask, effectiveTtl, toolTaskMeta } from '../toolCall';
 import { visibleTask } from '../taskMethods';
 import { mcpStatus, statusMessage, toolOutcome, type McpTaskStatus } from '../mcpTaskView';
-import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
+import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type EmbedArgs, type GenerationArgs, type ToolSpec } from '../tools';
 import { answerable, invalidAnswer } from './mrtr';
 import type { Envelope } from './wire';
 
@@ -138,6 +138,8 @@ export async function callToolModern(
   if (spec.name === 'list_models') return { ...listModels(ctx.runtime), resultType: 'complete' };
   if (spec.name === 'cancel_tasks')
     return { ...cancelTasks(ctx.runtime, caller.principal, parsed.data as { status?: Array<'queued' | 'running'> }), resultType: 'complete' };
+  if (spec.name === 'embed')
+    return { ...(await embed(ctx.runtime, caller.principal, caller.signal, parsed.data as EmbedArgs)), resultType: 'complete' };
 
   const args = parsed.data as GenerationArgs;
   const asTask = opts.tasks && becomesTask(spec, args);
