@@ -2,9 +2,10 @@
 // compiled grammars and what the load measured. Also the prompt's tokens, as checkRequest, the pool's prefix reuse and
 // the generation all see them (one tokenization, so a kept prefix matches the prompt a generation evaluates).
 
-import type { ChatWrapper, Llama, LlamaEmbeddingContext, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { ChatWrapper, Llama, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
 import type { SequencePool } from './contextPool';
+import type { EmbeddingLanes } from './embedding';
 import type { GrammarCache } from './grammar';
 import { availableFunctions, chatHistory, plainTextPrompt } from './prompt';
 
@@ -27,8 +28,8 @@ export interface LoadedModel {
   concurrency: number;
   /** Generations started and not ended (counted before their sequence is acquired): the keep-alive waits for 0. */
   active: number;
-  /** The embedding context, once an embeddings request made it (embedding.ts); disposed with the model. */
-  embedding?: Promise<LlamaEmbeddingContext>;
+  /** The embedding lanes, once an embeddings request made them (embedding.ts); disposed with the model. */
+  embedding?: Promise<EmbeddingLanes>;
 }
 
 /** The prompt as tokens: through the chat template when the model has one, else the plain-text prompt after BOS. */
