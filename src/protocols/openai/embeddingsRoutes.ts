@@ -76,10 +76,16 @@ export async function createEmbeddings(deps: LmspDeps, req: IncomingMessage, res
   checkCounts(raw);
   const body = parseBody(embeddingsSchema, raw);
   const result = await translateAsync(() =>
-    deps.runtime.embed({ principal: ctx.principal, model: body.model, inputs: inputsOf(body.input), signal: ctx.signal }),
+    deps.runtime.embed({
+      principal: ctx.principal,
+      model: body.model,
+      inputs: inputsOf(body.input),
+      ...(body.dimensions != null ? { dimensions: body.dimensions } : {}),
+      signal: ctx.signal,
+    }),
   );
-  // The vector's length is known once the model is loaded: a different `dimensions` is refused (no truncation, which
-  // only models trained for it allow, e.g. Matryoshka embeddings).
+  // A different `dimensions` is refused (no truncation, which only models trained for it allow, e.g. Matryoshka
+  // embeddings): by the runtime before any work when the model's size is listed, else here once it is known.
   if (body.dimensions != null && body.dimensions !== result.dimensions) {
     throw new HttpProblem(
       400,

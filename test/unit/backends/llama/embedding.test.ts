@@ -232,6 +232,51 @@ describe('EmbeddingCalls (runtime)', () => {
     });
   });
 
+  it('other dimensions than the listed size are refused before the backend embeds; each call is told to the observer', async () => {
+    let embedded = 0;
+    const told: unknown[] = [];
+    const sized: ModelBackend = {
+      ...noEmbeddings,
+      listModels: () => [{ id: 'r/x', source: 'x', state: 'unloaded', maxContextLength: null, demo: false, embeddingDimensions: 2 }],
+      embed: async (_m, inputs) => {
+        embedded++;
+        return { vectors: inputs.map(() => new Float32Array([0.6, 0.8])), tokens: inputs.map(() => 3), dimensions: 2 };
+      },
+    };
+    const calls = new EmbeddingCalls(sized, 4, (model, outcome) => told.push([model, outcome]));
+    await assert.rejects(calls.embed({ principal: 'a', model: 'r/x', inputs: ['x'], dimensions: 3, signal: signal() }), (e: unknown) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, 'unsupported_capability');
+      assert.equal(e.param, 'dimensions');
+      return true;
+    });
+    assert.equal(embedded, 0);
+    const r = await calls.embed({ principal: 'a', model: 'r/x', inputs: ['x', 'y'], dimensions: 2, signal: signal() });
+    assert.equal(r.dimensions, 2);
+    assert.equal(embedded, 1);
+    // An unknown model is not the server's: not counted (its name is the client's text).
+    await assert.rejects(calls.embed({ principal: 'a', model: 'nope', inputs: ['x'], signal: signal() }));
+    assert.deepEqual(told, [
+      ['r/x', 'failed'],
+      ['r/x', { inputs: 2, tokens: 6 }],
+    ]);
+  });
+
+  it('prepare() lists the embedding size from the file header before any load', async () => {
+    const b = new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }], threads: 1, concurrency: 1 });
+    try {
+      assert.equal(b.listModels()[0].embeddingDimensions, undefined);
+      await b.prepare();
+      assert.equal(b.isLoaded('tiny'), false);
+      const listed = b.listModels()[0].embeddingDimensions;
+      assert.ok(listed !== undefined && listed > 0);
+      const r = await b.embed('tiny', ['x'], { signal: signal() });
+      assert.equal(r.dimensions, listed);
+    } finally {
+      await b.dispose();
+    }
+  });
+
   it('a principal at its calls in flight is refused limit_exceeded; another principal is not', async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
