@@ -2,7 +2,8 @@
 // the llama backend's embedding context and llama-server's /v1/embeddings (`--embeddings`), give vectors with cosine
 // ≥ 0.9999, for a model whose file declares its pooling (mean, last) and for one that declares none (llama.cpp's
 // default; llama-server is told `--pooling last`, which is what a model without pooling gives in node-llama-cpp); the
-// prompt tokens agree. (On the generated models mean and last pooling differ at cosine ~0.23: the bound discriminates.)
+// prompt tokens agree, with the inputs of a call spread over two embedding lanes. (On the generated models mean and
+// last pooling differ at cosine ~0.23: the bound discriminates.)
 // Run with: node scripts/remote-engine/run.mjs (builds llama-server on first use, then runs this suite).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -46,7 +47,8 @@ for (const c of cases) {
       const file = path.join(dir, `embed-${c.pooling ?? 'none'}.gguf`);
       writeTestModel(file, { seed: 3, embd: 128, layers: 2, ...(c.pooling ? { poolingType: c.pooling } : {}) });
       const server = await startLlamaServer({ model: file, ctx: 2048, extraArgs: ['--embeddings', ...c.serverArgs] });
-      const backend = new LlamaBackend({ models: [{ id: 'm', source: file }], threads: 1, concurrency: 1 });
+      // Two threads: two embedding lanes (embedding.ts), so the inputs of one call run on different contexts at once.
+      const backend = new LlamaBackend({ models: [{ id: 'm', source: file }], threads: 2, concurrency: 1 });
       try {
         const r = await fetch(`${server.base}/embeddings`, {
           method: 'POST',
