@@ -10,6 +10,7 @@ import { scaleBench } from './scaleBench';
 import { batchingBench } from './batching';
 import { startupBench } from './startup';
 import { webhooksBench } from './webhooks';
+import { embeddingsBench } from './embeddings';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
@@ -53,6 +54,8 @@ async function main() {
   const hostile = optional('./hostile', 'hostileBench');
   if (hostile) suites.push(['hostile', () => hostile({ modelPath })]);
   suites.push(['webhooks', () => webhooksBench()]);
+  // Its own generated embedding model (pooling mean) and llama-server beside our serve.
+  suites.push(['embeddings', () => embeddingsBench()]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

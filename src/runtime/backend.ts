@@ -23,6 +23,11 @@ export interface ModelInfo {
   engine?: string;
   /** Tasks that generate on it at once (a local model's batched sequences), once known. */
   concurrency?: number;
+  /**
+   * The length of its embedding vectors when known before a call (a local file's header, read when the runtime
+   * opens; else once loaded): a request's other `dimensions` is refused before any work. Absent: not known.
+   */
+  embeddingDimensions?: number;
 }
 
 /** The hardware a loaded model actually uses; shown to users (LMSP models, editor tooltip, serve log). */

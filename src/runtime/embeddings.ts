@@ -1,8 +1,10 @@
 // Embeddings and reranking as direct calls: the backend embeds the inputs (or scores the documents) while the caller
 // waits, and nothing is stored (no task, no events). Embeddings as durable work are the Batch API's (issue 41 item 2;
-// docs/embeddings.md). What the runtime adds to the backend's `embed` / `rerank`: the model resolved as a task's would
-// be, the backend's refusals as RuntimeErrors, and each principal's share of calls in flight (runtime/shares.ts; one
-// count for both kinds of call: both hold the same model while the client waits).
+// docs/batches.md). What the runtime adds to the backend's `embed` / `rerank`: the model resolved as a task's would
+// be, the backend's refusals as RuntimeErrors, each principal's share of calls in flight (runtime/shares.ts; one
+// count for both kinds of call: both hold the same model while the client waits), a `dimensions` other than the
+// model's refused before any work when the backend lists the model's embedding size, and each embeddings call's end
+// told to the metrics.
 import { RequestRefusedError, type EmbedInput, type EmbedResult, type ModelBackend, type RerankResult } from './backend';
 import { RuntimeError } from './errors';
 import { DEFAULT_MAX_EMBEDDING_CALLS_PER_PRINCIPAL, LIMIT_NAMES, limitExceeded } from './shares';
@@ -12,8 +14,13 @@ export interface EmbedParams {
   /** As a request names it; undefined = the default model. */
   model: string | undefined;
   inputs: EmbedInput[];
+  /** The vector length the caller asked for: refused (param `dimensions`) when the model's is known and differs. */
+  dimensions?: number;
   signal: AbortSignal;
 }
+
+/** Told at the end of each call on a model served here: its vectors and tokens, or that it failed. */
+export type EmbeddingCallObserver = (model: string, outcome: { inputs: number; tokens: number } | 'failed') => void;
 
 export interface EmbedOutcome extends EmbedResult {
   /** The model id that embedded. */
@@ -40,6 +47,7 @@ export class EmbeddingCalls {
   constructor(
     private readonly backend: ModelBackend,
     private readonly maxPerPrincipal = DEFAULT_MAX_EMBEDDING_CALLS_PER_PRINCIPAL,
+    private readonly observe: EmbeddingCallObserver = () => {},
   ) {}
 
   async embed(p: EmbedParams): Promise<EmbedOutcome> {
@@ -48,8 +56,22 @@ export class EmbeddingCalls {
     if (!backend.embed || backend.supportsEmbeddings?.(id) === false) {
       throw new RuntimeError('unsupported_capability', `The model "${id}" does not serve embeddings here.`, 'model');
     }
-    const result = await this.share(p.principal, () => backend.embed!(id, p.inputs, { signal: p.signal }));
-    return { model: id, ...result };
+    const known = backend.listModels().find((m) => m.id === id)?.embeddingDimensions;
+    if (p.dimensions !== undefined && typeof known === 'number' && p.dimensions !== known) {
+      throw new RuntimeError(
+        'unsupported_capability',
+        `The model "${id}" gives ${known}-dimensional embeddings; other dimensions are not supported.`,
+        'dimensions',
+      );
+    }
+    try {
+      const result = await this.share(p.principal, () => backend.embed!(id, p.inputs, { signal: p.signal }));
+      this.observe(id, { inputs: result.vectors.length, tokens: result.tokens.reduce((a, b) => a + b, 0) });
+      return { model: id, ...result };
+    } catch (e) {
+      this.observe(id, 'failed');
+      throw e;
+    }
   }
 
   async rerank(p: RerankParams): Promise<RerankOutcome> {

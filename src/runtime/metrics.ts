@@ -11,6 +11,9 @@
 // histogram of its own. Generation speed is the attempt's output tokens over the time from `running` to its end, for
 // succeeded tasks. Tasks first seen after a restart (queued by recovery before the runtime listens) count their
 // tokens from then on, and have no queue wait or first-token time.
+//
+// Embeddings calls (runtime/embeddings.ts) are direct calls, not tasks: each one that named a model served here is
+// counted by model and outcome (succeeded, or failed: refused or broken), with the inputs and tokens it embedded.
 import type { TaskOrigin, TaskRecord, TaskStatus } from './task';
 import { isTerminal } from './task';
 
@@ -45,6 +48,16 @@ export interface MetricsSnapshot {
   storeBytes: number;
   /** The queue now: tasks waiting per model and per principal, and how long the oldest has waited. */
   queue: QueueDepths;
+  /** Embeddings calls by model: answered and failed calls, inputs and tokens embedded (succeeded calls'). */
+  embeddings: EmbeddingCounts[];
+}
+
+export interface EmbeddingCounts {
+  model: string;
+  succeeded: number;
+  failed: number;
+  inputs: number;
+  tokens: number;
 }
 
 export interface QueueDepths {
@@ -97,6 +110,7 @@ export class RuntimeMetrics {
   private readonly tps = new Map<string, Histogram>();
   private readonly queueWait = new Histogram(METRIC_BUCKETS.queueWaitSeconds);
   private readonly journalSync = new Histogram(METRIC_BUCKETS.journalSyncSeconds);
+  private readonly embeddings = new Map<string, EmbeddingCounts>();
 
   constructor(private readonly clock: () => number = () => performance.now()) {}
 
@@ -108,6 +122,19 @@ export class RuntimeMetrics {
   /** One journal sync took `ms`. */
   syncTook(ms: number): void {
     this.journalSync.observe(ms / 1000);
+  }
+
+  /** An embeddings call on `model` ended: answered with `inputs` vectors of `tokens` tokens in all, or failed. */
+  embeddingCall(model: string, outcome: { inputs: number; tokens: number } | 'failed'): void {
+    let c = this.embeddings.get(model);
+    if (!c) this.embeddings.set(model, (c = { model, succeeded: 0, failed: 0, inputs: 0, tokens: 0 }));
+    if (outcome === 'failed') {
+      c.failed++;
+      return;
+    }
+    c.succeeded++;
+    c.inputs += outcome.inputs;
+    c.tokens += outcome.tokens;
   }
 
   /** Every committed task change (TaskEventBus.onTaskChange). */
@@ -172,6 +199,7 @@ export class RuntimeMetrics {
       journalSync: this.journalSync.snapshot(),
       storeBytes,
       queue,
+      embeddings: [...this.embeddings.values()].sort((a, b) => (a.model < b.model ? -1 : 1)).map((c) => ({ ...c })),
     };
   }
 }

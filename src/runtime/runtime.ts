@@ -155,7 +155,7 @@ export class TaskRuntime implements TaskRuntimeApi {
     readonly recovery: RecoveryOutcome,
   ) {
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
-    this.embeddings = new EmbeddingCalls(options.backend);
+    this.embeddings = new EmbeddingCalls(options.backend, undefined, (model, outcome) => this.collector.embeddingCall(model, outcome));
     if (options.backend.supportsResume() && !this.limits.onRestart.includes('resume')) {
       this.limits.onRestart = [...this.limits.onRestart, 'resume'];
     }

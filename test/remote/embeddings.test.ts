@@ -2,7 +2,8 @@
 // the llama backend's embedding context and llama-server's /v1/embeddings (`--embeddings`), give vectors with cosine
 // ≥ 0.9999, for a model whose file declares its pooling (mean, last) and for one that declares none (llama.cpp's
 // default; llama-server is told `--pooling last`, which is what a model without pooling gives in node-llama-cpp); the
-// prompt tokens agree. (On the generated models mean and last pooling differ at cosine ~0.23: the bound discriminates.)
+// prompt tokens agree, with the inputs of a call spread over two embedding lanes. (On the generated models mean and
+// last pooling differ at cosine ~0.23: the bound discriminates.)
 // Passed through: `serve --engine x=<llama-server> --engine-kind x=llama.cpp` answers /lmsp/v1/embeddings for
 // `x/tiny` with llama-server's own vectors (|Δ| ≤ 1e-6 per element: normalized again on our side) and usage; a
 // llama-server started without --embeddings is refused 400 unsupported_capability (its 501), not a 500.
@@ -50,7 +51,8 @@ for (const c of cases) {
       const file = path.join(dir, `embed-${c.pooling ?? 'none'}.gguf`);
       writeTestModel(file, { seed: 3, embd: 128, layers: 2, ...(c.pooling ? { poolingType: c.pooling } : {}) });
       const server = await startLlamaServer({ model: file, ctx: 2048, extraArgs: ['--embeddings', ...c.serverArgs] });
-      const backend = new LlamaBackend({ models: [{ id: 'm', source: file }], threads: 1, concurrency: 1 });
+      // Two threads: two embedding lanes (embedding.ts), so the inputs of one call run on different contexts at once.
+      const backend = new LlamaBackend({ models: [{ id: 'm', source: file }], threads: 2, concurrency: 1 });
       try {
         const r = await fetch(`${server.base}/embeddings`, {
           method: 'POST',

@@ -172,7 +172,8 @@ export class LlamaBackend implements ModelBackend {
 
   /**
    * Reads each local model file's header (not its weights, nor its vocabulary) for its trained context, so that
-   * checkRequest bounds the context before the first load (contextFit.ts). A model URI is known after its download
+   * checkRequest bounds the context before the first load (contextFit.ts), and its embedding length, so that an
+   * embeddings call asking for other `dimensions` is refused before the model loads (runtime/embeddings.ts). A model URI is known after its download
    * and load; a file that cannot be read is left for its load to report.
    */
   async prepare(): Promise<void> {
@@ -185,6 +186,8 @@ export class LlamaBackend implements ModelBackend {
         .catch(() => undefined);
       const trained = info?.architectureMetadata.context_length;
       if (typeof trained === 'number' && trained > 0 && entry.maxContextLength === null) entry.maxContextLength = trained;
+      const embd = info?.architectureMetadata.embedding_length;
+      if (typeof embd === 'number' && embd > 0 && entry.embeddingDimensions === undefined) entry.embeddingDimensions = embd;
     };
     await Promise.all(this.entries.all.map(read));
   }
@@ -199,7 +202,7 @@ export class LlamaBackend implements ModelBackend {
   load(modelId: string, options: LoadOptions = {}): Promise<void> {
     return this.entries.load(modelId, async (entry) => {
       if (this.disposed) throw new Error('backend disposed');
-      return loadModel(entry, options, {
+      const loaded = await loadModel(entry, options, {
         settings: this.options,
         llama: (nlc) => this.getLlama(nlc),
         calibrator: this.calibrator,
@@ -208,6 +211,8 @@ export class LlamaBackend implements ModelBackend {
           for (const l of this.capacityListeners) l();
         },
       });
+      entry.embeddingDimensions = loaded.model.embeddingVectorSize;
+      return loaded;
     });
   }
 

@@ -2,11 +2,12 @@
 // compiled grammars and what the load measured. Also the prompt's tokens, as checkRequest, the pool's prefix reuse and
 // the generation all see them (one tokenization, so a kept prefix matches the prompt a generation evaluates).
 
-import type { ChatWrapper, Llama, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext, Token } from 'node-llama-cpp' with {
+import type { ChatWrapper, Llama, LlamaModel, LlamaRankingContext, Token } from 'node-llama-cpp' with {
   'resolution-mode': 'import',
 };
 import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
 import type { SequencePool } from './contextPool';
+import type { EmbeddingLanes } from './embedding';
 import type { GrammarCache } from './grammar';
 import { availableFunctions, chatHistory, plainTextPrompt } from './prompt';
 
@@ -29,8 +30,8 @@ export interface LoadedModel {
   concurrency: number;
   /** Generations started and not ended (counted before their sequence is acquired): the keep-alive waits for 0. */
   active: number;
-  /** The embedding context, once an embeddings request made it (embedding.ts); disposed with the model. */
-  embedding?: Promise<LlamaEmbeddingContext>;
+  /** The embedding lanes, once an embeddings request made them (embedding.ts); disposed with the model. */
+  embedding?: Promise<EmbeddingLanes>;
   /** The ranking context, once a rerank request made it (ranking.ts); disposed with the model. */
   ranking?: Promise<LlamaRankingContext>;
 }

@@ -35,6 +35,8 @@ export interface ModelEntry<Loaded extends LoadedModelInfo> {
   loading?: Promise<void>;
   loaded?: Loaded;
   maxContextLength: number | null;
+  /** The embedding vector's length: from the file's header (prepare), then the loaded model's. */
+  embeddingDimensions?: number;
 }
 
 /** A file's name without `.gguf`; for a URI, what follows the scheme with every run of other characters as `-`. */
@@ -77,6 +79,7 @@ export class ModelEntries<Loaded extends LoadedModelInfo> {
       demo: e.demo,
       ...(e.loaded ? { concurrency: e.loaded.concurrency } : {}),
       ...(e.loaded ? { hardware: e.loaded.hardware } : {}),
+      ...(e.embeddingDimensions !== undefined ? { embeddingDimensions: e.embeddingDimensions } : {}),
     }));
   }
 

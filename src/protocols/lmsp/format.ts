@@ -115,11 +115,13 @@ export function toModelObject(model: ModelInfo): Record<string, unknown> {
     capabilities: { tools: false, vision: false, reasoning: false },
     owned_by: model.engine ?? 'local',
     demo: model.demo,
-    // Vendor member: the context a task runs with (prompt + output must fit it; null until known) and what the
-    // loaded model runs on (absent before the first load).
+    // Vendor member: the context a task runs with (prompt + output must fit it; null until known), the length of its
+    // embedding vectors (null until known: a local file's header, docs/embeddings.md) and what the loaded model runs
+    // on (absent before the first load).
     task_runtime: {
       context_length: model.contextLength ?? null,
       concurrency: model.concurrency ?? null,
+      embedding_dimensions: model.embeddingDimensions ?? null,
       ...(model.hardware ? { hardware: hardwareObject(model.hardware) } : {}),
     },
   };

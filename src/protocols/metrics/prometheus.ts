@@ -73,6 +73,19 @@ export function renderPrometheus(m: MetricsSnapshot): string {
   sample('queue_oldest_wait_seconds', {}, m.queue.oldestWaitSeconds);
   family('journal_sync_seconds', 'histogram', 'Latency of the store journal syncs (fdatasync) that made write batches durable.');
   histogram('journal_sync_seconds', {}, m.journalSync);
+  family('embedding_requests_total', 'counter', 'Embeddings calls since the server started, by model and outcome (succeeded, failed).');
+  for (const e of m.embeddings) {
+    sample('embedding_requests_total', { model: e.model, outcome: 'succeeded' }, e.succeeded);
+    sample('embedding_requests_total', { model: e.model, outcome: 'failed' }, e.failed);
+  }
+  family('embedding_inputs_total', 'counter', 'Inputs embedded by succeeded embeddings calls, by model.');
+  for (const e of m.embeddings) sample('embedding_inputs_total', { model: e.model }, e.inputs);
+  family(
+    'embedding_prompt_tokens_total',
+    'counter',
+    'Tokens evaluated by succeeded embeddings calls (BOS/EOS included, as usage counts them), by model.',
+  );
+  for (const e of m.embeddings) sample('embedding_prompt_tokens_total', { model: e.model }, e.tokens);
   family('store_size_bytes', 'gauge', 'Bytes of the store checkpoints and journals on disk.');
   sample('store_size_bytes', {}, m.storeBytes);
   return out.join('\n') + '\n';

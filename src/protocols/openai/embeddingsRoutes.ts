@@ -97,8 +97,8 @@ export function checkEmbeddingsBody(raw: unknown): EmbeddingsBody {
 
 /** The OpenAI answer of an embeddings call (the route's body, a batch line's `response.body`). */
 export function embeddingsAnswer(body: EmbeddingsBody, result: EmbedOutcome): Record<string, unknown> {
-  // The vector's length is known once the model is loaded: a different `dimensions` is refused (no truncation, which
-  // only models trained for it allow, e.g. Matryoshka embeddings).
+  // A different `dimensions` is refused (no truncation, which only models trained for it allow, e.g. Matryoshka
+  // embeddings): by the runtime before any work when the model's size is listed, else here once it is known.
   if (body.dimensions != null && body.dimensions !== result.dimensions) {
     throw new HttpProblem(
       400,
@@ -120,7 +120,13 @@ export function embeddingsAnswer(body: EmbeddingsBody, result: EmbedOutcome): Re
 export async function createEmbeddings(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const body = checkEmbeddingsBody(await readJsonBody(req, deps.maxBodyBytes));
   const result = await directCall(() =>
-    deps.runtime.embed({ principal: ctx.principal, model: body.model, inputs: inputsOf(body.input), signal: ctx.signal }),
+    deps.runtime.embed({
+      principal: ctx.principal,
+      model: body.model,
+      inputs: inputsOf(body.input),
+      ...(body.dimensions != null ? { dimensions: body.dimensions } : {}),
+      signal: ctx.signal,
+    }),
   );
   sendJson(res, 200, embeddingsAnswer(body, result));
 }

@@ -2,11 +2,39 @@
 // (issue 41 item 1): `embeddings.create` with float, base64 (little-endian float32) and the SDK's own default (it
 // asks for base64 and decodes) gives the same vectors; a batch keeps its order and equals its inputs embedded one by
 // one; usage counts the tokens; /v1/embeddings is the same route. Bad input is a 400 in OpenAI's error shape naming
-// the param; no token is a 401; an embeddings call makes no task.
+// the param; no token is a 401; an embeddings call makes no task. The embedding size is on /models before the first
+// load (the file's header), so other `dimensions` is refused with the model still unloaded; /metrics counts calls,
+// inputs and tokens.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { call, openAiServer } from '../lmsp/harness';
+
+interface ListedModel {
+  id: string;
+  state: string;
+  task_runtime: { embedding_dimensions: number | null };
+}
+
+/** The embeddings counters of /metrics for `model`. */
+async function embeddingMetrics(server: Parameters<typeof call>[0], model: string) {
+  const r = await call(server, 'GET', '/metrics');
+  assert.equal(r.status, 200, r.text);
+  const families = parsePrometheusTextFormat(r.text);
+  const value = (name: string, labels: Record<string, string>) => {
+    const f = families.find((x) => x.name === `task_runtime_${name}`);
+    assert.ok(f, `no family ${name}`);
+    const m = f.metrics.find((x) => Object.entries(labels).every(([k, v]) => x.labels?.[k] === v));
+    return m ? Number(m.value) : 0;
+  };
+  return {
+    succeeded: value('embedding_requests_total', { model, outcome: 'succeeded' }),
+    failed: value('embedding_requests_total', { model, outcome: 'failed' }),
+    inputs: value('embedding_inputs_total', { model }),
+    tokens: value('embedding_prompt_tokens_total', { model }),
+  };
+}
 
 const decode = (b64: string) => {
   const bytes = Buffer.from(b64, 'base64');
@@ -15,6 +43,40 @@ const decode = (b64: string) => {
 
 describe('embeddings with the openai npm client', () => {
   const ctx = openAiServer();
+
+  it('before any load, /models lists the embedding size and other dimensions are refused with the model unloaded', async () => {
+    const model = async () => ((await call(ctx.server, 'GET', '/models')).json.data as ListedModel[]).find((m) => m.id === ctx.server.model)!;
+    const listed = await model();
+    assert.equal(listed.state, 'unloaded');
+    const dims = listed.task_runtime.embedding_dimensions!;
+    assert.ok(Number.isInteger(dims) && dims > 0, JSON.stringify(listed));
+    await assert.rejects(ctx.client.embeddings.create({ model: ctx.server.model, input: 'a', dimensions: dims + 1 }), (e: unknown) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+      assert.equal(e.code, 'unsupported_capability');
+      assert.equal(e.param, 'dimensions');
+      return true;
+    });
+    assert.equal((await model()).state, 'unloaded');
+    const r = await ctx.client.embeddings.create({ model: ctx.server.model, input: 'a', dimensions: dims, encoding_format: 'float' });
+    assert.equal(r.data[0].embedding.length, dims);
+    assert.equal((await model()).task_runtime.embedding_dimensions, dims);
+  });
+
+  it('/metrics counts calls by outcome, inputs and tokens', async () => {
+    const before = await embeddingMetrics(ctx.server, ctx.server.model);
+    const r = await ctx.client.embeddings.create({ model: ctx.server.model, input: ['one', 'two inputs'], encoding_format: 'float' });
+    await assert.rejects(ctx.client.embeddings.create({ model: ctx.server.model, input: ['ok', 'word '.repeat(5000)] }));
+    const after = await embeddingMetrics(ctx.server, ctx.server.model);
+    assert.deepEqual(
+      {
+        succeeded: after.succeeded - before.succeeded,
+        failed: after.failed - before.failed,
+        inputs: after.inputs - before.inputs,
+        tokens: after.tokens - before.tokens,
+      },
+      { succeeded: 1, failed: 1, inputs: 2, tokens: r.usage.prompt_tokens },
+    );
+  });
 
   it('float, base64 and the SDK default give the same normalized vector, usage counts tokens', async () => {
     const input = 'The quick brown fox';

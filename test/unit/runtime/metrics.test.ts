@@ -1,5 +1,6 @@
 // The metrics collector on its own, fed the task changes a runtime tells, with a clock the test moves: timing of
-// queue wait, first token and speed; a new attempt's tokens; tasks first seen after a restart; deletion.
+// queue wait, first token and speed; a new attempt's tokens; tasks first seen after a restart; deletion; embeddings
+// calls counted by model and outcome with their inputs and tokens.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RuntimeMetrics } from '../../../src/runtime/metrics';
@@ -22,6 +23,19 @@ function task(): TaskRecord {
 }
 
 describe('RuntimeMetrics', () => {
+  it('counts embeddings calls by model: succeeded with inputs and tokens, failed alone', () => {
+    const m = new RuntimeMetrics(() => 0);
+    assert.deepEqual(m.snapshot({} as never, 0, NO_QUEUE).embeddings, []);
+    m.embeddingCall('b', { inputs: 3, tokens: 40 });
+    m.embeddingCall('a', 'failed');
+    m.embeddingCall('b', { inputs: 1, tokens: 7 });
+    m.embeddingCall('b', 'failed');
+    assert.deepEqual(m.snapshot({} as never, 0, NO_QUEUE).embeddings, [
+      { model: 'a', succeeded: 0, failed: 1, inputs: 0, tokens: 0 },
+      { model: 'b', succeeded: 2, failed: 1, inputs: 4, tokens: 47 },
+    ]);
+  });
+
   it('times a run: queue wait, first token, tokens per second; counts tokens and the outcome', () => {
     let now = 0;
     const m = new RuntimeMetrics(() => now);

@@ -2,11 +2,16 @@
 // and freed with the model; vectors of the model's size, L2-normalized, the same for the same input whatever else is
 // in the batch and in whatever order; token-array inputs; refusals (too long, a token id outside
 // the vocabulary) before anything is evaluated. The runtime's part: unknown models, backends without embeddings,
-// each principal's calls in flight.
+// each principal's calls in flight. The lanes (several embedding contexts evaluating at once): the plan, inputs of a
+// call started on free lanes together, a long input kept for the full lane, queued inputs of an aborted call dropped,
+// and the vectors of a call spread over lanes equal to one lane's, one input at a time.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { CompositeBackend } from '../../../../src/backends/composite';
+import type { LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import { EMBEDDING_LANES_MAX, EmbeddingLanes, lanePlan, SHORT_LANE_TOKENS } from '../../../../src/backends/llama/embedding';
 import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
 import { RequestRefusedError, type EmbedResult, type ModelBackend } from '../../../../src/runtime/backend';
 import { EmbeddingCalls } from '../../../../src/runtime/embeddings';
 import { RuntimeError } from '../../../../src/runtime/errors';
@@ -79,6 +84,120 @@ describe('LlamaBackend.embed', () => {
   });
 });
 
+describe('embedding lanes', () => {
+  const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i], 0);
+  // ~700 tokens: only the full lane (lane 0) takes it.
+  const long = Array.from({ length: 45 }, (_, i) => `word${i} and more`).join(' ');
+
+  it('plans one lane per thread up to the maximum, the threads split, the first lane full and the others short', () => {
+    assert.deepEqual(lanePlan(2048, 1), [{ size: 2048, threads: 1 }]);
+    assert.deepEqual(lanePlan(2048, 2), [
+      { size: 2048, threads: 1 },
+      { size: SHORT_LANE_TOKENS, threads: 1 },
+    ]);
+    const seven = lanePlan(8192, 7);
+    assert.equal(seven.length, EMBEDDING_LANES_MAX);
+    assert.deepEqual(
+      seven.map((l) => l.threads),
+      [2, 2, 2, 1],
+    );
+    assert.deepEqual(
+      lanePlan(300, 16).map((l) => l.size),
+      [300, 300, 300, 300],
+    );
+  });
+
+  it("a call spread over 2 lanes gives the vectors and token counts of one lane's inputs one at a time", async () => {
+    const one = new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }], threads: 1, concurrency: 1 });
+    const two = new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }], threads: 2, concurrency: 1 });
+    try {
+      const inputs = [long, ...Array.from({ length: 11 }, (_, i) => `input number ${i}: ${'some words '.repeat(i + 1)}`)];
+      const spread = await two.embed('tiny', inputs, { signal: signal() });
+      const alone: EmbedResult[] = [];
+      for (const input of inputs) alone.push(await one.embed('tiny', [input], { signal: signal() }));
+      assert.ok(spread.tokens[0] > SHORT_LANE_TOKENS, `the long input has ${spread.tokens[0]} tokens`);
+      assert.deepEqual(
+        spread.tokens,
+        alone.map((r) => r.tokens[0]),
+      );
+      for (const [i, r] of alone.entries()) {
+        const cos = cosine(spread.vectors[i], r.vectors[0]);
+        assert.ok(cos >= 0.9999, `input ${i}: cosine ${cos}`);
+      }
+    } finally {
+      await Promise.all([one.dispose(), two.dispose()]);
+    }
+  });
+
+  describe('scheduling', () => {
+    let model: LlamaModel;
+    after(() => model?.dispose());
+    const load = async () => {
+      if (model) return model;
+      const llama = await (await importNodeLlamaCpp()).getLlama({ gpu: false, build: 'never' });
+      model = await llama.loadModel({ modelPath: testModelPath() });
+      return model;
+    };
+    const length = (lanes: EmbeddingLanes, text: string) => lanes.main.calculateInputLength(text);
+
+    it('starts inputs on free lanes at once and queues the rest; all of them end', async () => {
+      const lanes = await EmbeddingLanes.make(await load(), 2048, 3);
+      try {
+        assert.equal(lanes.count, 3);
+        const texts = ['a', 'b c', 'd e f', 'g', 'h i'];
+        const pending = texts.map((t) => lanes.embed(t, length(lanes, t), signal()));
+        assert.equal(lanes.running, 3);
+        assert.equal(lanes.queued, 2);
+        const vectors = await Promise.all(pending);
+        assert.equal(vectors.length, 5);
+        assert.equal(lanes.running, 0);
+        assert.equal(lanes.queued, 0);
+      } finally {
+        await lanes.dispose();
+      }
+    });
+
+    it('a long input waits for the full lane while a short one behind it takes a short lane', async () => {
+      const lanes = await EmbeddingLanes.make(await load(), 2048, 2);
+      try {
+        const first = lanes.embed(long, length(lanes, long), signal());
+        const second = lanes.embed(long, length(lanes, long), signal());
+        assert.equal(lanes.running, 1);
+        assert.equal(lanes.queued, 1);
+        const short = lanes.embed('short', length(lanes, 'short'), signal());
+        assert.equal(lanes.running, 2);
+        assert.equal(lanes.queued, 1);
+        const [a, b] = await Promise.all([first, second, short]);
+        assert.deepEqual(Array.from(a), Array.from(b));
+        // An input longer than every lane is refused, not queued for ever.
+        await assert.rejects(lanes.embed('x', 2048, signal()), RangeError);
+        assert.equal(lanes.queued, 0);
+      } finally {
+        await lanes.dispose();
+      }
+    });
+
+    it("an aborted call's queued inputs are dropped; the one running and other calls' inputs end", async () => {
+      const lanes = await EmbeddingLanes.make(await load(), 2048, 1);
+      try {
+        const ac = new AbortController();
+        const running = lanes.embed('one', length(lanes, 'one'), ac.signal);
+        const queued = [lanes.embed('two', length(lanes, 'two'), ac.signal), lanes.embed('three', length(lanes, 'three'), ac.signal)];
+        const other = lanes.embed('four', length(lanes, 'four'), signal());
+        assert.equal(lanes.queued, 3);
+        ac.abort();
+        lanes.dropAborted();
+        assert.equal(lanes.queued, 1);
+        for (const q of queued) await assert.rejects(q, { name: 'AbortError' });
+        assert.ok((await running).length > 0);
+        assert.ok((await other).length > 0);
+      } finally {
+        await lanes.dispose();
+      }
+    });
+  });
+});
+
 /** A backend that serves no embeddings (a remote engine today). */
 const noEmbeddings: ModelBackend = {
   name: 'none',
@@ -111,6 +230,51 @@ describe('EmbeddingCalls (runtime)', () => {
     await assert.rejects(new EmbeddingCalls(composite).embed({ principal: 'a', model: 'r/x', inputs: ['x'], signal: signal() }), {
       code: 'unsupported_capability',
     });
+  });
+
+  it('other dimensions than the listed size are refused before the backend embeds; each call is told to the observer', async () => {
+    let embedded = 0;
+    const told: unknown[] = [];
+    const sized: ModelBackend = {
+      ...noEmbeddings,
+      listModels: () => [{ id: 'r/x', source: 'x', state: 'unloaded', maxContextLength: null, demo: false, embeddingDimensions: 2 }],
+      embed: async (_m, inputs) => {
+        embedded++;
+        return { vectors: inputs.map(() => new Float32Array([0.6, 0.8])), tokens: inputs.map(() => 3), dimensions: 2 };
+      },
+    };
+    const calls = new EmbeddingCalls(sized, 4, (model, outcome) => told.push([model, outcome]));
+    await assert.rejects(calls.embed({ principal: 'a', model: 'r/x', inputs: ['x'], dimensions: 3, signal: signal() }), (e: unknown) => {
+      assert.ok(e instanceof RuntimeError);
+      assert.equal(e.code, 'unsupported_capability');
+      assert.equal(e.param, 'dimensions');
+      return true;
+    });
+    assert.equal(embedded, 0);
+    const r = await calls.embed({ principal: 'a', model: 'r/x', inputs: ['x', 'y'], dimensions: 2, signal: signal() });
+    assert.equal(r.dimensions, 2);
+    assert.equal(embedded, 1);
+    // An unknown model is not the server's: not counted (its name is the client's text).
+    await assert.rejects(calls.embed({ principal: 'a', model: 'nope', inputs: ['x'], signal: signal() }));
+    assert.deepEqual(told, [
+      ['r/x', 'failed'],
+      ['r/x', { inputs: 2, tokens: 6 }],
+    ]);
+  });
+
+  it('prepare() lists the embedding size from the file header before any load', async () => {
+    const b = new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }], threads: 1, concurrency: 1 });
+    try {
+      assert.equal(b.listModels()[0].embeddingDimensions, undefined);
+      await b.prepare();
+      assert.equal(b.isLoaded('tiny'), false);
+      const listed = b.listModels()[0].embeddingDimensions;
+      assert.ok(listed !== undefined && listed > 0);
+      const r = await b.embed('tiny', ['x'], { signal: signal() });
+      assert.equal(r.dimensions, listed);
+    } finally {
+      await b.dispose();
+    }
   });
 
   it('a principal at its calls in flight is refused limit_exceeded; another principal is not', async () => {
