@@ -6,6 +6,7 @@ import { SAMPLING_FIELDS, withSampling } from '../../runtime/requestFields';
 import type { ResponseRequest } from '../../runtime/task';
 import { numericSamplingZod } from '../shared/sampling';
 import { jsonSchemaArg } from '../jsonSchemaArg';
+import { SEARCH_WORKSPACE_SPEC } from './searchWorkspaceTool';
 
 export type TaskSupport = 'forbidden' | 'optional' | 'required';
 
@@ -146,6 +147,7 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     args: CANCEL_TASKS_ARGS,
     readOnly: false,
   },
+  SEARCH_WORKSPACE_SPEC,
 ];
 
 export const TOOLS_BY_NAME = new Map(TOOL_SPECS.map((t) => [t.name, t]));

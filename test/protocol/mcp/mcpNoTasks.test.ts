@@ -84,6 +84,7 @@ describe('MCP tools for a client without tasks', () => {
       get_task_text: 'forbidden',
       list_models: 'forbidden',
       cancel_tasks: 'forbidden',
+      search_workspace: 'forbidden',
     });
     assert.deepEqual(Object.fromEntries([...withTasks].map(([n, t]) => [n, t.execution?.taskSupport])), {
       generate: 'optional',
@@ -91,6 +92,7 @@ describe('MCP tools for a client without tasks', () => {
       get_task_text: 'forbidden',
       list_models: 'forbidden',
       cancel_tasks: 'forbidden',
+      search_workspace: 'forbidden',
     });
     assert.doesNotMatch(plain.get('generate_long')!.description ?? '', /as an MCP task|tasks\/result|tasks\/get/);
     assert.match(plain.get('generate_long')!.description ?? '', /Waits for the answer/);

@@ -71,6 +71,7 @@ describe('MCP door over the SDK client', () => {
       get_task_text: 'forbidden',
       list_models: 'forbidden',
       cancel_tasks: 'forbidden',
+      search_workspace: 'forbidden',
     });
     const generate = tools.find((t) => t.name === 'generate')!;
     assert.equal(generate.inputSchema.type, 'object');

@@ -13,6 +13,7 @@ import type { SendNotification } from '../notifier';
 import { answerWhenDone, createToolTask, effectiveTtl, toolTaskMeta } from '../toolCall';
 import { visibleTask } from '../taskMethods';
 import { mcpStatus, statusMessage, toolOutcome, type McpTaskStatus } from '../mcpTaskView';
+import { SEARCH_WORKSPACE, searchWorkspace, type SearchWorkspaceArgs } from '../searchWorkspaceTool';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type GenerationArgs, type ToolSpec } from '../tools';
 import { answerable, invalidAnswer } from './mrtr';
 import type { Envelope } from './wire';
@@ -138,6 +139,7 @@ export async function callToolModern(
   if (spec.name === 'list_models') return { ...listModels(ctx.runtime), resultType: 'complete' };
   if (spec.name === 'cancel_tasks')
     return { ...cancelTasks(ctx.runtime, caller.principal, parsed.data as { status?: Array<'queued' | 'running'> }), resultType: 'complete' };
+  if (spec.name === SEARCH_WORKSPACE) return { ...(await searchWorkspace(ctx, caller, parsed.data as SearchWorkspaceArgs)), resultType: 'complete' };
 
   const args = parsed.data as GenerationArgs;
   const asTask = opts.tasks && becomesTask(spec, args);
