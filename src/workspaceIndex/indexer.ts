@@ -120,11 +120,12 @@ export async function updateIndex(store: IndexStore, options: UpdateOptions): Pr
       if (before) store.dropFile(file.path);
       result.skipped += 1;
     } else {
-      const bytes = await file.read();
       let text: string | undefined;
       try {
+        const bytes = await file.read();
         text = isBinary(bytes) ? undefined : decoder.decode(bytes);
       } catch {
+        // Not UTF-8, or gone / unreadable since it was listed: left out like a binary file.
         text = undefined;
       }
       const hash = text === undefined ? undefined : sha256(text);
