@@ -44,6 +44,9 @@ export const Commands = {
   loadMore: 'taskRuntime.loadMore',
   copyResult: 'taskRuntime.copyResult',
   showView: 'taskRuntime.showView',
+  indexWorkspace: 'taskRuntime.indexWorkspace',
+  searchWorkspace: 'taskRuntime.searchWorkspace',
+  indexControl: 'taskRuntime.indexControl',
 } as const;
 export type CommandId = (typeof Commands)[keyof typeof Commands];
 

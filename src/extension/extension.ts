@@ -27,6 +27,7 @@ import { StatusBar } from './ui/statusBar';
 import { OverviewViewProvider } from './views/overviewView';
 import { TasksTreeProvider } from './views/tasksTreeProvider';
 import { EventsPanelManager } from './webview/eventsPanelManager';
+import { WorkspaceIndexController } from './workspaceIndex/indexController';
 
 export type { TaskRuntimeExtensionApi, TaskRuntimeTestApi } from './api';
 
@@ -49,6 +50,7 @@ class TaskRuntimeExtension extends Disposable {
     this.log = this._register(vscode.window.createOutputChannel(OUTPUT_CHANNEL_NAME, { log: true }));
     this.settings = this.readSettings();
     const tokens = this._register(new TokenStore(context.secrets));
+    const workspaceIndex = this._register(new WorkspaceIndexController(context.globalStorageUri.fsPath, this.log, () => this.settings));
     this.service = this._register(
       new TaskService({
         dataDir: context.globalStorageUri.fsPath,
@@ -70,6 +72,7 @@ class TaskRuntimeExtension extends Disposable {
         },
         engineKey: (name) => Promise.resolve(context.secrets.get(engineKeySecret(name))),
         webhookSecret: () => webhookSecret(context.secrets),
+        workspaceIndex: workspaceIndex.source,
       }),
     );
     const source = this.service.source;
@@ -106,6 +109,7 @@ class TaskRuntimeExtension extends Disposable {
         confirm: (message, action) => this.confirm(message, action),
         secrets: context.secrets,
         webhookSecret: () => webhookSecret(context.secrets),
+        workspaceIndex,
       }),
     );
     this._register(tokens.onDidChange(() => void this.service.tokenChanged()));

@@ -74,7 +74,7 @@ describe("VS Code's MCP client", function () {
   after(() => tap?.close());
 
   it('discovers the provider definition and lists our tools from our endpoint', () => {
-    for (const tool of ['generate', 'generate_long', 'get_task_text', 'list_models', 'cancel_tasks', 'embed']) {
+    for (const tool of ['generate', 'generate_long', 'get_task_text', 'list_models', 'cancel_tasks', 'embed', 'search_workspace']) {
       assert.ok(findTool(tool), `tool ${tool} registered`);
     }
     const methods = tap.rpc(mcpPath).map((m) => m.method);

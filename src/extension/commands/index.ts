@@ -1,16 +1,17 @@
-// Every command of the extension, in four families: tasks and the Tasks view, the model, remote engines, this
-// window's endpoint and server. Each family registers its own ids (from constants.ts, which package.json must
+// Every command of the extension, in five families: tasks and the Tasks view, the model, remote engines, this
+// window's endpoint and server, the workspace index. Each family registers its own ids (from constants.ts, which package.json must
 // contribute; test/unit/extension/manifest.test.ts checks both ways) through one registrar that logs and shows
 // failures.
 import { Disposable } from '../lifecycle';
 import { EndpointCommands, type EndpointCommandDeps } from './endpointCommands';
 import { EngineCommands, type EngineCommandDeps } from './engineCommands';
+import { IndexCommands, type IndexCommandDeps } from './indexCommands';
 import { ModelCommands, type ModelCommandDeps } from './modelCommands';
 import { commandRegistrar } from './register';
 import { TaskCommands, type TaskCommandDeps } from './taskCommands';
 
 /** What the four families need together (the extension passes one object). */
-export type CommandDeps = TaskCommandDeps & ModelCommandDeps & EngineCommandDeps & EndpointCommandDeps;
+export type CommandDeps = TaskCommandDeps & ModelCommandDeps & EngineCommandDeps & EndpointCommandDeps & IndexCommandDeps;
 
 export class CommandRegistry extends Disposable {
   constructor(d: CommandDeps) {
@@ -20,5 +21,6 @@ export class CommandRegistry extends Disposable {
     this._register(new ModelCommands(d, register));
     this._register(new EngineCommands(d, register));
     this._register(new EndpointCommands(d, register));
+    this._register(new IndexCommands(d, register));
   }
 }

@@ -13,6 +13,7 @@ import { EDITOR_PRINCIPAL } from '../constants';
 import type { ExtensionSettings } from '../model/settings';
 import { removeEndpointRecord, writeEndpointRecord } from './endpointRecord';
 import { OPENAI_BATCH_ENDPOINTS } from '../../protocols/openai/batchEndpoints';
+import type { WorkspaceIndexSource } from '../../workspaceIndex/reader';
 
 export interface LocalHost {
   readonly runtime: TaskRuntimeApi;
@@ -61,6 +62,8 @@ export async function openLocalHost(options: {
   engineKey?: (name: string) => Promise<string | undefined>;
   /** The completion webhook's signing secret (SecretStorage), asked for when taskRuntime.webhook.url is set. */
   webhookSecret?: () => Promise<string>;
+  /** This window's workspace index, offered to MCP clients by the search_workspace tool. */
+  workspaceIndex?: WorkspaceIndexSource;
 }): Promise<LocalHost> {
   const { dataDir, settings, log } = options;
   mkdirSync(dataDir, { recursive: true });
@@ -109,7 +112,7 @@ export async function openLocalHost(options: {
         backgroundOnRestart: settings.backgroundRestartPolicy,
         maxSseStreamsPerPrincipal: settings.maxStreamsPerPrincipal,
       },
-      mcp: { maxStreamsPerPrincipal: settings.maxStreamsPerPrincipal },
+      mcp: { maxStreamsPerPrincipal: settings.maxStreamsPerPrincipal, workspaceIndex: options.workspaceIndex },
       log,
     });
   } catch (e) {

@@ -12,6 +12,7 @@ import { EDITOR_PRINCIPAL } from '../constants';
 import { isProcessAlive } from '../../runtime/process';
 import { readEndpointRecord, type EndpointRecord } from './endpointRecord';
 import { openLocalHost, type LocalHost } from './localHost';
+import type { WorkspaceIndexSource } from '../../workspaceIndex/reader';
 
 export type ServiceRole = 'starting' | 'owner' | 'client' | 'waiting' | 'stopped' | 'failed';
 
@@ -31,6 +32,8 @@ export interface TaskServiceOptions {
   engineKey?: (name: string) => Promise<string | undefined>;
   /** The completion webhook's signing secret (SecretStorage). */
   webhookSecret?: () => Promise<string>;
+  /** This window's workspace index, served by the MCP door's search_workspace tool while this window owns it. */
+  workspaceIndex?: WorkspaceIndexSource;
   /** How often a non-owner checks whether it can take over. */
   pollMs?: number;
   /**
@@ -126,6 +129,7 @@ export class TaskService extends Disposable {
         log: this.options.log,
         engineKey: this.options.engineKey,
         webhookSecret: this.options.webhookSecret,
+        workspaceIndex: this.options.workspaceIndex,
       });
       if (this.isDisposed) {
         await host.close();

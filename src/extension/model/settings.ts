@@ -57,6 +57,10 @@ export interface ExtensionSettings {
   webhookUrl: string;
   /** The webhook may be on a private or loopback address. */
   webhookAllowPrivate: boolean;
+  /** The glob Index Workspace offers (workspaceIndex/indexController.ts). */
+  indexInclude: string;
+  /** Model id of the workspace index's embeddings; '' = the default model. */
+  indexModel: string;
 }
 
 /** One entry of taskRuntime.engines. */
@@ -87,6 +91,8 @@ export const SETTING_KEYS = {
   engines: 'engines',
   webhookUrl: 'webhook.url',
   webhookAllowPrivate: 'webhook.allowPrivateAddresses',
+  indexInclude: 'index.include',
+  indexModel: 'index.model',
 } as const satisfies Record<keyof ExtensionSettings, string>;
 
 export const DEFAULT_SETTINGS: ExtensionSettings = {
@@ -114,6 +120,8 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   engines: [],
   webhookUrl: '',
   webhookAllowPrivate: false,
+  indexInclude: '**/*.{ts,tsx,js,jsx,mjs,cjs,py,go,rs,java,kt,c,h,cpp,hpp,cs,rb,php,swift,md,txt,json,yaml,yml,toml,sh}',
+  indexModel: '',
 };
 
 /** Settings whose change needs the runtime (store, backend, listener) restarted. */
@@ -290,6 +298,12 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     p.push(t('Setting taskRuntime.{0} must be an http or https URL; no webhook is sent.', k.webhookUrl));
   }
   const allowRaw = get(k.webhookAllowPrivate);
+  const text = (key: string, fallback: string, max: number): string => {
+    const v = get(key);
+    if (typeof v === 'string' && v.length <= max) return v.trim() || fallback;
+    if (v !== undefined && v !== null) p.push(t('Setting taskRuntime.{0} must be a string of at most {1} characters.', key, max));
+    return fallback;
+  };
   const settings: ExtensionSettings = {
     port: integer(get, k.port, 0, 65535, d.port, p, t),
     allowedOrigins,
@@ -315,6 +329,8 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     engines,
     webhookUrl,
     webhookAllowPrivate: allowRaw === true,
+    indexInclude: text(k.indexInclude, d.indexInclude, 1000),
+    indexModel: text(k.indexModel, d.indexModel, 256),
   };
   if (settings.defaultTtlMinutes > settings.maxTtlMinutes) {
     p.push(t('Setting taskRuntime.ttl.defaultMinutes is larger than taskRuntime.ttl.maxMinutes; using the maximum.'));

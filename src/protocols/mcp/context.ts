@@ -3,6 +3,7 @@ import type { TaskRuntimeApi } from '../../runtime/api';
 import type { CreationGuard } from './limits';
 import type { TaskNotifier } from './notifier';
 import type { TaskViewOptions } from './mcpTaskView';
+import type { WorkspaceIndexSource } from '../../workspaceIndex/reader';
 
 export interface McpContext {
   runtime: TaskRuntimeApi;
@@ -12,6 +13,8 @@ export interface McpContext {
   /** tasks/list page size. */
   pageSize: number;
   log: (m: string) => void;
+  /** The editor's workspace index, for search_workspace (searchWorkspaceTool.ts); absent: none is offered. */
+  workspaceIndex?: WorkspaceIndexSource;
 }
 
 /** Per-request facts the handlers get from the session that received it. */

@@ -21,6 +21,7 @@ import { McpSessions, type SessionLimits } from './sessions';
 import { acceptsFastTaskGet, answerFastTaskGet } from './taskGetFastPath';
 import { classify } from './modern/era';
 import { createModernHandler, type ModernTool } from './modern/modernDoor';
+import type { WorkspaceIndexSource } from '../../workspaceIndex/reader';
 
 export interface McpDoorOptions {
   log?: (m: string) => void;
@@ -39,6 +40,8 @@ export interface McpDoorOptions {
   maxStreamsPerPrincipal?: number;
   /** Tools served on the 2026-07-28 era beside ours (modern/modernDoor.ts); the shipped roots give none. */
   extraTools?: readonly ModernTool[];
+  /** The editor's workspace index, searched by the search_workspace tool; absent: the tool says none exists. */
+  workspaceIndex?: WorkspaceIndexSource;
 }
 
 export const MCP_PREFIX = '/mcp';
@@ -60,6 +63,7 @@ export function createMcpDoor(runtime: TaskRuntimeApi, options: McpDoorOptions =
     notifier,
     pageSize: options.pageSize ?? 50,
     log,
+    workspaceIndex: options.workspaceIndex,
   };
   const modern = createModernHandler(ctx, { extraTools: options.extraTools });
   const sessions = new McpSessions(ctx, { idleMs: 30 * 60_000, maxPerPrincipal: 512, ...options.sessions });

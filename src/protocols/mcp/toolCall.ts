@@ -11,6 +11,7 @@ import type { TaskRecord } from '../../runtime/task';
 import { invalidParams, methodNotFound, toMcpError } from './errors';
 import type { SendNotification } from './notifier';
 import { cancelTasks, embed, getTaskText, listModels } from './readTools';
+import { SEARCH_WORKSPACE, searchWorkspace, type SearchWorkspaceArgs } from './searchWorkspaceTool';
 import { waitTerminal, taskView } from './taskMethods';
 import { toolOutcome } from './mcpTaskView';
 import { argumentOf, describeIssues, TOOLS_BY_NAME, toResponseRequest, type EmbedArgs, type GenerationArgs, type ToolSpec } from './tools';
@@ -103,6 +104,7 @@ export async function callTool(
   if (spec.name === 'list_models') return listModels(ctx.runtime);
   if (spec.name === 'cancel_tasks') return cancelTasks(ctx.runtime, caller.principal, parsed.data as { status?: Array<'queued' | 'running'> });
   if (spec.name === 'embed') return embed(ctx.runtime, caller.principal, caller.signal, parsed.data as EmbedArgs);
+  if (spec.name === SEARCH_WORKSPACE) return searchWorkspace(ctx, caller, parsed.data as SearchWorkspaceArgs);
 
   const args = parsed.data as GenerationArgs;
   const input = toResponseRequest(args, spec.defaultMaxTokens ?? 512);

@@ -7,6 +7,7 @@ import type { ResponseRequest } from '../../runtime/task';
 import { numericSamplingZod } from '../shared/sampling';
 import { jsonSchemaArg } from '../jsonSchemaArg';
 import { EMBEDDING_LIMITS } from '../openai/embeddingsRoutes';
+import { SEARCH_WORKSPACE_SPEC } from './searchWorkspaceTool';
 
 export type TaskSupport = 'forbidden' | 'optional' | 'required';
 
@@ -169,6 +170,7 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
     args: EMBED_ARGS,
     readOnly: true,
   },
+  SEARCH_WORKSPACE_SPEC,
 ];
 
 export const TOOLS_BY_NAME = new Map(TOOL_SPECS.map((t) => [t.name, t]));

@@ -89,7 +89,7 @@ describe('MCP conformance suite (pinned versions, checked-in baselines)', { skip
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }),
       });
       const names = ((await res.json()) as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name);
-      assert.deepEqual(names, ['generate', 'generate_long', 'get_task_text', 'list_models', 'cancel_tasks', 'embed']);
+      assert.deepEqual(names, ['generate', 'generate_long', 'get_task_text', 'list_models', 'cancel_tasks', 'embed', 'search_workspace']);
     } finally {
       await plain.stop('SIGTERM');
       fs.rmSync(plainDir, { recursive: true, force: true });

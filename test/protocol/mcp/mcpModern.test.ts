@@ -67,7 +67,7 @@ describe('MCP 2026-07-28 on /mcp', () => {
     assert.equal(l.resultType, 'complete');
     assert.deepEqual(
       l.tools.map((t: { name: string }) => t.name),
-      ['generate', 'generate_long', 'get_task_text', 'list_models', 'cancel_tasks', 'embed'],
+      ['generate', 'generate_long', 'get_task_text', 'list_models', 'cancel_tasks', 'embed', 'search_workspace'],
     );
     for (const t of l.tools) {
       assert.equal('execution' in t, false, `${t.name} has no execution in 2026-07-28`);

@@ -85,6 +85,7 @@ describe('MCP tools for a client without tasks', () => {
       list_models: 'forbidden',
       cancel_tasks: 'forbidden',
       embed: 'forbidden',
+      search_workspace: 'forbidden',
     });
     assert.deepEqual(Object.fromEntries([...withTasks].map(([n, t]) => [n, t.execution?.taskSupport])), {
       generate: 'optional',
@@ -93,6 +94,7 @@ describe('MCP tools for a client without tasks', () => {
       list_models: 'forbidden',
       cancel_tasks: 'forbidden',
       embed: 'forbidden',
+      search_workspace: 'forbidden',
     });
     assert.doesNotMatch(plain.get('generate_long')!.description ?? '', /as an MCP task|tasks\/result|tasks\/get/);
     assert.match(plain.get('generate_long')!.description ?? '', /Waits for the answer/);

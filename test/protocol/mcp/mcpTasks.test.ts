@@ -72,6 +72,7 @@ describe('MCP door over the SDK client', () => {
       list_models: 'forbidden',
       cancel_tasks: 'forbidden',
       embed: 'forbidden',
+      search_workspace: 'forbidden',
     });
     const generate = tools.find((t) => t.name === 'generate')!;
     assert.equal(generate.inputSchema.type, 'object');

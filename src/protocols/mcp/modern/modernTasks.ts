@@ -14,6 +14,7 @@ import { answerWhenDone, createToolTask, effectiveTtl, toolTaskMeta } from '../t
 import { visibleTask } from '../taskMethods';
 import { mcpStatus, statusMessage, toolOutcome, type McpTaskStatus } from '../mcpTaskView';
 import { describeIssues, TOOLS_BY_NAME, toResponseRequest, type EmbedArgs, type GenerationArgs, type ToolSpec } from '../tools';
+import { SEARCH_WORKSPACE, searchWorkspace, type SearchWorkspaceArgs } from '../searchWorkspaceTool';
 import { answerable, invalidAnswer } from './mrtr';
 import type { Envelope } from './wire';
 
@@ -140,6 +141,7 @@ export async function callToolModern(
     return { ...cancelTasks(ctx.runtime, caller.principal, parsed.data as { status?: Array<'queued' | 'running'> }), resultType: 'complete' };
   if (spec.name === 'embed')
     return { ...(await embed(ctx.runtime, caller.principal, caller.signal, parsed.data as EmbedArgs)), resultType: 'complete' };
+  if (spec.name === SEARCH_WORKSPACE) return { ...(await searchWorkspace(ctx, caller, parsed.data as SearchWorkspaceArgs)), resultType: 'complete' };
 
   const args = parsed.data as GenerationArgs;
   const asTask = opts.tasks && becomesTask(spec, args);
