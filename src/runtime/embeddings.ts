@@ -56,15 +56,15 @@ export class EmbeddingCalls {
     if (!backend.embed || backend.supportsEmbeddings?.(id) === false) {
       throw new RuntimeError('unsupported_capability', `The model "${id}" does not serve embeddings here.`, 'model');
     }
-    const known = backend.listModels().find((m) => m.id === id)?.embeddingDimensions;
-    if (p.dimensions !== undefined && typeof known === 'number' && p.dimensions !== known) {
-      throw new RuntimeError(
-        'unsupported_capability',
-        `The model "${id}" gives ${known}-dimensional embeddings; other dimensions are not supported.`,
-        'dimensions',
-      );
-    }
     try {
+      const known = backend.listModels().find((m) => m.id === id)?.embeddingDimensions;
+      if (p.dimensions !== undefined && typeof known === 'number' && p.dimensions !== known) {
+        throw new RuntimeError(
+          'unsupported_capability',
+          `The model "${id}" gives ${known}-dimensional embeddings; other dimensions are not supported.`,
+          'dimensions',
+        );
+      }
       const result = await this.share(p.principal, () => backend.embed!(id, p.inputs, { signal: p.signal }));
       this.observe(id, { inputs: result.vectors.length, tokens: result.tokens.reduce((a, b) => a + b, 0) });
       return { model: id, ...result };
