@@ -11,6 +11,7 @@ import { batchingBench } from './batching';
 import { startupBench } from './startup';
 import { webhooksBench } from './webhooks';
 import { embeddingsBench } from './embeddings';
+import { batchesBench } from './batches';
 
 type BenchFn = (opts: { modelPath: string }) => Promise<Record<string, unknown>>;
 
@@ -56,6 +57,8 @@ async function main() {
   suites.push(['webhooks', () => webhooksBench()]);
   // Its own generated embedding model (pooling mean) and llama-server beside our serve.
   suites.push(['embeddings', () => embeddingsBench()]);
+  // The Batch API through serve: a batch against the same requests sent directly, interactive latency beside it, a SIGKILL.
+  suites.push(['batches', () => batchesBench()]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

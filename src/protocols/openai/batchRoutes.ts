@@ -183,6 +183,12 @@ export const createBatchSchema = z.strictObject({
 
 export async function createBatch(deps: LmspDeps, req: IncomingMessage, res: ServerResponse, ctx: RequestContext): Promise<void> {
   const body = parseBody(createBatchSchema, await readJsonBody(req, deps.maxBodyBytes));
+  if (body.output_expires_after !== undefined) {
+    // Refused rather than ignored: output files here are kept until their owner deletes them.
+    throw lmspProblem('unsupported_capability', '"output_expires_after" is not supported: output files are kept until deleted.', {
+      param: 'output_expires_after',
+    });
+  }
   const batch = translate(() =>
     deps.runtime.batches.create({
       principal: ctx.principal,

@@ -181,6 +181,15 @@ describe('batches with the openai npm client', () => {
       client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '1h' as never }),
       'completion_window',
     );
+    await badRequest(
+      client.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '24h',
+        output_expires_after: { anchor: 'created_at', seconds: 3600 },
+      }),
+      'output_expires_after',
+    );
     const empty = await client.files.create({ file: await toFile(Buffer.from('\n\n'), 'empty.jsonl'), purpose: 'batch' });
     await badRequest(client.batches.create({ input_file_id: empty.id, endpoint: '/v1/chat/completions', completion_window: '24h' }), 'input_file_id');
     await assert.rejects(
