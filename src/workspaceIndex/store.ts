@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Database } from 'sql.js';
 import { isProcessAlive } from '../runtime/process';
-import { fsyncDir, loadSqlJs } from '../runtime/store/checkpoint';
+import { loadSqlJs, writeFileDurably } from '../runtime/store/checkpoint';
 
 export const IMAGE_FILE = 'index.sqlite';
 export const JOURNAL_FILE = 'journal.jsonl';
@@ -319,17 +319,7 @@ export class IndexStore {
   checkpoint(): void {
     if (this.closed || this.readOnly) return;
     const image = this.db.export();
-    const target = join(this.dir, IMAGE_FILE);
-    const tmp = `${target}.${process.pid}.tmp`;
-    const fd = fs.openSync(tmp, 'w');
-    try {
-      fs.writeSync(fd, image);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(tmp, target);
-    fsyncDir(this.dir);
+    writeFileDurably(this.dir, IMAGE_FILE, image);
     if (this.journalFd !== undefined) fs.ftruncateSync(this.journalFd, 0);
     this.journalBytes = 0;
   }

@@ -13,7 +13,7 @@ import { RuntimeError } from '../errors';
 import { randomId } from '../ids';
 import { limitExceeded } from '../shares';
 import type { DurableDatabase, Row, WriteOp } from '../store/database';
-import { fsyncDir } from '../store/checkpoint';
+import { writeFileDurably } from '../store/checkpoint';
 import { BATCH_LIMIT_NAMES, BATCH_LIMITS, FILE_PURPOSES, type FilePurpose, type FileRecord } from './types';
 
 export const newFileId = () => randomId('file-');
@@ -87,17 +87,7 @@ export class BatchFiles {
    */
   prepare(principal: string, purpose: FilePurpose, filename: string, bytes: Buffer): { record: FileRecord; ops: WriteOp[] } {
     const record: FileRecord = { id: newFileId(), principal, purpose, filename: filename.slice(0, 255), bytes: bytes.length, createdAt: this.now() };
-    const path = this.pathOf(record.id);
-    const tmp = `${path}.tmp`;
-    const fd = fs.openSync(tmp, 'w', 0o600);
-    try {
-      fs.writeSync(fd, bytes);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(tmp, path);
-    fsyncDir(this.dir);
+    writeFileDurably(this.dir, record.id, bytes);
     return {
       record,
       ops: [

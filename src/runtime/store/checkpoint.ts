@@ -298,19 +298,22 @@ export function applyBatch(db: Database, seq: number, ops: WriteOp[]): void {
   }
 }
 
-/** Exports, seals, and writes an image as `checkpoint-<seq>.sqlite` durably (temp file, fsync, rename, dir fsync). */
-export function writeImageSync(dir: string, seq: number, image: Uint8Array): void {
-  sealImage(image);
-  const final = join(dir, checkpointName(seq));
+/**
+ * Writes `bytes` as `dir/name` durably: a temporary name, fsync, rename, then the directory's fsync, so the name
+ * holds either nothing or every byte after a crash. In 8 MiB writes with a data sync every 32 MiB: the disk takes a
+ * large file in steady steps instead of one burst of dirty pages the kernel then writes back all at once. A failed
+ * write (disk full) removes the partial temporary file, which would only hold on to the space that is missing. The one
+ * way to write a whole file here: the store's images, the Batch API's files, the workspace index's image.
+ */
+export function writeFileDurably(dir: string, name: string, bytes: Uint8Array, mode = 0o600): void {
+  const final = join(dir, name);
   const tmp = `${final}.${process.pid}.tmp`;
-  const fd = fs.openSync(tmp, 'w', 0o600);
+  const fd = fs.openSync(tmp, 'w', mode);
   try {
-    // In 8 MiB writes with a data sync every 32 MiB: the disk takes the image in steady steps instead of one burst
-    // of dirty pages that the kernel then writes back all at once.
     let off = 0;
     let synced = 0;
-    while (off < image.length) {
-      off += fs.writeSync(fd, image, off, Math.min(8 * 1024 * 1024, image.length - off));
+    while (off < bytes.length) {
+      off += fs.writeSync(fd, bytes, off, Math.min(8 * 1024 * 1024, bytes.length - off));
       if (off - synced >= 32 * 1024 * 1024) {
         fs.fdatasyncSync(fd);
         synced = off;
@@ -319,13 +322,18 @@ export function writeImageSync(dir: string, seq: number, image: Uint8Array): voi
     fs.fsyncSync(fd);
   } catch (e) {
     fs.closeSync(fd);
-    // A partial image (disk full) would only hold on to the space that is missing.
     fs.rmSync(tmp, { force: true });
     throw e;
   }
   fs.closeSync(fd);
   fs.renameSync(tmp, final);
   fsyncDir(dir);
+}
+
+/** Exports, seals, and writes an image as `checkpoint-<seq>.sqlite` durably. */
+export function writeImageSync(dir: string, seq: number, image: Uint8Array): void {
+  sealImage(image);
+  writeFileDurably(dir, checkpointName(seq), image);
 }
 
 export interface FoldRequest {
