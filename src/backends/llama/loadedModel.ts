@@ -41,7 +41,7 @@ export function promptTokens(loaded: LoadedModel, request: GenerateRequest): Tok
   const { model, chatWrapper } = loaded;
   if (chatWrapper) {
     const { contextText } = chatWrapper.generateContextState({
-      chatHistory: chatHistory(request.instructions, request.messages) as never,
+      chatHistory: chatHistory(request.instructions, request.messages, chatWrapper.settings.segments?.thought !== undefined) as never,
       availableFunctions: availableFunctions(request.tools) as never,
     });
     return contextText.tokenize(model.tokenizer);

@@ -53,8 +53,13 @@ function toolResults(messages: readonly ChatMessage[]): { results: Map<string, s
   return { results, unpaired };
 }
 
-/** Chat history for a template-driven prompt, ending with an empty model turn to be completed. */
-export function chatHistory(instructions: string | undefined, messages: readonly ChatMessage[]): ChatHistoryItem[] {
+/**
+ * Chat history for a template-driven prompt, ending with the model turn to be completed: an empty one, or the last
+ * one when its calls were all answered. `thoughts`: whether the template has a place for earlier reasoning; where it
+ * has none the reasoning is left out, as llama.cpp's rendering of such a template leaves out `reasoning_content`
+ * (node-llama-cpp would otherwise write it into the turn as text).
+ */
+export function chatHistory(instructions: string | undefined, messages: readonly ChatMessage[], thoughts = true): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   const system = systemText(instructions, messages);
   if (system) history.push({ type: 'system', text: system });
@@ -63,7 +68,7 @@ export function chatHistory(instructions: string | undefined, messages: readonly
     if (m.role === 'user') history.push({ type: 'user', text: m.content });
     else if (m.role === 'assistant') {
       // Earlier reasoning first, as the model wrote it; the chat wrapper decides whether its template keeps it.
-      const response: Array<string | FunctionCallItem | ThoughtSegment> = m.reasoning
+      const response: Array<string | FunctionCallItem | ThoughtSegment> = m.reasoning && thoughts
         ? [{ type: 'segment', segmentType: 'thought', text: m.reasoning, ended: true }]
         : [];
       if (m.content) response.push(m.content);
@@ -74,8 +79,23 @@ export function chatHistory(instructions: string | undefined, messages: readonly
     } else if (m.role === 'tool' && unpaired.has(m))
       history.push({ type: 'user', text: `Tool result${m.callId ? ` (${m.callId})` : ''}:\n${m.content}` });
   }
-  history.push({ type: 'model', response: [] });
+  // A turn whose calls were all answered goes on: the model continues that response after its results (as the
+  // templates render it: the results, then the same assistant turn reopened), rather than starting a new one.
+  const last = messages[messages.length - 1];
+  const lastModel = history[history.length - 1];
+  const continues = last?.role === 'tool' && !unpaired.has(last) && lastModel?.type === 'model' && answeredAfter(messages);
+  if (!continues) history.push({ type: 'model', response: [] });
   return history;
+}
+
+/** Whether the messages end with the last assistant turn's calls, each answered by a tool message after it. */
+function answeredAfter(messages: readonly ChatMessage[]): boolean {
+  let i = messages.length - 1;
+  while (i >= 0 && messages[i].role === 'tool') i--;
+  const turn = messages[i];
+  if (turn?.role !== 'assistant' || !turn.toolCalls?.length) return false;
+  const answered = new Set(messages.slice(i + 1).map((m) => m.callId));
+  return turn.toolCalls.every((c) => answered.has(c.callId));
 }
 
 /** node-llama-cpp's `availableFunctions` for the offered tools. */
