@@ -224,8 +224,7 @@ export function buildFamilyModel(family: ModelFamily, opts: FamilyModelOptions =
       matrix(p + 'attn_v.weight', embd, headsKv * headDim),
       matrix(p + 'attn_output.weight', heads * headDim, embd),
     );
-    if (family === 'qwen3' || family === 'gemma3')
-      tensors.push(norm(p + 'attn_q_norm.weight', headDim), norm(p + 'attn_k_norm.weight', headDim));
+    if (family === 'qwen3' || family === 'gemma3') tensors.push(norm(p + 'attn_q_norm.weight', headDim), norm(p + 'attn_k_norm.weight', headDim));
     if (family === 'gemma3' || family === 'gpt-oss') tensors.push(norm(p + 'post_attention_norm.weight', embd));
     if (family === 'gpt-oss') {
       tensors.push(

@@ -72,8 +72,8 @@ export const LLAMA_3_1_TEMPLATE = [
  * a developer message with the instructions and the functions as a TypeScript namespace, `final`-channel answers,
  * calls on the `commentary` channel to `functions.NAME` ending in `<|call|>`, results from `functions.NAME`, and the
  * `analysis` channel (reasoning) kept only for an assistant turn that made calls after the last user message (earlier
- * reasoning is dropped, as Harmony asks). Left out: the "Current date" line (it would make the prompt depend on the
- * day), built-in browser/python tools, and response formats.
+ * reasoning is dropped, as Harmony asks), and the "Current date" line where the renderer gives `strftime_now` (llama.cpp
+ * does). Left out: built-in browser/python tools and response formats.
  */
 export const GPT_OSS_TEMPLATE = [
   '{%- macro ts_type(p) -%}',
@@ -108,8 +108,9 @@ export const GPT_OSS_TEMPLATE = [
   '    {{- "} // namespace functions" }}',
   '{%- endmacro -%}',
   '{%- if not reasoning_effort is defined %}{%- set reasoning_effort = "medium" %}{%- endif %}',
-  '{{- "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\\nKnowledge cutoff: 2024-06\\n\\n" }}',
-  '{{- "Reasoning: " + reasoning_effort + "\\n\\n" }}',
+  '{{- "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\\nKnowledge cutoff: 2024-06\\n" }}',
+  '{%- if strftime_now is defined %}{{- "Current date: " + strftime_now("%Y-%m-%d") + "\\n" }}{%- endif %}',
+  '{{- "\\nReasoning: " + reasoning_effort + "\\n\\n" }}',
   '{{- "# Valid channels: analysis, commentary, final. Channel must be included for every message." }}',
   '{%- if tools %}{{- "\\nCalls to these tools must go to the commentary channel: \'functions\'." }}{%- endif %}',
   '{{- "<|end|>" }}',

@@ -171,7 +171,18 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
 export function chatWrapperFor(nlc: NodeLlamaCpp, model: LlamaModel): ChatWrapper | undefined {
   const template = model.fileInfo.metadata.tokenizer?.chat_template;
   if (!template) return undefined;
-  const wrapper = nlc.resolveChatWrapper(model);
+  // Today's date, as llama.cpp gives it to templates (strftime "%d %b %Y", local time: Llama 3.1's "Today Date").
+  const now = new Date();
+  const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][now.getMonth()];
+  const dateString = `${String(now.getDate()).padStart(2, '0')} ${month} ${now.getFullYear()}`;
+  let wrapper = nlc.resolveChatWrapper(model, {
+    customWrapperSettings: { jinjaTemplate: { additionalRenderParameters: { date_string: dateString } } },
+  });
+  // A Harmony template (gpt-oss) that node-llama-cpp did not find equivalent to its Harmony wrapper falls to the Jinja
+  // wrapper, which cannot render Harmony's channels (it forces the answer into `final`) nor its calls; node-llama-cpp's
+  // own rule for such a template, when it skips the equivalence check, is the Harmony wrapper.
+  if (wrapper instanceof nlc.JinjaTemplateChatWrapper && template.includes('<|start|>') && template.includes('<|channel|>'))
+    wrapper = new nlc.HarmonyChatWrapper();
   rawTextResults(nlc, wrapper);
   return wrapper;
 }
