@@ -23,7 +23,7 @@ const EXPECTED: Record<ModelFamily, { wrapper: string; bos: string; eos: string 
   qwen3: { wrapper: 'QwenChatWrapper', bos: '<|endoftext|>', eos: '<|im_end|>' },
   'llama3.1': { wrapper: 'JinjaTemplateChatWrapper', bos: '<|begin_of_text|>', eos: '<|eot_id|>' },
   gemma3: { wrapper: 'GemmaChatWrapper', bos: '<bos>', eos: '<end_of_turn>' },
-  'gpt-oss': { wrapper: 'JinjaTemplateChatWrapper', bos: '<|startoftext|>', eos: '<|return|>' },
+  'gpt-oss': { wrapper: 'HarmonyChatWrapper', bos: '<|startoftext|>', eos: '<|return|>' },
 };
 
 const TEXTS = [
