@@ -48,6 +48,9 @@ async function main() {
   if (remote) suites.push(['remote', () => remote({ modelPath })]);
   const structured = optional('./structured', 'structuredBench');
   if (structured) suites.push(['structured', () => structured({ modelPath })]);
+  // Each real family's file (its own generated models) and llama-server on the same GGUF.
+  const families = optional('./families', 'familiesBench');
+  if (families) suites.push(['families', () => families({ modelPath })]);
   // Its own generated model of the size: the tiny one decodes too cheaply to show what batching saves.
   suites.push(['batching', () => batchingBench()]);
   const agents = optional('./agents', 'agentsBench');

@@ -1,4 +1,5 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
+import { isModelFamily, MODEL_FAMILIES, type ModelFamily } from '../backends/llama/familyModel';
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { RESTART_POLICIES, type RestartPolicy } from '../runtime/task';
 import { checkWebhookUrl } from '../runtime/webhooks';
@@ -37,7 +38,7 @@ export const USAGE = `Usage:
                      [--engine-concurrency NAME=N[,N...]]... [--engine-kind NAME=KIND]...
                      [--engine-resume NAME[=off]]...
                      [--webhook PRINCIPAL=URL --webhook-secret-file PRINCIPAL=FILE]... [--webhook-allow-private]
-  task-runtime make-test-model <out.gguf>
+  task-runtime make-test-model [--family qwen3|llama3.1|gemma3|gpt-oss] <out.gguf>
   task-runtime --help
 
 serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoints on 127.0.0.1.
@@ -86,7 +87,9 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --webhook-secret-file  PRINCIPAL=FILE: the endpoint's signing secret (whsec_..., first line of FILE;
                           created with a fresh secret and mode 0600 when missing; never logged)
            --webhook-allow-private  deliver to private, loopback and link-local addresses too (refused by default)
-make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
+make-test-model  Writes the tiny random-weight GGUF used by tests and the demo; with --family, one with that family's
+           real tokenizer and chat template (Qwen 3, Llama 3.1, Gemma 3, gpt-oss; needs the development dependencies;
+           docs/model-families.md). Its output is noise.`;
 
 export interface ServeArgs {
   command: 'serve';
@@ -132,7 +135,7 @@ export interface EngineArg {
   resume?: boolean;
 }
 
-export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
+export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string; family?: ModelFamily } | { command: 'help' };
 
 /** `flag`: takes no value. */
 type FlagKind = 'string' | 'int' | 'list' | 'flag';
@@ -170,8 +173,18 @@ export function parseArgs(argv: readonly string[]): CliArgs {
   if (command === undefined || isHelp(command) || (command !== undefined && rest.some((a) => a === '--help' || a === '-h')))
     return { command: 'help' };
   if (command === 'make-test-model') {
-    if (rest.length !== 1 || rest[0].startsWith('-')) throw new UsageError('make-test-model takes exactly one argument: the output .gguf path.');
-    return { command: 'make-test-model', out: rest[0] };
+    let family: ModelFamily | undefined;
+    const args = [...rest];
+    const at = args.findIndex((a) => a === '--family' || a.startsWith('--family='));
+    if (at >= 0) {
+      const value = args[at].includes('=') ? args[at].slice(args[at].indexOf('=') + 1) : args[at + 1];
+      args.splice(at, args[at].includes('=') ? 1 : 2);
+      if (value === undefined || !isModelFamily(value))
+        throw new UsageError(`--family must be one of ${MODEL_FAMILIES.join(', ')} (got ${JSON.stringify(value ?? '')}).`);
+      family = value;
+    }
+    if (args.length !== 1 || args[0].startsWith('-')) throw new UsageError('make-test-model takes exactly one argument: the output .gguf path.');
+    return { command: 'make-test-model', out: args[0], ...(family ? { family } : {}) };
   }
   if (command !== 'serve') throw new UsageError(`Unknown command "${command}".`);
   return parseServe(rest);

@@ -2,6 +2,7 @@
 // Entry point of the `task-runtime` command (bundled to dist/cli.js).
 import * as path from 'node:path';
 import { writeTestModel } from '../backends/llama/demoModel';
+import { writeFamilyModel } from '../backends/llama/familyModel';
 import { parseArgs, USAGE, UsageError } from './args';
 import { serve } from './serve';
 
@@ -13,8 +14,9 @@ async function main(argv: string[]): Promise<void> {
       return;
     case 'make-test-model': {
       const out = path.resolve(args.out);
-      writeTestModel(out);
-      process.stderr.write(`wrote the tiny random-weight test model to ${out} (its output is noise)\n`);
+      if (args.family) writeFamilyModel(out, args.family);
+      else writeTestModel(out);
+      process.stderr.write(`wrote the tiny random-weight ${args.family ?? 'test'} model to ${out} (its output is noise)\n`);
       return;
     }
     case 'serve':

@@ -42,8 +42,9 @@ const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
 const GGUF_VERSION = 3;
 const ALIGNMENT = 32;
 const GGML_TYPE_F32 = 0;
+const GGML_TYPE_F16 = 1;
 
-enum ValueType {
+export enum ValueType {
   UINT32 = 4,
   INT32 = 5,
   FLOAT32 = 6,
@@ -52,7 +53,7 @@ enum ValueType {
   ARRAY = 9,
 }
 
-type MetaValue =
+export type MetaValue =
   | { type: ValueType.UINT32 | ValueType.INT32 | ValueType.FLOAT32; value: number }
   | { type: ValueType.BOOL; value: boolean }
   | { type: ValueType.STRING; value: string }
@@ -147,7 +148,7 @@ function buildVocab(size = 0): Vocab {
 }
 
 /** mulberry32: small, fast, deterministic. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -158,11 +159,37 @@ function prng(seed: number): () => number {
   };
 }
 
-interface Tensor {
+export interface Tensor {
   name: string;
   /** GGML order: dims[0] is the innermost (row length). */
   dims: number[];
   data: Float32Array;
+  /** Stored as F16 (half the bytes: large embedding tables); F32 by default. */
+  f16?: boolean;
+}
+
+/** IEEE half-precision bits of `v` (round to nearest even; the random weights here are all in normal range). */
+function halfBits(v: number): number {
+  F32_VIEW[0] = v;
+  const x = U32_VIEW[0];
+  const sign = (x >>> 16) & 0x8000;
+  const exp = ((x >>> 23) & 0xff) - 127 + 15;
+  let mant = x & 0x7fffff;
+  if (exp <= 0) return sign; // too small for a normal half: zero (no weight here is that small)
+  if (exp >= 31) return sign | 0x7c00;
+  let half = sign | (exp << 10) | (mant >>> 13);
+  mant &= 0x1fff;
+  if (mant > 0x1000 || (mant === 0x1000 && half & 1)) half++;
+  return half;
+}
+const F32_VIEW = new Float32Array(1);
+const U32_VIEW = new Uint32Array(F32_VIEW.buffer);
+
+function tensorBytes(t: Tensor): Buffer {
+  if (!t.f16) return Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+  const out = Buffer.alloc(t.data.length * 2);
+  for (let i = 0; i < t.data.length; i++) out.writeUInt16LE(halfBits(t.data[i]), i * 2);
+  return out;
 }
 
 class ByteWriter {
@@ -334,6 +361,11 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
   ];
   if (opts.chatTemplate) metadata.push(['tokenizer.chat_template', { type: ValueType.STRING, value: opts.chatTemplate }]);
 
+  return encodeGguf(metadata, tensors);
+}
+
+/** GGUF v3 bytes: the key/value metadata, then the tensors (32-byte aligned). */
+export function encodeGguf(metadata: ReadonlyArray<[string, MetaValue]>, tensors: readonly Tensor[]): Buffer {
   const w = new ByteWriter();
   w.u32(GGUF_MAGIC);
   w.u32(GGUF_VERSION);
@@ -343,19 +375,20 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
     w.str(key);
     writeValue(w, value);
   }
+  const bytes = tensors.map(tensorBytes);
   let offset = 0;
-  for (const t of tensors) {
+  tensors.forEach((t, i) => {
     w.str(t.name);
     w.u32(t.dims.length);
     for (const d of t.dims) w.u64(d);
-    w.u32(GGML_TYPE_F32);
+    w.u32(t.f16 ? GGML_TYPE_F16 : GGML_TYPE_F32);
     w.u64(offset);
-    offset += t.data.byteLength;
+    offset += bytes[i].length;
     offset += (ALIGNMENT - (offset % ALIGNMENT)) % ALIGNMENT;
-  }
+  });
   w.padTo(ALIGNMENT);
-  for (const t of tensors) {
-    w.push(Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength));
+  for (const b of bytes) {
+    w.push(b);
     w.padTo(ALIGNMENT);
   }
   return w.toBuffer();
@@ -363,7 +396,11 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
 
 /** Writes the tiny model to `outPath` atomically (temp file + rename). */
 export function writeTestModel(outPath: string, opts?: TestModelOptions): void {
-  const bytes = buildTestModel(opts);
+  writeGgufFile(outPath, buildTestModel(opts));
+}
+
+/** Writes GGUF bytes to `outPath` atomically (temp file + rename). */
+export function writeGgufFile(outPath: string, bytes: Buffer): void {
   fs.mkdirSync(path.dirname(outPath), { recursive: true });
   const tmp = `${outPath}.${process.pid}.${Date.now()}.tmp`;
   fs.writeFileSync(tmp, bytes);

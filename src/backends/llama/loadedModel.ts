@@ -2,7 +2,7 @@
 // compiled grammars and what the load measured. Also the prompt's tokens, as checkRequest, the pool's prefix reuse and
 // the generation all see them (one tokenization, so a kept prefix matches the prompt a generation evaluates).
 
-import type { ChatWrapper, Llama, LlamaModel, LlamaRankingContext, Token } from 'node-llama-cpp' with {
+import type { ChatWrapper, Llama, LlamaModel, LlamaRankingContext, LlamaText, Token } from 'node-llama-cpp' with {
   'resolution-mode': 'import',
 };
 import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
@@ -41,12 +41,65 @@ export function promptTokens(loaded: LoadedModel, request: GenerateRequest): Tok
   const { model, chatWrapper } = loaded;
   if (chatWrapper) {
     const { contextText } = chatWrapper.generateContextState({
-      chatHistory: chatHistory(request.instructions, request.messages) as never,
+      chatHistory: chatHistory(request.instructions, request.messages, thoughtLayout(chatWrapper)) as never,
       availableFunctions: availableFunctions(request.tools) as never,
     });
-    return contextText.tokenize(model.tokenizer);
+    return templateTokens(model, contextText);
   }
   const bos = model.tokens.bos;
   const text = model.tokenize(plainTextPrompt(request.instructions, request.messages, request.tools));
   return bos !== null ? [bos, ...text] : text;
+}
+
+/**
+ * Where earlier reasoning goes in this wrapper's prompts: nowhere without a thought segment; a `</think>` thought
+ * (Qwen 3, DeepSeek-R1) is followed by a blank line before the turn's text or calls, as their templates write it.
+ */
+function thoughtLayout(chatWrapper: ChatWrapper): { keep: boolean; after?: string } {
+  const thought = chatWrapper.settings.segments?.thought;
+  if (!thought) return { keep: false };
+  return JSON.stringify(thought.suffix).endsWith('</think>"}]') ? { keep: true, after: '\n\n' } : { keep: true };
+}
+
+/**
+ * A rendered template's tokens as llama.cpp tokenizes a rendered prompt: the text between control tokens is tokenized
+ * as one piece (node-llama-cpp tokenizes each part of the rendering apart, so a merge across a part's edge, such as
+ * " <" in " <tools>", is lost: 3 tokens more than llama-server on Qwen 3's tool prompt). Control tokens come only from
+ * the template's own markup; message text is tokenized with special tokens read as text, so a `<|im_end|>` a user
+ * writes cannot end the turn (llama-server reads it as the control token; docs/model-families.md).
+ */
+function templateTokens(model: LlamaModel, text: LlamaText): Token[] {
+  const out: Token[] = [];
+  let run = '';
+  const flush = () => {
+    if (run) out.push(...model.tokenize(run, false));
+    run = '';
+  };
+  for (const value of text.values) {
+    if (typeof value === 'string') {
+      run += value;
+      continue;
+    }
+    const part = value.toJSON() as { type: string; value: string };
+    if (part.type !== 'specialTokensText') {
+      flush();
+      out.push(...value.tokenize(model.tokenizer));
+      continue;
+    }
+    // The template's markup: its control tokens split the prompt; the text around them joins the run.
+    let cursor = 0;
+    for (const token of model.tokenize(part.value, true)) {
+      if (!model.isSpecialToken(token)) continue;
+      const tokenText = model.detokenize([token], true);
+      const at = part.value.indexOf(tokenText, cursor);
+      if (at < 0) continue;
+      run += part.value.slice(cursor, at);
+      flush();
+      out.push(token);
+      cursor = at + tokenText.length;
+    }
+    run += part.value.slice(cursor);
+  }
+  flush();
+  return out;
 }

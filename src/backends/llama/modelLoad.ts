@@ -6,6 +6,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import type { ChatWrapper, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import type { LoadOptions, ModelHardware } from '../../runtime/backend';
 import { describeHardware } from '../../runtime/backend';
 import { errorText } from '../../runtime/problems';
@@ -109,8 +110,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
     });
     const { picked, promptThreads, pool, sequences } = prepared;
     const contextSize = pool.contextSize;
-    const template = model.fileInfo.metadata.tokenizer?.chat_template;
-    const chatWrapper = template ? nlc.resolveChatWrapper(model) : undefined;
+    const chatWrapper = chatWrapperFor(nlc, model);
     const totalLayers = model.fileInsights.totalLayers ?? null;
     const onGpu = selection.compute !== 'cpu' && model.gpuLayers > 0;
     const hardware: ModelHardware = {
@@ -161,6 +161,48 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
     if (options.signal?.aborted) throw new Error(`loading model "${entry.id}" was cancelled`);
     throw new Error(`cannot load model "${entry.id}": ${describe(err)}`);
   }
+}
+
+/**
+ * The chat wrapper a model's prompts go through: node-llama-cpp's resolution (a specialized wrapper where it renders
+ * as the file's Jinja template does, else the template itself); undefined for a file without a template (the
+ * plain-text prompt). docs/model-families.md lists what each family's file resolves to.
+ */
+export function chatWrapperFor(nlc: NodeLlamaCpp, model: LlamaModel): ChatWrapper | undefined {
+  const template = model.fileInfo.metadata.tokenizer?.chat_template;
+  if (!template) return undefined;
+  // Today's date, as llama.cpp gives it to templates (strftime "%d %b %Y", local time: Llama 3.1's "Today Date").
+  const now = new Date();
+  const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][now.getMonth()];
+  const dateString = `${String(now.getDate()).padStart(2, '0')} ${month} ${now.getFullYear()}`;
+  let wrapper = nlc.resolveChatWrapper(model, {
+    customWrapperSettings: { jinjaTemplate: { additionalRenderParameters: { date_string: dateString } } },
+  });
+  // A Harmony template (gpt-oss) that node-llama-cpp did not find equivalent to its Harmony wrapper falls to the Jinja
+  // wrapper, which cannot render Harmony's channels (it forces the answer into `final`) nor its calls; node-llama-cpp's
+  // own rule for such a template, when it skips the equivalence check, is the Harmony wrapper.
+  if (wrapper instanceof nlc.JinjaTemplateChatWrapper && template.includes('<|start|>') && template.includes('<|channel|>'))
+    wrapper = new nlc.HarmonyChatWrapper();
+  rawTextResults(nlc, wrapper);
+  return wrapper;
+}
+
+/**
+ * A tool result the client sent as text goes into the prompt as that text, as templates print a `tool` message's
+ * content (and llama.cpp renders it): node-llama-cpp's wrappers write every result as JSON (`jsonDumps`), which turns
+ * the text `{"temp_c":-3}` into the string literal `"{\"temp_c\":-3}"`. The wrapper's own result rendering is kept
+ * (its prefix and suffix); only the quoted text is put back as it was sent.
+ */
+function rawTextResults(nlc: NodeLlamaCpp, wrapper: ChatWrapper): void {
+  const render = wrapper.generateFunctionCallResult.bind(wrapper);
+  const marker = '\u{F0000}tool-result\u{F0001}';
+  const quoted = JSON.stringify(marker);
+  wrapper.generateFunctionCallResult = (name, params, result) => {
+    if (typeof result !== 'string') return render(name, params, result);
+    const text = render(name, params, marker);
+    if (!text.values.some((v) => typeof v === 'string' && v.includes(quoted))) return render(name, params, result);
+    return nlc.LlamaText(text.values.map((v) => (typeof v === 'string' ? v.split(quoted).join(result) : v)));
+  };
 }
 
 /**

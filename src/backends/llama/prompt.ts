@@ -53,19 +53,34 @@ function toolResults(messages: readonly ChatMessage[]): { results: Map<string, s
   return { results, unpaired };
 }
 
-/** Chat history for a template-driven prompt, ending with an empty model turn to be completed. */
-export function chatHistory(instructions: string | undefined, messages: readonly ChatMessage[]): ChatHistoryItem[] {
+/**
+ * Chat history for a template-driven prompt, ending with the model turn to be completed: an empty one, or the last
+ * one when its calls were all answered. `thoughts.keep`: whether the template has a place for earlier reasoning; where
+ * it has none the reasoning is left out, as llama.cpp's rendering of such a template leaves out `reasoning_content`
+ * (node-llama-cpp would otherwise write it into the turn as text). `thoughts.after`: the text the template puts after a
+ * thought (Qwen 3: `</think>` then a blank line).
+ */
+export function chatHistory(
+  instructions: string | undefined,
+  messages: readonly ChatMessage[],
+  thoughts: { keep: boolean; after?: string } = { keep: true },
+): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   const system = systemText(instructions, messages);
   if (system) history.push({ type: 'system', text: system });
   const { results, unpaired } = toolResults(messages);
-  for (const m of messages) {
+  const lastUser = messages.map((m) => m.role).lastIndexOf('user');
+  for (const [index, m] of messages.entries()) {
     if (m.role === 'user') history.push({ type: 'user', text: m.content });
     else if (m.role === 'assistant') {
       // Earlier reasoning first, as the model wrote it; the chat wrapper decides whether its template keeps it.
-      const response: Array<string | FunctionCallItem | ThoughtSegment> = m.reasoning
-        ? [{ type: 'segment', segmentType: 'thought', text: m.reasoning, ended: true }]
-        : [];
+      const response: Array<string | FunctionCallItem | ThoughtSegment> =
+        m.reasoning && thoughts.keep ? [{ type: 'segment', segmentType: 'thought', text: m.reasoning, ended: true }] : [];
+      // What the template writes between the thought and the rest of the turn (the model wrote it after its thought,
+      // so node-llama-cpp's wrappers expect it in the turn's text).
+      // Such templates keep only the reasoning of the turn under way (after the last user message); node-llama-cpp's
+      // wrapper drops the earlier ones itself, and the text after them with it must not be left.
+      if (response.length && thoughts.after && index > lastUser && (m.content || m.toolCalls?.length)) response.push(thoughts.after);
       if (m.content) response.push(m.content);
       for (const c of m.toolCalls ?? []) {
         response.push({ type: 'functionCall', name: c.name, params: argumentsValue(c.arguments), result: results.get(c.callId) ?? '' });
@@ -74,8 +89,23 @@ export function chatHistory(instructions: string | undefined, messages: readonly
     } else if (m.role === 'tool' && unpaired.has(m))
       history.push({ type: 'user', text: `Tool result${m.callId ? ` (${m.callId})` : ''}:\n${m.content}` });
   }
-  history.push({ type: 'model', response: [] });
+  // A turn whose calls were all answered goes on: the model continues that response after its results (as the
+  // templates render it: the results, then the same assistant turn reopened), rather than starting a new one.
+  const last = messages[messages.length - 1];
+  const lastModel = history[history.length - 1];
+  const continues = last?.role === 'tool' && !unpaired.has(last) && lastModel?.type === 'model' && answeredAfter(messages);
+  if (!continues) history.push({ type: 'model', response: [] });
   return history;
+}
+
+/** Whether the messages end with the last assistant turn's calls, each answered by a tool message after it. */
+function answeredAfter(messages: readonly ChatMessage[]): boolean {
+  let i = messages.length - 1;
+  while (i >= 0 && messages[i].role === 'tool') i--;
+  const turn = messages[i];
+  if (turn?.role !== 'assistant' || !turn.toolCalls?.length) return false;
+  const answered = new Set(messages.slice(i + 1).map((m) => m.callId));
+  return turn.toolCalls.every((c) => answered.has(c.callId));
 }
 
 /** node-llama-cpp's `availableFunctions` for the offered tools. */

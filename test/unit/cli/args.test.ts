@@ -80,3 +80,12 @@ test('--webhook PRINCIPAL=URL needs its --webhook-secret-file; --webhook-allow-p
     );
   }
 });
+
+test('make-test-model takes one path, and --family names one of the real families (before or after the path)', () => {
+  assert.deepEqual(parseArgs(['make-test-model', 'out.gguf']), { command: 'make-test-model', out: 'out.gguf' });
+  assert.deepEqual(parseArgs(['make-test-model', '--family', 'qwen3', 'q.gguf']), { command: 'make-test-model', out: 'q.gguf', family: 'qwen3' });
+  assert.deepEqual(parseArgs(['make-test-model', 'g.gguf', '--family=gpt-oss']), { command: 'make-test-model', out: 'g.gguf', family: 'gpt-oss' });
+  assert.throws(() => parseArgs(['make-test-model', '--family', 'mistral', 'm.gguf']), /--family must be one of qwen3, llama3.1, gemma3, gpt-oss/);
+  assert.throws(() => parseArgs(['make-test-model', '--family']), UsageError);
+  assert.throws(() => parseArgs(['make-test-model', '--family', 'qwen3']), /exactly one argument/);
+});
