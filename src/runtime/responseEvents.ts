@@ -38,6 +38,17 @@ export const EVENT = {
   webhookDelivery: 'task_runtime:webhook.delivery',
 } as const;
 
+/**
+ * The answer text an event adds: the delta of `response.output_text.delta` (the message item's text), '' for every
+ * other event — reasoning deltas, call arguments, vendor events. The streaming side of responses.ts answerText: every
+ * door and the editor that accumulates answer text from a task's stream reads it through this.
+ */
+export function answerTextDelta(event: { type: string; data: Record<string, unknown> }): string {
+  if (event.type !== EVENT.outputTextDelta) return '';
+  const delta = event.data['delta'];
+  return typeof delta === 'string' ? delta : '';
+}
+
 /** The events that end a response: exactly one of them closes every attempt's stream that finishes. */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([EVENT.completed, EVENT.incomplete, EVENT.failed, EVENT.cancelled]);
 

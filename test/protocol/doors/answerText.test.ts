@@ -1,8 +1,9 @@
 // Reasoning never reaches answer text, through any door: a model that thinks before it answers (a backend that
 // emits a thought segment, then the answer) is asked once per door with each door's real client — the OpenAI SDK on
-// /responses and chat completions, the Anthropic SDK on /v1/messages, the MCP SDK's tools/call and get_task_text —
-// and every answer field carries the answer alone, while the reasoning fields (where the door has them) carry the
-// thought. The doors share one reader of answer text (runtime/responses.ts answerText) and one of input text.
+// /responses (whole and streamed) and chat completions, the Anthropic SDK on /v1/messages, the MCP SDK's tools/call
+// and get_task_text, LMSP's task object and event stream — and every answer field carries the answer alone, while the
+// reasoning fields (where the door has them) carry the thought. The doors share one reader of answer text
+// (runtime/responses.ts answerText, and answerTextDelta of responseEvents.ts for streams) and one of input text.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -56,6 +57,40 @@ describe('answer text through every door', () => {
     assert.equal(r.output_text, ANSWER);
     const reasoning = r.output.filter((i) => i.type === 'reasoning');
     assert.ok(JSON.stringify(reasoning).includes(THOUGHT), JSON.stringify(r.output));
+  });
+
+  it('/responses streamed: output_text deltas are the answer, reasoning_text deltas the thought', async () => {
+    const openai = new OpenAI({ baseURL: endpoint.lmspUrl, apiKey: TOKEN, maxRetries: 0 });
+    let text = '';
+    let thought = '';
+    for await (const ev of await openai.responses.create({ model: 'm', input: 'hi', stream: true })) {
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+      else if (ev.type === 'response.reasoning_text.delta') thought += ev.delta;
+    }
+    assert.equal(text, ANSWER);
+    assert.equal(thought, THOUGHT);
+  });
+
+  it("LMSP: the task's response and its event stream carry the answer in the message item alone", async () => {
+    const openai = new OpenAI({ baseURL: endpoint.lmspUrl, apiKey: TOKEN, maxRetries: 0 });
+    const r = await openai.responses.create({ model: 'm', input: 'hi' });
+    const record = runtime.listTasks({ principal: 'alice' }).tasks.find((t) => t.responseId === r.id);
+    assert.ok(record, 'the response has a task');
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const task = (await (await fetch(`${endpoint.lmspUrl}/tasks/${record.id}`, { headers })).json()) as { response: Record<string, unknown> };
+    const output = task.response['output'] as Array<{ type: string; content?: Array<{ type: string; text: string }> }>;
+    const message = output.filter((i) => i.type === 'message').flatMap((i) => i.content ?? []);
+    assert.equal(message.map((p) => p.text).join(''), ANSWER);
+    assert.ok(!JSON.stringify(message).includes(THOUGHT), JSON.stringify(output));
+    const events = await (await fetch(`${endpoint.lmspUrl}/tasks/${record.id}/events`, { headers })).text();
+    let streamed = '';
+    for (const line of events.split('\n')) {
+      if (!line.startsWith('data:')) continue;
+      const ev = JSON.parse(line.slice(5)) as { type?: string; delta?: string };
+      if (ev.type === 'response.output_text.delta') streamed += ev.delta ?? '';
+    }
+    assert.equal(streamed, ANSWER);
+    assert.ok(events.includes('response.reasoning_text.delta'), 'the thought streams as reasoning');
   });
 
   it('chat completions: content is the answer, streamed or not', async () => {
