@@ -15,6 +15,7 @@
 //   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
 //   stopText.ts      stop strings (held-back text)
 //   toolCalls.ts, outputPlan.ts  function calls (forced by grammar, or in the template's syntax) and thought segments
+//   thoughtSyntax.ts  thought delimiters per chat-template family (Qwen 3 `<think>`, gpt-oss Harmony): reasoning, not answer
 // Invariants: a load's one-time costs (context allocation, GPU pipeline compilation) fall inside `loading`, never
 // into a task's first token; delivered text is never generated or emitted again on resume; error texts carry no
 // absolute paths (they reach problem details and task errors). Figures: docs/hardware.md, docs/gpu.md.

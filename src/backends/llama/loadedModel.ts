@@ -9,7 +9,9 @@ import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
 import type { SequencePool } from './contextPool';
 import type { EmbeddingLanes } from './embedding';
 import type { GrammarCache } from './grammar';
+import { constrainedFromStart } from './outputPlan';
 import { availableFunctions, chatHistory, plainTextPrompt } from './prompt';
+import { promptOpensThought, thoughtSyntaxOf } from './thoughtSyntax';
 
 export interface LoadedModel {
   llama: Llama;
@@ -36,12 +38,17 @@ export interface LoadedModel {
   ranking?: Promise<LlamaRankingContext>;
 }
 
-/** The prompt as tokens: through the chat template when the model has one, else the plain-text prompt after BOS. */
+/**
+ * The prompt as tokens: through the chat template when the model has one, else the plain-text prompt after BOS. A
+ * template that opens thoughts at the start of a response gets the response started inside its thought, as
+ * node-llama-cpp's LlamaChat renders it (thoughtSyntax.ts), unless the output is constrained from its first token.
+ */
 export function promptTokens(loaded: LoadedModel, request: GenerateRequest): Token[] {
   const { model, chatWrapper } = loaded;
   if (chatWrapper) {
+    const openThought = promptOpensThought(thoughtSyntaxOf(chatWrapper), constrainedFromStart(request));
     const { contextText } = chatWrapper.generateContextState({
-      chatHistory: chatHistory(request.instructions, request.messages) as never,
+      chatHistory: chatHistory(request.instructions, request.messages, { openThought }) as never,
       availableFunctions: availableFunctions(request.tools) as never,
     });
     return contextText.tokenize(model.tokenizer);

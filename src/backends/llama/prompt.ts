@@ -53,8 +53,15 @@ function toolResults(messages: readonly ChatMessage[]): { results: Map<string, s
   return { results, unpaired };
 }
 
-/** Chat history for a template-driven prompt, ending with an empty model turn to be completed. */
-export function chatHistory(instructions: string | undefined, messages: readonly ChatMessage[]): ChatHistoryItem[] {
+/**
+ * Chat history for a template-driven prompt, ending with the model turn to be completed: empty, or with
+ * `openThought` an open thought segment (the chat wrapper renders its prefix).
+ */
+export function chatHistory(
+  instructions: string | undefined,
+  messages: readonly ChatMessage[],
+  opts: { openThought?: boolean } = {},
+): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   const system = systemText(instructions, messages);
   if (system) history.push({ type: 'system', text: system });
@@ -74,7 +81,7 @@ export function chatHistory(instructions: string | undefined, messages: readonly
     } else if (m.role === 'tool' && unpaired.has(m))
       history.push({ type: 'user', text: `Tool result${m.callId ? ` (${m.callId})` : ''}:\n${m.content}` });
   }
-  history.push({ type: 'model', response: [] });
+  history.push({ type: 'model', response: opts.openThought ? [{ type: 'segment', segmentType: 'thought', text: '', ended: false }] : [] });
   return history;
 }
 
