@@ -69,6 +69,15 @@ describe('answer text through every door', () => {
     }
     assert.equal(text, ANSWER);
     assert.equal(thought, THOUGHT);
+    // The SDK's accumulator (content_part.added before reasoning_text deltas, OPENAI-WIRE §3.3) builds the same items.
+    const final = await openai.responses.stream({ model: 'm', input: 'hi' }).finalResponse();
+    const message = final.output.flatMap((i) => (i.type === 'message' ? i.content : []));
+    assert.deepEqual(
+      message.map((p) => (p.type === 'output_text' ? p.text : '')),
+      [ANSWER],
+    );
+    const reasoning = final.output.find((i) => i.type === 'reasoning');
+    assert.deepEqual(reasoning?.type === 'reasoning' ? reasoning.content : undefined, [{ type: 'reasoning_text', text: THOUGHT }]);
   });
 
   it("LMSP: the task's response and its event stream carry the answer in the message item alone", async () => {
