@@ -5,7 +5,7 @@
 import type { ChatWrapper, Llama, LlamaModel, LlamaRankingContext, Token } from 'node-llama-cpp' with {
   'resolution-mode': 'import',
 };
-import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
+import type { GenerateRequest, ModelCapabilities, ModelHardware } from '../../runtime/backend';
 import type { SequencePool } from './contextPool';
 import type { EmbeddingLanes } from './embedding';
 import type { GrammarCache } from './grammar';
@@ -25,6 +25,8 @@ export interface LoadedModel {
   hardware: ModelHardware;
   /** Template-driven prompts; undefined → plain-text prompt. */
   chatWrapper?: ChatWrapper;
+  /** What its generation supports (capabilities.ts). */
+  capabilities: ModelCapabilities;
   /** The model file's content fingerprint: which snapshots may be restored into it. */
   fingerprint: string;
   pool: SequencePool;

@@ -65,6 +65,21 @@ const FAMILIES: readonly FamilyQuirks[] = [
   },
 ];
 
+/**
+ * Thought delimiter pairs of the families above, as they appear in a chat template: what a template is searched for
+ * before its wrapper is resolved (capabilities.ts). The same pairs node-llama-cpp looks for in a template it cannot
+ * render, plus Harmony's analysis channel and Gemma 4's thought channel.
+ */
+export const KNOWN_THOUGHT_DELIMITERS: ReadonlyArray<readonly [string, string]> = [
+  ['<think>', '</think>'], // Qwen 3, QwQ, DeepSeek R1
+  ['<|channel|>analysis', '<|end|>'], // gpt-oss (Harmony)
+  ['<seed:think>', '</seed:think>'], // Seed-OSS
+  ['<|channel>thought', '<channel|>'], // Gemma 4
+  ['<thought>', '</thought>'], // EXAONE Deep
+  ['[THINK]', '[/THINK]'], // Mistral (Magistral)
+  ['<|START_THINKING|>', '<|END_THINKING|>'], // Command R7B
+];
+
 const textOf = (t: unknown): string => (t == null ? '' : typeof t === 'string' ? t : String(t as LlamaText));
 
 /** The thought syntax of a chat wrapper (settings.segments.thought plus its family's quirks), if the template has one. */
