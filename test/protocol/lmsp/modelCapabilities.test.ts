@@ -90,12 +90,15 @@ describe('GET /models capabilities', () => {
   it('reasoning is what reasoning.effort does: taken where listed, refused where not', async () => {
     const r = await client.responses.create({ model: 'thinker', input: 'Hi', reasoning: { effort: 'low' }, max_output_tokens: 8 });
     assert.ok(r.status === 'completed' || r.status === 'incomplete', JSON.stringify(r));
-    await assert.rejects(client.responses.create({ model: server.model, input: 'Hi', reasoning: { effort: 'low' }, max_output_tokens: 8 }), (e: unknown) => {
-      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
-      assert.equal(e.code, 'unsupported_capability');
-      assert.equal(e.param, 'reasoning.effort');
-      return true;
-    });
+    await assert.rejects(
+      client.responses.create({ model: server.model, input: 'Hi', reasoning: { effort: 'low' }, max_output_tokens: 8 }),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+        assert.equal(e.code, 'unsupported_capability');
+        assert.equal(e.param, 'reasoning.effort');
+        return true;
+      },
+    );
   });
 
   it("another window's chat models offer tool calling where the owner lists tools", async () => {

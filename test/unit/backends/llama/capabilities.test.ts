@@ -18,10 +18,14 @@ describe('model capabilities from the file', () => {
     const cases: Array<[string, unknown, { tools: boolean; reasoning: boolean }]> = [
       ['llama without a template', meta('llama'), { tools: true, reasoning: false }],
       ['qwen3 with <think> in its template', meta('qwen3', {}, "{{ '<think>\\n' + r + '\\n</think>' }}"), { tools: true, reasoning: true }],
-      ['gpt-oss (Harmony analysis channel)', meta('gpt-oss', {}, "<|channel|>analysis<|message|>{{ t }}<|end|>"), { tools: true, reasoning: true }],
+      ['gpt-oss (Harmony analysis channel)', meta('gpt-oss', {}, '<|channel|>analysis<|message|>{{ t }}<|end|>'), { tools: true, reasoning: true }],
       ['llama 3.1 template', meta('llama', {}, '<|start_header_id|>{{ role }}<|end_header_id|>'), { tools: true, reasoning: false }],
       ['pooling none (0) is a chat model', meta('llama', { pooling_type: 0 }), { tools: true, reasoning: false }],
-      ['a decoder with mean pooling is an embedding model', meta('qwen3', { pooling_type: 1 }, '<think></think>'), { tools: false, reasoning: false }],
+      [
+        'a decoder with mean pooling is an embedding model',
+        meta('qwen3', { pooling_type: 1 }, '<think></think>'),
+        { tools: false, reasoning: false },
+      ],
       ['rank pooling is a reranker', meta('qwen3', { pooling_type: 4 }), { tools: false, reasoning: false }],
       ['an encoder-only architecture', meta('bert'), { tools: false, reasoning: false }],
       ['no metadata at all', undefined, { tools: true, reasoning: false }],

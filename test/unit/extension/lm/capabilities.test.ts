@@ -16,7 +16,12 @@ import { tempDir } from '../../runtime/helpers';
 void vscodeStub;
 
 describe('chat provider capabilities', () => {
-  const backend = new LlamaBackend({ models: [{ id: 'chat', source: testModelPath() }, { id: 'ranker', source: testRerankerPath() }] });
+  const backend = new LlamaBackend({
+    models: [
+      { id: 'chat', source: testModelPath() },
+      { id: 'ranker', source: testRerankerPath() },
+    ],
+  });
   let runtime: TaskRuntime | undefined;
   after(async () => {
     await runtime?.close();
