@@ -13,8 +13,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import OpenAI from 'openai';
+import { writeTestModel } from '../../../src/backends/llama/demoModel';
+import { LlamaBackend } from '../../../src/backends/llama/llamaBackend';
 import { startEndpoint, type Endpoint } from '../../../src/protocols/endpoint';
 import { TaskRuntime } from '../../../src/runtime/runtime';
+import { OPEN_THOUGHT_CHAT_TEMPLATE } from '../../fixtures/chatTemplates';
 import { ScriptedBackend, type Script } from '../../fixtures/scriptedBackend';
 
 const THOUGHT = 'THOUGHT-7f3a: the user wants a greeting, keep it short';
@@ -132,5 +135,64 @@ describe('answer text through every door', () => {
     const read = await mcp.callTool({ name: 'get_task_text', arguments: { taskId: task.id } });
     assert.ok(JSON.stringify(read).includes(ANSWER), JSON.stringify(read));
     assert.ok(!JSON.stringify(read).includes(THOUGHT), JSON.stringify(read));
+  });
+});
+
+describe('a real thinker through the doors (the tiny model with a template that opens <think>)', () => {
+  let dataDir: string;
+  let runtime: TaskRuntime;
+  let endpoint: Endpoint;
+  let backend: LlamaBackend;
+
+  before(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-answer-text-thinker-'));
+    const model = path.join(dataDir, 'thinker.gguf');
+    writeTestModel(model, { seed: 1, chatTemplate: OPEN_THOUGHT_CHAT_TEMPLATE });
+    backend = new LlamaBackend({ models: [{ source: model }], suppressEndOfGeneration: true });
+    runtime = await TaskRuntime.open({ dataDir: path.join(dataDir, 'store'), backend, deltaFlushMs: 0 });
+    endpoint = await startEndpoint(runtime, { port: 0, tokens: new Map([[TOKEN, 'alice']]) });
+  });
+
+  after(async () => {
+    await endpoint?.close();
+    await runtime?.close();
+    await backend?.dispose();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('its thought streams as a reasoning item and stays out of output_text and chat content', async () => {
+    const openai = new OpenAI({ baseURL: endpoint.lmspUrl, apiKey: TOKEN, maxRetries: 0 });
+    // reasoning.effort "minimal": 128 thought tokens, then `</think>` is forced and the answer follows.
+    const body = { model: 'thinker', input: 'Say hi.', reasoning: { effort: 'minimal' as const }, max_output_tokens: 170, temperature: 1 };
+    const types: string[] = [];
+    let thought = '';
+    let text = '';
+    const stream = openai.responses.stream({ ...body, ...({ task_runtime: { seed: 5 } } as object) });
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === 'response.reasoning_text.delta') thought += ev.delta;
+      if (ev.type === 'response.output_text.delta') text += ev.delta;
+    }
+    const final = await stream.finalResponse();
+    const at = (t: string) => types.indexOf(t);
+    assert.ok(at('response.content_part.added') >= 0 && at('response.reasoning_text.delta') > 0, types.join(' '));
+    assert.ok(thought.length > 20 && text.length > 0, JSON.stringify({ thought, text }));
+    const reasoning = final.output.find((i) => i.type === 'reasoning');
+    assert.deepEqual(reasoning?.type === 'reasoning' ? reasoning.content : undefined, [{ type: 'reasoning_text', text: thought }]);
+    const message = final.output.flatMap((i) => (i.type === 'message' ? i.content : []));
+    assert.equal(message.map((p) => (p.type === 'output_text' ? p.text : '')).join(''), text);
+    assert.ok(!text.includes('</think>') && !text.includes(thought.slice(0, 16)), JSON.stringify(text));
+
+    const c = await openai.chat.completions.create({
+      model: 'thinker',
+      messages: [{ role: 'user', content: 'Say hi.' }],
+      reasoning_effort: 'minimal',
+      max_completion_tokens: 170,
+      temperature: 1,
+      seed: 5,
+    });
+    const content = c.choices[0].message.content ?? '';
+    assert.ok(content.length > 0 && !content.includes('</think>'), JSON.stringify(content));
+    assert.ok(!content.includes(thought.slice(0, 16)), 'no reasoning in chat content');
   });
 });
