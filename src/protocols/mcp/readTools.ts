@@ -95,6 +95,8 @@ export function listModels(runtime: TaskRuntimeApi): CallToolResult {
         contextLength: m.contextLength ?? null,
         ...(m.engine ? { engine: m.engine } : {}),
         ...(m.hardware ? { hardware: m.hardware } : {}),
+        // As GET /models has them (docs/lmsp.md, "Model capabilities"): not known yet → false.
+        capabilities: { tools: m.capabilities?.tools ?? false, reasoning: m.capabilities?.reasoning ?? false },
       })),
     },
   };
