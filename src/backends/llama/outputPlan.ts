@@ -129,8 +129,9 @@ export async function planOutput(
   });
   // Reasoning effort: a thought budget, then the thought suffix under grammar (the splitter leaves the thought there).
   const budget = thought && request.reasoningEffort ? THOUGHT_BUDGETS[request.reasoningEffort] : undefined;
-  const closeGrammar =
-    budget !== undefined ? await loaded.llama.createGrammar({ grammar: `root ::= ${JSON.stringify(thought!.suffix)}` }) : undefined;
+  // The suffix, and the answer's header where the family has one (Harmony's final message): the answer follows.
+  const closeText = thought ? thought.suffix + (thought.answerHeader ?? '') : '';
+  const closeGrammar = budget !== undefined ? await loaded.llama.createGrammar({ grammar: `root ::= ${JSON.stringify(closeText)}` }) : undefined;
   let thoughtTokens = 0;
   let closing: LlamaGrammarEvaluationState | undefined;
   const current = (): LlamaGrammarEvaluationState | undefined => {

@@ -22,8 +22,6 @@ export interface ThoughtSyntax {
   suffix: string;
   /** The template opens the thought itself (the prompt ends inside it). */
   openOnStart: boolean;
-  /** Matched instead of `suffix` (trimmed) to close the thought (a family whose template writes more after it). */
-  close?: string;
   /**
    * Message syntax outside thoughts: dropped from answer text wherever the model writes it (Harmony's headers of the
    * final and commentary messages and their ends).
@@ -37,7 +35,7 @@ export interface ThoughtSyntax {
 interface FamilyQuirks {
   /** Which family: `wrapper` is node-llama-cpp's wrapperName; `prefix` the thought prefix it found (Jinja templates). */
   matches(wrapper: string, prefix: string): boolean;
-  quirks: Pick<ThoughtSyntax, 'close' | 'answerSyntax' | 'answerHeader'>;
+  quirks: Partial<Pick<ThoughtSyntax, 'suffix' | 'answerSyntax' | 'answerHeader'>>;
 }
 
 /**
@@ -48,8 +46,9 @@ interface FamilyQuirks {
  * final message alone, or a commentary message (a preamble shown to the user) before calls. node-llama-cpp's
  * HarmonyChatWrapper has the analysis channel as the thought; a Jinja rendering of gpt-oss's template finds the
  * thought suffix as `<|end|>` + the final header. Either way only `<|end|>` closes the thought (a second analysis
- * message may follow), and the message headers and ends are syntax, never answer text. `<|return|>` ends the
- * generation (an end-of-generation token of the vocabulary).
+ * message may follow), and the message headers and ends are syntax, never answer text; a thought budget that runs
+ * out forces `<|end|>` and the final header (outputPlan.ts). `<|return|>` ends the generation (an end-of-generation
+ * token of the vocabulary).
  *
  * Qwen 3, QwQ and DeepSeek R1 (`<think>` … `</think>`) and the others node-llama-cpp knows (Seed's `<seed:think>`,
  * Gemma 4's thought channel, Muse) need nothing beyond the shared rules.
@@ -58,7 +57,7 @@ const FAMILIES: readonly FamilyQuirks[] = [
   {
     matches: (wrapper, prefix) => wrapper === 'Harmony' || prefix.startsWith('<|channel|>analysis'),
     quirks: {
-      close: '<|end|>',
+      suffix: '<|end|>',
       answerSyntax: ['<|start|>assistant', '<|channel|>final<|message|>', '<|channel|>commentary<|message|>', '<|end|>'],
       answerHeader: '<|start|>assistant<|channel|>final<|message|>',
     },

@@ -266,7 +266,7 @@ export class OutputSplitter {
   private get marks(): { open: string; close: string; syntax: readonly string[] } | undefined {
     const t = this.o.thought;
     if (!t) return undefined;
-    return { open: t.prefix.trim(), close: (t.close ?? t.suffix).trim(), syntax: t.answerSyntax ?? [] };
+    return { open: t.prefix.trim(), close: t.suffix.trim(), syntax: t.answerSyntax ?? [] };
   }
 
   /** True once no more output may follow (a single call is complete). */

@@ -80,6 +80,30 @@ describe('thought syntax per family, where raw text becomes items', () => {
     }
   });
 
+  it("gpt-oss through a Jinja rendering of its template (the thought's suffix found with the final header) splits the same", () => {
+    // What JinjaTemplateChatWrapper reads out of a Harmony template: the suffix runs up to the answer's own header.
+    const jinja = {
+      wrapperName: 'JinjaTemplate',
+      settings: {
+        segments: { thought: { prefix: '<|channel|>analysis<|message|>', suffix: '<|end|><|start|>assistant<|channel|>final<|message|>' } },
+      },
+    };
+    const thought = thoughtSyntaxOf(jinja as never);
+    assert.equal(thought?.suffix, '<|end|>');
+    const raw =
+      '<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis<|message|>Two.<|end|><|start|>assistant<|channel|>final<|message|>Hi';
+    for (const size of [1, 5, raw.length]) {
+      const r = split(thought!, raw, size);
+      assert.equal(r.answer, 'Hi');
+      assert.deepEqual(r.reasoning, ['One.Two.']);
+    }
+    const s = new OutputSplitter({ mode: 'none', syntax: PLAIN_CALL_SYNTAX, single: false, thought: thought! });
+    assert.equal(
+      s.restore([{ channel: { kind: 'reasoning' }, text: 'T' }, { text: 'A' }]).text,
+      '<|channel|>analysis<|message|>T<|end|><|start|>assistant<|channel|>final<|message|>A',
+    );
+  });
+
   it('a resume renders delivered reasoning and answer back in the family syntax', () => {
     const harmony = new OutputSplitter({
       mode: 'none',
