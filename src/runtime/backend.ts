@@ -28,6 +28,19 @@ export interface ModelInfo {
    * opens; else once loaded): a request's other `dimensions` is refused before any work. Absent: not known.
    */
   embeddingDimensions?: number;
+  /**
+   * What its generation supports, as far as the backend knows now (docs/lmsp.md, "Model capabilities"); absent:
+   * not known yet (a model URI before its download) — the doors say false.
+   */
+  capabilities?: ModelCapabilities;
+}
+
+/** What a model's generation supports: GET /models `capabilities`, the VS Code provider's `toolCalling`. */
+export interface ModelCapabilities {
+  /** Function tools: calls forced by grammar (`required`, a named tool) and `auto` calls parsed from its output. */
+  tools: boolean;
+  /** A thought segment: its reasoning comes as reasoning items, and `reasoning.effort` is honoured. */
+  reasoning: boolean;
 }
 
 /** The hardware a loaded model actually uses; shown to users (LMSP models, editor tooltip, serve log). */

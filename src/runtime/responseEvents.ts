@@ -38,6 +38,17 @@ export const EVENT = {
   webhookDelivery: 'task_runtime:webhook.delivery',
 } as const;
 
+/**
+ * The answer text an event adds: the delta of `response.output_text.delta` (the message item's text), '' for every
+ * other event — reasoning deltas, call arguments, vendor events. The streaming side of responses.ts answerText: every
+ * door and the editor that accumulates answer text from a task's stream reads it through this.
+ */
+export function answerTextDelta(event: { type: string; data: Record<string, unknown> }): string {
+  if (event.type !== EVENT.outputTextDelta) return '';
+  const delta = event.data['delta'];
+  return typeof delta === 'string' ? delta : '';
+}
+
 /** The events that end a response: exactly one of them closes every attempt's stream that finishes. */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set([EVENT.completed, EVENT.incomplete, EVENT.failed, EVENT.cancelled]);
 
@@ -98,7 +109,14 @@ export function outputStepEvents(messageId: string, steps: readonly OutputStep[]
     }
     const { index: output_index, item } = step;
     if (step.kind === 'open') {
-      events.push({ type: EVENT.outputItemAdded, data: { output_index, item: itemObject(item) } });
+      if (item.type === 'reasoning') {
+        // OPENAI-WIRE §3.3: the item opens without content, then its reasoning_text part is added (the SDK's
+        // accumulator appends reasoning_text deltas only to a part added so).
+        events.push(
+          { type: EVENT.outputItemAdded, data: { output_index, item: { ...itemObject(item), content: [] } } },
+          { type: EVENT.contentPartAdded, data: { item_id: item.id, output_index, content_index: 0, part: { type: 'reasoning_text', text: '' } } },
+        );
+      } else events.push({ type: EVENT.outputItemAdded, data: { output_index, item: itemObject(item) } });
     } else if (step.kind === 'delta') {
       events.push(
         item.type === 'reasoning'
@@ -112,13 +130,22 @@ export function outputStepEvents(messageId: string, steps: readonly OutputStep[]
   return events;
 }
 
-/** An item's closing events: its text or arguments done, then the item done (status from the item). */
+/**
+ * An item's closing events: its text or arguments done (a reasoning item's text part done after its text), then the
+ * item done (status from the item).
+ */
 function itemDoneEvents(output_index: number, item: OutputItem, open: 'completed' | 'incomplete' = 'completed'): NewEvent[] {
-  const done =
+  const done: NewEvent[] =
     item.type === 'reasoning'
-      ? { type: EVENT.reasoningTextDone, data: { item_id: item.id, output_index, content_index: 0, text: item.text } }
-      : { type: EVENT.functionCallArgumentsDone, data: { item_id: item.id, output_index, name: item.name, arguments: item.arguments } };
-  return [done, { type: EVENT.outputItemDone, data: { output_index, item: itemObject(item, open) } }];
+      ? [
+          { type: EVENT.reasoningTextDone, data: { item_id: item.id, output_index, content_index: 0, text: item.text } },
+          {
+            type: EVENT.contentPartDone,
+            data: { item_id: item.id, output_index, content_index: 0, part: { type: 'reasoning_text', text: item.text } },
+          },
+        ]
+      : [{ type: EVENT.functionCallArgumentsDone, data: { item_id: item.id, output_index, name: item.name, arguments: item.arguments } }];
+  return [...done, { type: EVENT.outputItemDone, data: { output_index, item: itemObject(item, open) } }];
 }
 
 /**

@@ -15,6 +15,7 @@
 //   jsonSchema.ts, grammar.ts  structured output: what a schema may ask, its grammar, resuming inside it
 //   stopText.ts      stop strings (held-back text)
 //   toolCalls.ts, outputPlan.ts  function calls (forced by grammar, or in the template's syntax) and thought segments
+//   thoughtSyntax.ts  thought delimiters per chat-template family (Qwen 3 `<think>`, gpt-oss Harmony): reasoning, not answer
 // Invariants: a load's one-time costs (context allocation, GPU pipeline compilation) fall inside `loading`, never
 // into a task's first token; delivered text is never generated or emitted again on resume; error texts carry no
 // absolute paths (they reach problem details and task errors). Figures: docs/hardware.md, docs/gpu.md.
@@ -40,6 +41,7 @@ import { runGeneration } from './sequenceGeneration';
 import { grammarSchemaFor } from './grammar';
 import { selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAlive, REAL_TIMERS, type KeepAliveTimers } from './keepAlive';
+import { headerCapabilities, headerFacts } from './capabilities';
 import { promptTokens, type LoadedModel } from './loadedModel';
 import { ModelEntries, type LlamaModelConfig, type ModelEntry } from './modelEntries';
 import { loadModel } from './modelLoad';
@@ -173,8 +175,9 @@ export class LlamaBackend implements ModelBackend {
   /**
    * Reads each local model file's header (not its weights, nor its vocabulary) for its trained context, so that
    * checkRequest bounds the context before the first load (contextFit.ts), and its embedding length, so that an
-   * embeddings call asking for other `dimensions` is refused before the model loads (runtime/embeddings.ts). A model URI is known after its download
-   * and load; a file that cannot be read is left for its load to report.
+   * embeddings call asking for other `dimensions` is refused before the model loads (runtime/embeddings.ts), and what
+   * its generation supports (capabilities.ts: GET /models, the editor's chat models). A model URI is known after its
+   * download and load; a file that cannot be read is left for its load to report.
    */
   async prepare(): Promise<void> {
     const nlc = await importNodeLlamaCpp().catch(() => undefined);
@@ -188,6 +191,7 @@ export class LlamaBackend implements ModelBackend {
       if (typeof trained === 'number' && trained > 0 && entry.maxContextLength === null) entry.maxContextLength = trained;
       const embd = info?.architectureMetadata.embedding_length;
       if (typeof embd === 'number' && embd > 0 && entry.embeddingDimensions === undefined) entry.embeddingDimensions = embd;
+      if (info && !entry.capabilities) entry.capabilities = headerCapabilities(headerFacts(info.metadata));
     };
     await Promise.all(this.entries.all.map(read));
   }
@@ -212,6 +216,7 @@ export class LlamaBackend implements ModelBackend {
         },
       });
       entry.embeddingDimensions = loaded.model.embeddingVectorSize;
+      entry.capabilities = loaded.capabilities;
       return loaded;
     });
   }

@@ -5,11 +5,13 @@
 import type { ChatWrapper, Llama, LlamaModel, LlamaRankingContext, LlamaText, Token } from 'node-llama-cpp' with {
   'resolution-mode': 'import',
 };
-import type { GenerateRequest, ModelHardware } from '../../runtime/backend';
+import type { GenerateRequest, ModelCapabilities, ModelHardware } from '../../runtime/backend';
 import type { SequencePool } from './contextPool';
 import type { EmbeddingLanes } from './embedding';
 import type { GrammarCache } from './grammar';
+import { constrainedFromStart } from './outputPlan';
 import { availableFunctions, chatHistory, plainTextPrompt } from './prompt';
+import { promptOpensThought, thoughtSyntaxOf } from './thoughtSyntax';
 
 export interface LoadedModel {
   llama: Llama;
@@ -23,6 +25,8 @@ export interface LoadedModel {
   hardware: ModelHardware;
   /** Template-driven prompts; undefined → plain-text prompt. */
   chatWrapper?: ChatWrapper;
+  /** What its generation supports (capabilities.ts). */
+  capabilities: ModelCapabilities;
   /** The model file's content fingerprint: which snapshots may be restored into it. */
   fingerprint: string;
   pool: SequencePool;
@@ -36,12 +40,17 @@ export interface LoadedModel {
   ranking?: Promise<LlamaRankingContext>;
 }
 
-/** The prompt as tokens: through the chat template when the model has one, else the plain-text prompt after BOS. */
+/**
+ * The prompt as tokens: through the chat template when the model has one, else the plain-text prompt after BOS. A
+ * template that opens thoughts at the start of a response gets the response started inside its thought, as
+ * node-llama-cpp's LlamaChat renders it (thoughtSyntax.ts), unless the output is constrained from its first token.
+ */
 export function promptTokens(loaded: LoadedModel, request: GenerateRequest): Token[] {
   const { model, chatWrapper } = loaded;
   if (chatWrapper) {
+    const openThought = promptOpensThought(thoughtSyntaxOf(chatWrapper), constrainedFromStart(request));
     const { contextText } = chatWrapper.generateContextState({
-      chatHistory: chatHistory(request.instructions, request.messages, thoughtLayout(chatWrapper)) as never,
+      chatHistory: chatHistory(request.instructions, request.messages, { ...thoughtLayout(chatWrapper), openThought }) as never,
       availableFunctions: availableFunctions(request.tools) as never,
     });
     return templateTokens(model, contextText);
@@ -56,9 +65,9 @@ export function promptTokens(loaded: LoadedModel, request: GenerateRequest): Tok
  * (Qwen 3, DeepSeek-R1) is followed by a blank line before the turn's text or calls, as their templates write it.
  */
 function thoughtLayout(chatWrapper: ChatWrapper): { keep: boolean; after?: string } {
-  const thought = chatWrapper.settings.segments?.thought;
+  const thought = thoughtSyntaxOf(chatWrapper);
   if (!thought) return { keep: false };
-  return JSON.stringify(thought.suffix).endsWith('</think>"}]') ? { keep: true, after: '\n\n' } : { keep: true };
+  return thought.suffix.endsWith('</think>') ? { keep: true, after: '\n\n' } : { keep: true };
 }
 
 /**

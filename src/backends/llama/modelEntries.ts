@@ -4,7 +4,7 @@
 // tries again.
 
 import * as path from 'node:path';
-import type { ModelHardware, ModelInfo, ModelState } from '../../runtime/backend';
+import type { ModelCapabilities, ModelHardware, ModelInfo, ModelState } from '../../runtime/backend';
 import { isModelUri } from '../modelSource';
 
 export interface LlamaModelConfig {
@@ -25,6 +25,8 @@ export interface LoadedModelInfo {
   contextSize: number;
   /** Generations at once (sequences of the batched context). */
   concurrency: number;
+  /** What its generation supports (capabilities.ts), from the file and the resolved template. */
+  capabilities?: ModelCapabilities;
 }
 
 export interface ModelEntry<Loaded extends LoadedModelInfo> {
@@ -37,6 +39,8 @@ export interface ModelEntry<Loaded extends LoadedModelInfo> {
   maxContextLength: number | null;
   /** The embedding vector's length: from the file's header (prepare), then the loaded model's. */
   embeddingDimensions?: number;
+  /** What its generation supports: from the file's header (prepare), then from the load (kept after an unload). */
+  capabilities?: ModelCapabilities;
 }
 
 /** A file's name without `.gguf`; for a URI, what follows the scheme with every run of other characters as `-`. */
@@ -80,6 +84,7 @@ export class ModelEntries<Loaded extends LoadedModelInfo> {
       ...(e.loaded ? { concurrency: e.loaded.concurrency } : {}),
       ...(e.loaded ? { hardware: e.loaded.hardware } : {}),
       ...(e.embeddingDimensions !== undefined ? { embeddingDimensions: e.embeddingDimensions } : {}),
+      ...((e.loaded?.capabilities ?? e.capabilities) ? { capabilities: { ...(e.loaded?.capabilities ?? e.capabilities)! } } : {}),
     }));
   }
 

@@ -17,6 +17,7 @@ import { longestTokenBytes } from './contextFit';
 import { GrammarCache } from './grammar';
 import { placeModel, type LlamaSelection } from './hardware';
 import type { LlamaBackendOptions } from './llamaBackend';
+import { headerFacts, loadedCapabilities } from './capabilities';
 import type { LoadedModel } from './loadedModel';
 import type { ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
@@ -139,6 +140,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       contextSize,
       hardware,
       chatWrapper,
+      capabilities: loadedCapabilities(headerFacts(model.fileInfo.metadata), chatWrapper),
       fingerprint,
       pool,
       concurrency: sequences,

@@ -12,7 +12,8 @@ import { RequestRefusedError } from '../../runtime/backend';
 import { acceptDeliveredTokens } from './grammar';
 import type { NodeLlamaCpp } from './nodeLlamaCpp';
 import { utf8Guard } from './utf8Guard';
-import { CallGrammarCache, callSyntaxOf, MAX_PARALLEL_CALLS, OutputSplitter, thoughtSyntaxOf, toolSchemas, type CallMode } from './toolCalls';
+import { thoughtSyntaxOf } from './thoughtSyntax';
+import { CallGrammarCache, callSyntaxOf, MAX_PARALLEL_CALLS, OutputSplitter, toolSchemas, type CallMode } from './toolCalls';
 
 export interface OutputPlan {
   splitter: OutputSplitter;
@@ -77,6 +78,20 @@ export function checkReasoning(request: GenerateRequest, chatWrapper: ChatWrappe
   }
 }
 
+/** The request's tool choice when it offers tools (undefined: none offered). */
+function callChoice(request: GenerateRequest): GenerateRequest['toolChoice'] | undefined {
+  return request.tools?.length ? (request.toolChoice ?? 'auto') : undefined;
+}
+
+/**
+ * The output is constrained from its first token (a response format, or forced calls): no thought is opened for it
+ * in the prompt (thoughtSyntax.ts promptOpensThought).
+ */
+export function constrainedFromStart(request: GenerateRequest): boolean {
+  const choice = callChoice(request);
+  return !!request.format || (choice !== undefined && choice !== 'auto');
+}
+
 /** Segments say something beyond answer text (then they are re-rendered in the model's syntax). */
 export function hasChannels(segments: readonly OutputSegment[] | undefined): boolean {
   return !!segments?.some((s) => s.channel);
@@ -89,13 +104,13 @@ export async function planOutput(
   resumeFrom: ResumeFrom | undefined,
   tokenize: (text: string) => number[],
 ): Promise<OutputPlan | undefined> {
-  const tools = request.tools ?? [];
-  const choice = tools.length ? (request.toolChoice ?? 'auto') : undefined;
+  const choice = callChoice(request);
   // A response format's grammar admits no thought markers: then there is no thought segment to split off.
   const thought = request.format ? undefined : thoughtSyntaxOf(loaded.chatWrapper);
   if (!choice && !thought) return undefined;
   const syntax = callSyntaxOf(loaded.chatWrapper);
   const mode: CallMode | 'none' = choice === undefined ? 'none' : choice === 'auto' ? 'auto' : 'forced';
+  const tools = request.tools ?? [];
   const named = typeof choice === 'object' ? tools.filter((t) => t.name === choice.name) : tools;
   const single = typeof choice === 'object' || request.parallelToolCalls === false;
   let cache = caches.get(loaded.llama);
@@ -114,8 +129,9 @@ export async function planOutput(
   });
   // Reasoning effort: a thought budget, then the thought suffix under grammar (the splitter leaves the thought there).
   const budget = thought && request.reasoningEffort ? THOUGHT_BUDGETS[request.reasoningEffort] : undefined;
-  const closeGrammar =
-    budget !== undefined ? await loaded.llama.createGrammar({ grammar: `root ::= ${JSON.stringify(thought!.suffix)}` }) : undefined;
+  // The suffix, and the answer's header where the family has one (Harmony's final message): the answer follows.
+  const closeText = thought ? thought.suffix + (thought.answerHeader ?? '') : '';
+  const closeGrammar = budget !== undefined ? await loaded.llama.createGrammar({ grammar: `root ::= ${JSON.stringify(closeText)}` }) : undefined;
   let thoughtTokens = 0;
   let closing: LlamaGrammarEvaluationState | undefined;
   const current = (): LlamaGrammarEvaluationState | undefined => {

@@ -54,16 +54,17 @@ function toolResults(messages: readonly ChatMessage[]): { results: Map<string, s
 }
 
 /**
- * Chat history for a template-driven prompt, ending with the model turn to be completed: an empty one, or the last
- * one when its calls were all answered. `thoughts.keep`: whether the template has a place for earlier reasoning; where
- * it has none the reasoning is left out, as llama.cpp's rendering of such a template leaves out `reasoning_content`
- * (node-llama-cpp would otherwise write it into the turn as text). `thoughts.after`: the text the template puts after a
- * thought (Qwen 3: `</think>` then a blank line).
+ * Chat history for a template-driven prompt, ending with the model turn to be completed: an empty one (with
+ * `thoughts.openThought` an open thought segment, whose prefix the chat wrapper renders), or the last one when its
+ * calls were all answered. `thoughts.keep`: whether the template has a place for earlier reasoning; where it has none
+ * the reasoning is left out, as llama.cpp's rendering of such a template leaves out `reasoning_content` (node-llama-cpp
+ * would otherwise write it into the turn as text). `thoughts.after`: the text the template puts after a thought
+ * (Qwen 3: `</think>` then a blank line).
  */
 export function chatHistory(
   instructions: string | undefined,
   messages: readonly ChatMessage[],
-  thoughts: { keep: boolean; after?: string } = { keep: true },
+  thoughts: { keep: boolean; after?: string; openThought?: boolean } = { keep: true },
 ): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   const system = systemText(instructions, messages);
@@ -94,7 +95,12 @@ export function chatHistory(
   const last = messages[messages.length - 1];
   const lastModel = history[history.length - 1];
   const continues = last?.role === 'tool' && !unpaired.has(last) && lastModel?.type === 'model' && answeredAfter(messages);
-  if (!continues) history.push({ type: 'model', response: [] });
+  if (!continues) {
+    history.push({
+      type: 'model',
+      response: thoughts.openThought ? [{ type: 'segment', segmentType: 'thought', text: '', ended: false }] : [],
+    });
+  }
   return history;
 }
 

@@ -1,6 +1,7 @@
 // Function calls and thought segments in a local generation: the call syntax (the chat template's own, or a
 // documented plain-text one for template-less models), the grammars that force calls, the splitter that turns the
 // model's raw output into answer / reasoning / function_call pieces, and the re-rendering of delivered pieces on resume.
+// Thought delimiters and each family's answer syntax come from thoughtSyntax.ts.
 //
 // The call syntax is node-llama-cpp's ChatWrapper settings.functions.call (prefix, paramsPrefix, suffix) and
 // parallelism.call.betweenCalls; a model without a template gets PLAIN_CALL_SYNTAX (Hermes/Qwen style, described in
@@ -26,6 +27,7 @@ import { RequestRefusedError } from '../../runtime/backend';
 import { GrammarLru, parseGrammar } from './grammar';
 import { grammarCompiler } from './grammarCompiler';
 import { JSON_OBJECT_SCHEMA, translateJsonSchema } from './jsonSchema';
+import type { ThoughtSyntax } from './thoughtSyntax';
 
 /** At most this many calls in one forced parallel output (a noise model would otherwise chain calls to the limit). */
 export const MAX_PARALLEL_CALLS = 8;
@@ -45,13 +47,6 @@ export const PLAIN_CALL_SYNTAX: CallSyntax = {
   betweenCalls: '\n',
 };
 
-export interface ThoughtSyntax {
-  prefix: string;
-  suffix: string;
-  /** The template opens the thought itself (the prompt ends inside it). */
-  openOnStart: boolean;
-}
-
 const textOf = (t: unknown): string => (t == null ? '' : typeof t === 'string' ? t : String(t as LlamaText));
 
 /** The call syntax of a chat wrapper (its settings.functions), or the plain one without a wrapper. */
@@ -64,17 +59,6 @@ export function callSyntaxOf(wrapper: ChatWrapper | undefined): CallSyntax {
     suffix: textOf(f.call.suffix),
     betweenCalls: textOf(f.parallelism?.call.betweenCalls) || '\n',
   };
-}
-
-/** The thought segment syntax of a chat wrapper (settings.segments.thought), if the template has one. */
-export function thoughtSyntaxOf(wrapper: ChatWrapper | undefined): ThoughtSyntax | undefined {
-  const t = wrapper?.settings.segments?.thought;
-  if (!t) return undefined;
-  const opened = typeof t.prefix === 'object' && t.prefix !== null && (t.prefix as { type?: unknown }).type === 'openedOnStart';
-  const prefix = opened ? '' : textOf(t.prefix);
-  const suffix = textOf(t.suffix);
-  if (!suffix || (!prefix && !opened)) return undefined;
-  return { prefix, suffix, openOnStart: opened || t.openOnResponseStart === true };
 }
 
 /** node-llama-cpp schema of each tool's arguments (RequestRefusedError naming `tools[i].parameters…`). */
@@ -231,8 +215,9 @@ export interface ChannelPiece {
 }
 
 type State =
-  | { kind: 'text' }
-  | { kind: 'thought' }
+  /** `lead`: whitespace here is syntax (it follows a thought delimiter), until the first other character. */
+  | { kind: 'text'; lead?: boolean }
+  | { kind: 'thought'; lead?: boolean }
   | { kind: 'literal'; rest: string; then: 'name' }
   | { kind: 'name'; buf: string }
   | { kind: 'args'; scanner: JsonScanner }
@@ -274,7 +259,14 @@ export class OutputSplitter {
 
   private initialState(): State {
     if (this.o.mode === 'forced') return { kind: 'literal', rest: this.o.syntax.prefix, then: 'name' };
-    return this.o.thought?.openOnStart ? { kind: 'thought' } : { kind: 'text' };
+    return this.o.thought?.openOnStart ? { kind: 'thought', lead: true } : { kind: 'text' };
+  }
+
+  /** The thought delimiters as matched (without the whitespace at their ends), and the answer's own syntax. */
+  private get marks(): { open: string; close: string; syntax: readonly string[] } | undefined {
+    const t = this.o.thought;
+    if (!t) return undefined;
+    return { open: t.prefix.trim(), close: t.suffix.trim(), syntax: t.answerSyntax ?? [] };
   }
 
   /** True once no more output may follow (a single call is complete). */
@@ -344,34 +336,46 @@ export class OutputSplitter {
         case 'text':
         case 'thought': {
           const inThought = s.kind === 'thought';
-          const all = this.held + rest;
+          let all = this.held + rest;
           rest = '';
           this.held = '';
-          const markers: Array<[string, 'call' | 'thought-open' | 'thought-close']> = [];
-          if (inThought) markers.push([this.o.thought!.suffix, 'thought-close']);
+          if (s.lead) {
+            // Whitespace after a delimiter: syntax (its tokens go with the next piece).
+            all = all.replace(/^\s+/, '');
+            if (!all) break;
+            s.lead = false;
+          }
+          const marks = this.marks;
+          const markers: Array<[string, 'call' | 'thought-open' | 'thought-close' | 'syntax']> = [];
+          if (inThought) markers.push([marks!.close, 'thought-close']);
           else {
             if (this.o.mode === 'auto') markers.push([this.o.syntax.prefix, 'call']);
-            if (this.o.thought?.prefix) markers.push([this.o.thought.prefix, 'thought-open']);
+            if (marks?.open) markers.push([marks.open, 'thought-open']);
+            for (const m of marks?.syntax ?? []) markers.push([m, 'syntax']);
           }
           let best: { at: number; marker: string; what: string } | undefined;
           for (const [m, what] of markers) {
             const at = all.indexOf(m);
-            if (at >= 0 && (!best || at < best.at)) best = { at, marker: m, what };
+            if (at >= 0 && (!best || at < best.at || (at === best.at && m.length > best.marker.length))) best = { at, marker: m, what };
           }
           const channel: OutputChannel | undefined = inThought ? { kind: 'reasoning' } : undefined;
           if (!best) {
-            const keep = Math.max(0, ...markers.map(([m]) => OutputSplitter.partial(all, m)));
+            let keep = Math.max(0, ...markers.map(([m]) => OutputSplitter.partial(all, m)));
+            // In a thought, whitespace may precede the closing delimiter: held until it is known not to.
+            if (inThought) while (keep < all.length && /\s/.test(all[all.length - keep - 1]!)) keep++;
             const now = all.slice(0, all.length - keep);
             this.held = all.slice(all.length - keep);
             if (now) this.emit(out, now, channel);
             break;
           }
-          if (best.at > 0) this.emit(out, all.slice(0, best.at), channel);
+          const before = best.what === 'thought-close' ? all.slice(0, best.at).trimEnd() : all.slice(0, best.at);
+          if (before) this.emit(out, before, channel);
           rest = all.slice(best.at + best.marker.length);
           if (best.what === 'call') {
             this.state = { kind: 'name', buf: '' };
             this.o.onCallGrammar?.(true);
-          } else this.state = best.what === 'thought-open' ? { kind: 'thought' } : { kind: 'text' };
+          } else if (best.what === 'thought-open') this.state = { kind: 'thought', lead: true };
+          else if (best.what === 'thought-close') this.state = { kind: 'text', lead: true };
           break;
         }
         case 'literal': {
@@ -434,8 +438,9 @@ export class OutputSplitter {
     let text = '';
     let callText: string | undefined;
     let inThought = this.o.thought?.openOnStart === true;
-    const closeThought = () => {
-      if (inThought) text += this.o.thought!.suffix;
+    /** Closes an open thought in the template's form; `answer`: the answer follows (its header, where it has one). */
+    const closeThought = (answer: boolean) => {
+      if (inThought) text += this.o.thought!.suffix + (answer ? (this.o.thought!.answerHeader ?? '') : '');
       inThought = false;
     };
     let open: { callId: string; scanner: JsonScanner } | undefined;
@@ -448,7 +453,7 @@ export class OutputSplitter {
     for (const seg of segments) {
       const ch = seg.channel;
       if (ch?.kind === 'function_call') {
-        closeThought();
+        closeThought(false);
         if (open?.callId !== ch.callId) {
           closeCall();
           const sep = this.o.mode === 'forced' && this.calls > 0 ? syntax.betweenCalls : '';
@@ -468,7 +473,7 @@ export class OutputSplitter {
       if (ch?.kind === 'reasoning') {
         if (!inThought && this.o.thought) text += this.o.thought.prefix;
         inThought = true;
-      } else closeThought();
+      } else closeThought(!!seg.text);
       text += seg.text;
     }
     if (open && !open.scanner.done) {

@@ -6,7 +6,7 @@
 // (refused, reset, 429/503, died mid-stream) is taken out with backoff (1 s doubling to 30 s, on an injectable clock)
 // and probed back in with GET {base}/models once its backoff has passed. A request that never reached an endpoint
 // is tried on the next one at once: nothing was generated, so nothing is lost.
-import { BackendError, isBackendError, type ModelInfo } from '../../runtime/backend';
+import { BackendError, isBackendError, type ModelCapabilities, type ModelInfo } from '../../runtime/backend';
 import { EndpointUnreachable, engineText, streamChat, type ChatStreamRequest, type ChatStreamResult, type StreamTimeouts } from './chatStream';
 import type { EngineConfig } from './config';
 import { postJson } from './jsonCall';
@@ -259,6 +259,16 @@ export class RemoteEngine {
     return this.endpoints.filter((e) => e.state === 'up');
   }
 
+  /**
+   * What its models' generation supports, from what the engine kind takes (quirks.ts ENGINE_PROFILES): tools when it
+   * takes function tools (their calls come back as function_call items), reasoning when it takes a reasoning effort
+   * (its reasoning stream becomes reasoning items). Whether a model's template honours them is the engine's to say.
+   */
+  private get capabilities(): ModelCapabilities {
+    const fields = ENGINE_PROFILES[this.config.kind ?? 'openai'].request;
+    return { tools: fields.tools !== false, reasoning: fields.reasoningEffort !== undefined };
+  }
+
   /** Engine model ids known from the endpoints' lists (union, in order), restricted to the allow-list. */
   knownModels(): RemoteModel[] | undefined {
     const lists = this.endpoints.map((e) => e.models).filter((m): m is RemoteModel[] => m !== undefined);
@@ -303,6 +313,7 @@ export class RemoteEngine {
         maxContextLength: m.maxContextLength,
         demo: false,
         engine: this.name,
+        capabilities: this.capabilities,
       };
     });
   }

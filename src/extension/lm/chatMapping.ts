@@ -46,7 +46,12 @@ export function contextOf(m: Pick<ModelSummary, 'contextLength' | 'maxContextLen
   return m.contextLength ?? m.maxContextLength ?? UNKNOWN_CONTEXT_TOKENS;
 }
 
-/** Every local and every remote engine model as a chat model; tool calling on (function tools are a runtime feature). */
+/**
+ * Every local and every remote engine model as a chat model. Tool calling (what makes agent mode offer the model) is
+ * what the runtime says of the model's generation (ModelSummary.capabilities, docs/lmsp.md "Model capabilities"); a
+ * model not known yet (the editor reads no model file before its first load, to stay lazy) is offered with it, and
+ * the list changes once the load says otherwise (an embedding model or a reranker).
+ */
 export function chatModelInfos(models: readonly ModelSummary[]): ChatModelInfo[] {
   return models.map((m) => {
     const context = contextOf(m);
@@ -62,7 +67,7 @@ export function chatModelInfos(models: readonly ModelSummary[]): ChatModelInfo[]
       tooltip: `${m.id} (${where}) — ${known ? `${known} tokens of context` : 'context known after the first load'}${m.hardware ? `; ${m.hardware}` : ''}`,
       maxInputTokens: context - reserve,
       maxOutputTokens: reserve,
-      capabilities: { toolCalling: true, imageInput: false },
+      capabilities: { toolCalling: m.capabilities?.tools ?? true, imageInput: false },
     };
   });
 }

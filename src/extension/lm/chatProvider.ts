@@ -9,7 +9,7 @@ import { LM_VENDOR } from '../constants';
 import { Disposable, toDisposable, type IDisposable } from '../lifecycle';
 import type { TaskSource, TaskInfo } from '../model/taskSource';
 import type { PendingRequests } from '../model/pendingRequests';
-import { TERMINAL_EVENT_TYPES } from '../../runtime/responseEvents';
+import { answerTextDelta, TERMINAL_EVENT_TYPES } from '../../runtime/responseEvents';
 import {
   chatModelInfos,
   chatTitle,
@@ -196,8 +196,9 @@ export class TaskRuntimeChatProvider extends Disposable implements vscode.Langua
       };
       sub = this.d.source.subscribeEvents(task.id, undefined, {
         onEvent: (e) => {
-          if (e.type === 'response.output_text.delta' && typeof e.data['delta'] === 'string' && e.data['delta']) {
-            progress.report(new vscode.LanguageModelTextPart(e.data['delta']));
+          const text = answerTextDelta(e);
+          if (text) {
+            progress.report(new vscode.LanguageModelTextPart(text));
           } else if (e.type === 'response.output_item.done') {
             const call = functionCallOf(e.data['item']);
             if (call) reportCall(call);

@@ -149,6 +149,7 @@ export class LocalTaskSource implements TaskSource {
       contextLength: m.contextLength ?? null,
       maxContextLength: m.maxContextLength,
       ...(m.engine ? { engine: m.engine } : {}),
+      ...(m.capabilities ? { capabilities: { tools: m.capabilities.tools, reasoning: m.capabilities.reasoning } } : {}),
       ...(m.hardware ? { hardware: describeHardware(m.hardware), hardwareInfo: m.hardware } : {}),
     }));
   }

@@ -234,6 +234,7 @@ export class RemoteTaskSource implements TaskSource {
       maxContextLength: positiveInt(m['max_context_length']),
       contextLength: isObject(m[VENDOR_MEMBER]) ? positiveInt(m[VENDOR_MEMBER]['context_length']) : null,
       ...(typeof m['owned_by'] === 'string' && m['owned_by'] !== 'local' ? { engine: m['owned_by'] } : {}),
+      ...capabilitiesOf(m['capabilities']),
       ...hardwareSummary(m[VENDOR_MEMBER]),
     }));
   }
@@ -453,4 +454,10 @@ function hardwareSummary(vendor: unknown): { hardware?: string } {
   if (!isObject(vendor) || !isObject(vendor['hardware'])) return {};
   const summary = vendor['hardware']['summary'];
   return typeof summary === 'string' && summary.length <= 1000 ? { hardware: summary } : {};
+}
+
+/** A model object's `capabilities` (GET /models): tools and reasoning when both are booleans, else nothing. */
+function capabilitiesOf(raw: unknown): Pick<ModelSummary, 'capabilities'> {
+  if (!isObject(raw) || typeof raw['tools'] !== 'boolean' || typeof raw['reasoning'] !== 'boolean') return {};
+  return { capabilities: { tools: raw['tools'], reasoning: raw['reasoning'] } };
 }

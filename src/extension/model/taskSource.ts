@@ -102,6 +102,8 @@ export interface ModelSummary {
   maxContextLength?: number | null;
   /** The remote engine serving it; absent for in-process models. */
   engine?: string;
+  /** What its generation supports (GET /models `capabilities`); absent: not known yet. */
+  capabilities?: { tools: boolean; reasoning: boolean };
 }
 
 export interface EventStreamHandlers {

@@ -10,6 +10,7 @@
 // reports `stop_reason: "stop_sequence"` with that string: the runtime keeps it on the response as the vendor member
 // `task_runtime.stop_sequence` (absent when the backend does not know which string it was: then `end_turn`).
 import { createHash } from 'node:crypto';
+import { answerTextDelta } from '../../runtime/responseEvents';
 import { answerText } from '../../runtime/responses';
 import type { TaskRecord } from '../../runtime/task';
 import { anthropicErrorType } from '../http/problem';
@@ -172,8 +173,10 @@ export class MessageStreamTranslator {
 
   private body(type: string, data: Obj): StreamEvent[] {
     switch (type) {
-      case 'response.output_text.delta':
-        return str(data.delta) ? [...this.ensure({ kind: 'text' }), this.delta({ type: 'text_delta', text: str(data.delta) })] : [];
+      case 'response.output_text.delta': {
+        const text = answerTextDelta({ type, data });
+        return text ? [...this.ensure({ kind: 'text' }), this.delta({ type: 'text_delta', text })] : [];
+      }
       case 'response.output_item.added':
         return this.itemAdded(obj(data.item));
       case 'response.reasoning_text.delta':

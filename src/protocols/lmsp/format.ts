@@ -112,7 +112,8 @@ export function toModelObject(model: ModelInfo): Record<string, unknown> {
     created: MODELS_CREATED,
     state: model.state,
     max_context_length: model.maxContextLength,
-    capabilities: { tools: false, vision: false, reasoning: false },
+    // What its generation supports, as the backend knows it (docs/lmsp.md, "Model capabilities"); unknown: false.
+    capabilities: { tools: model.capabilities?.tools ?? false, vision: false, reasoning: model.capabilities?.reasoning ?? false },
     owned_by: model.engine ?? 'local',
     demo: model.demo,
     // Vendor member: the context a task runs with (prompt + output must fit it; null until known), the length of its

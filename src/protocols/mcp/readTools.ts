@@ -3,7 +3,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { TaskRuntimeApi } from '../../runtime/api';
 import { describeHardware } from '../../runtime/backend';
-import { EVENT } from '../../runtime/responseEvents';
+import { answerTextDelta } from '../../runtime/responseEvents';
 import type { TaskRecord } from '../../runtime/task';
 import { answerText } from '../../runtime/responses';
 import { mcpStatus, statusMessage } from './mcpTaskView';
@@ -15,7 +15,7 @@ export function textSoFar(runtime: TaskRuntimeApi, task: TaskRecord): string {
   try {
     let text = '';
     for (const ev of runtime.readEvents(task.id, undefined, task.principal)) {
-      if (ev.type === EVENT.outputTextDelta && typeof ev.data['delta'] === 'string') text += ev.data['delta'];
+      text += answerTextDelta(ev);
     }
     return text;
   } catch {
@@ -95,6 +95,8 @@ export function listModels(runtime: TaskRuntimeApi): CallToolResult {
         contextLength: m.contextLength ?? null,
         ...(m.engine ? { engine: m.engine } : {}),
         ...(m.hardware ? { hardware: m.hardware } : {}),
+        // As GET /models has them (docs/lmsp.md, "Model capabilities"): not known yet → false.
+        capabilities: { tools: m.capabilities?.tools ?? false, reasoning: m.capabilities?.reasoning ?? false },
       })),
     },
   };

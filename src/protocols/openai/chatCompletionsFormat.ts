@@ -3,7 +3,8 @@
 // Pure functions of what the runtime stored, so the mapping is tested over recorded objects (tool calls included,
 // whose events are the runtime's Responses vocabulary: output_item.added / function_call_arguments.delta / .done).
 import type { TokenLogprob } from '../../runtime/backend';
-import { readLogprobs } from '../../runtime/responses';
+import { answerTextDelta } from '../../runtime/responseEvents';
+import { answerText, readLogprobs } from '../../runtime/responses';
 import { INCLUDE_OUTPUT_LOGPROBS, type TaskRecord } from '../../runtime/task';
 import { HttpProblem, problemBody } from '../http/problem';
 import { list, obj, str, type Obj } from '../../runtime/jsonValues';
@@ -51,9 +52,12 @@ export interface ChatToolCall {
   function: { name: string; arguments: string };
 }
 
-/** The assistant message of a Responses object's output: its text, refusal, tool calls and text log-probs. */
+/**
+ * The assistant message of a Responses object's output: its text (the one answer reader, responses.ts answerText:
+ * never a reasoning item's), refusal, tool calls and text log-probs.
+ */
 function assistantOutput(response: Obj): { content: string; refusal: string | null; toolCalls: ChatToolCall[]; logprobs: TokenLogprob[] } {
-  let content = '';
+  const content = answerText(response);
   let refusal: string | null = null;
   const toolCalls: ChatToolCall[] = [];
   const logprobs: TokenLogprob[] = [];
@@ -64,10 +68,8 @@ function assistantOutput(response: Obj): { content: string; refusal: string | nu
     } else if (item.type === 'message') {
       for (const rawPart of list(item.content)) {
         const part = obj(rawPart);
-        if (part.type === 'output_text') {
-          content += str(part.text);
-          logprobs.push(...readLogprobs(part.logprobs));
-        } else if (part.type === 'refusal') refusal = (refusal ?? '') + str(part.refusal);
+        if (part.type === 'output_text') logprobs.push(...readLogprobs(part.logprobs));
+        else if (part.type === 'refusal') refusal = (refusal ?? '') + str(part.refusal);
       }
     }
   }
@@ -162,7 +164,7 @@ export class ChatChunkTranslator {
       case 'response.created':
         return [this.chunk({ role: 'assistant', content: '' })];
       case 'response.output_text.delta': {
-        const delta = str(data.delta);
+        const delta = answerTextDelta({ type, data });
         if (delta === '') return [];
         return [this.chunk({ content: delta }, null, this.ctx.logprobs ? { content: readLogprobs(data.logprobs), refusal: null } : null)];
       }

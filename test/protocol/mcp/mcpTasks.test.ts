@@ -321,10 +321,13 @@ describe('MCP door over the SDK client', () => {
 
   test('list_models lists the configured model', async () => {
     const r = await alice.callTool({ name: 'list_models', arguments: {} });
-    const models = (r.structuredContent as { models: { id: string }[] }).models;
+    const models = (r.structuredContent as { models: { id: string; capabilities: unknown }[] }).models;
     assert.deepEqual(
       models.map((m) => m.id),
       [MODEL_ID],
     );
+    // The same capabilities as GET /models (the backend's; a model it says nothing about: false).
+    const listed = server.runtime.listModels().find((m) => m.id === MODEL_ID)?.capabilities;
+    assert.deepEqual(models[0]!.capabilities, { tools: listed?.tools ?? false, reasoning: listed?.reasoning ?? false });
   });
 });

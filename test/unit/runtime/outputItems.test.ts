@@ -131,6 +131,18 @@ describe('a run with items', () => {
       assert.ok(after('response.reasoning_text.delta') > rsAdded);
       assert.ok(after('response.reasoning_text.done') > after('response.reasoning_text.delta'));
       assert.ok(after('response.function_call_arguments.delta') > after('response.reasoning_text.done'));
+      // OPENAI-WIRE §3.3: the reasoning item opens without content, its reasoning_text part is added before the
+      // deltas and done after its text.
+      assert.deepEqual((events[rsAdded].data.item as { content: unknown }).content, []);
+      const partAdded = events.findIndex((e, i) => i > rsAdded && e.type === 'response.content_part.added');
+      assert.equal(partAdded, rsAdded + 1);
+      assert.deepEqual(events[partAdded].data.part, { type: 'reasoning_text', text: '' });
+      const partDone = events.findIndex(
+        (e) => e.type === 'response.content_part.done' && (e.data.part as { type: string }).type === 'reasoning_text',
+      );
+      assert.equal(partDone, after('response.reasoning_text.done') + 1);
+      assert.deepEqual(events[partDone].data.part, { type: 'reasoning_text', text: 'hmm' });
+      assert.equal(events[partDone + 1].type, 'response.output_item.done');
       const argsDone = events.find((e) => e.type === 'response.function_call_arguments.done')!;
       assert.deepEqual(argsDone.data, { item_id: 'fc_a', output_index: 2, name: 'weather', arguments: '{"city":"Paris"}' });
       assert.ok(after('response.output_text.done') > after('response.function_call_arguments.done'));
