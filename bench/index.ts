@@ -56,6 +56,8 @@ async function main() {
   suites.push(['webhooks', () => webhooksBench()]);
   // Its own generated embedding model (pooling mean) and llama-server beside our serve.
   suites.push(['embeddings', () => embeddingsBench()]);
+  const speculative = optional('./speculative', 'speculativeBench');
+  if (speculative) suites.push(['speculative', () => speculative({ modelPath })]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

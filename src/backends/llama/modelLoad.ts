@@ -20,10 +20,19 @@ import type { LoadedModel } from './loadedModel';
 import type { ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
 import { modelFingerprint } from './snapshots';
+import {
+  DEFAULT_PROMPT_LOOKUP,
+  draftPredictor,
+  LOOKUP_PAYS_BELOW_TOKENS_PER_S,
+  loadDraft,
+  lookupPays,
+  lookupPredictor,
+  type DraftContext,
+} from './speculative';
 import { promptThreadsFor, timingPrompt, type ThreadCalibrator } from './threadCalibration';
 
 export interface ModelLoadDeps {
-  settings: Pick<LlamaBackendOptions, 'contextSize' | 'concurrency' | 'gpuLayers' | 'modelsDir'>;
+  settings: Pick<LlamaBackendOptions, 'contextSize' | 'concurrency' | 'gpuLayers' | 'modelsDir' | 'promptLookup' | 'draftModel'>;
   /** The llama.cpp binary the backend selected once (hardware.ts). */
   llama: (nlc: NodeLlamaCpp) => Promise<LlamaSelection>;
   calibrator: ThreadCalibrator;
@@ -70,6 +79,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
     const concurrencySetting = deps.settings.concurrency ?? 'auto';
     // The tasks' one context is made once, inside placeModel (on the GPU path it proves the model fits there):
     // thread count first (small contexts of its own), then the context size per sequence, then the sequences.
+    const decodeRate: { value: number | undefined } = { value: undefined };
     const { model, prepared, fallbackReason } = await placeModel(selection, {
       modelPath,
       gpuLayers: deps.settings.gpuLayers ?? 'auto',
@@ -90,14 +100,43 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         // size), computed without making a context (fitContextSize), so the tasks' context is the only full-size one.
         const fitted = setting === 'auto' ? await fitContextSize(m) : setting;
         const perSequence = Math.min(fitted, m.trainContextSize);
+        /** The one-token decode rate prompt lookup's `auto` goes by: the calibration's, else the warm-up's (below). */
+        decodeRate.value = picked.measured?.[String(picked.threads)];
         const chosen = await chooseSequences(m, selection.llama, { setting: concurrencySetting, contextSize: perSequence, onGpu });
         let sequences = chosen.sequences;
         let contextSize: number | 'auto' = perSequence;
         for (;;) {
+          let draft: DraftContext | undefined;
           try {
-            const pool = await BatchedContextPool.create(m, { contextSize, threads: picked.threads, promptThreads, sequences });
-            return { picked, promptThreads, pool, sequences };
+            // Speculative decoding (speculative.ts): a draft model's context of as many sequences, else prompt lookup.
+            const draftPath = deps.settings.draftModel;
+            draft = draftPath
+              ? await loadDraft(selection.llama, m, {
+                  modelPath: draftPath,
+                  contextSize: contextSize === 'auto' ? perSequence : contextSize,
+                  sequences,
+                  threads: picked.threads,
+                  log: (msg) => deps.log(`model ${entry.id}: ${msg}`),
+                  ...(options.signal ? { signal: options.signal } : {}),
+                })
+              : undefined;
+            const lookup = deps.settings.promptLookup ?? DEFAULT_PROMPT_LOOKUP;
+            const predictor = draft
+              ? () => draftPredictor(nlc, draft!.context.getSequence())
+              : () => lookupPredictor(nlc, lookup, () => lookupPays(decodeRate.value));
+            const onDispose = draft?.dispose;
+            const pool = await BatchedContextPool.create(m, {
+              contextSize,
+              threads: picked.threads,
+              promptThreads,
+              sequences,
+              predictor,
+              ...(onDispose ? { onDispose } : {}),
+            });
+            const speculation = draft ? `draft model ${path.basename(draftPath!)}` : lookup;
+            return { picked, promptThreads, pool, sequences, speculation };
           } catch (err) {
+            await draft?.dispose();
             // 'auto' asked for more than fits after all: fewer sequences, down to one; then, for an 'auto' size,
             // node-llama-cpp's own fitting, which shrinks the context until it is made.
             if (concurrencySetting === 'auto' && sequences > 1) sequences = Math.max(1, Math.floor(sequences / 2));
@@ -107,7 +146,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         }
       },
     });
-    const { picked, promptThreads, pool, sequences } = prepared;
+    const { picked, promptThreads, pool, sequences, speculation } = prepared;
     const contextSize = pool.contextSize;
     const template = model.fileInfo.metadata.tokenizer?.chat_template;
     const chatWrapper = template ? nlc.resolveChatWrapper(model) : undefined;
@@ -127,6 +166,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       sequencesFrom: concurrencySetting === 'auto' ? 'auto' : 'setting',
       ...(fallbackReason ? { fallbackReason } : {}),
       ...(pool.missingSeams.length ? { nativeSeamsMissing: [...pool.missingSeams] } : {}),
+      speculation,
     };
     if (pool.missingSeams.length) deps.log(`model ${entry.id}: ${describeMissingSeams(pool.missingSeams)}`);
     report(base + weightsShare + (1 - base - weightsShare) * 0.8);
@@ -144,7 +184,15 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       concurrency: sequences,
       active: 0,
     };
-    hardware.warmupMs = await warmUp(loaded);
+    const warm = await warmUp(loaded);
+    hardware.warmupMs = warm.ms;
+    decodeRate.value ??= warm.decodeRate;
+    if (speculation === 'auto') {
+      const rate = decodeRate.value === undefined ? 'not measured' : `${Math.round(decodeRate.value)} tokens/s`;
+      hardware.speculation = lookupPays(decodeRate.value)
+        ? `prompt lookup (auto: on, decode ${rate} < ${LOOKUP_PAYS_BELOW_TOKENS_PER_S})`
+        : `prompt lookup (auto: off, decode ${rate})`;
+    } else if (speculation === 'on') hardware.speculation = 'prompt lookup (on)';
     if (onGpu) {
       const vram = await selection.llama.getVramState().catch(() => undefined);
       if (vram && vram.total > 0) hardware.vram = { total: vram.total, used: vram.used };
@@ -167,18 +215,29 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
  * A short generation on a sequence from the pool tasks will use, so that one-time costs (GPU pipeline compilation;
  * docs/hardware.md) fall inside `loading` rather than into the first task's first token.
  */
-async function warmUp(loaded: LoadedModel): Promise<number> {
+async function warmUp(loaded: LoadedModel): Promise<{ ms: number; decodeRate: number | undefined }> {
   const { sequence } = await loaded.pool.acquire();
   const started = performance.now();
+  let decodeRate: number | undefined;
   try {
     let n = 0;
+    let firstAt = 0;
     const evaluation = sequence.evaluate(timingPrompt(loaded.model), { temperature: 0, yieldEogToken: true });
     for await (const token of evaluation) {
       void token;
-      if (++n >= 2) break;
+      n++;
+      if (n === 1) firstAt = performance.now();
+      // One-token steps after the prompt: the decode rate prompt lookup's `auto` goes by without a calibration.
+      if (n >= WARM_UP_TOKENS) {
+        decodeRate = ((n - 1) * 1000) / Math.max(1e-3, performance.now() - firstAt);
+        break;
+      }
     }
   } finally {
     await loaded.pool.release(sequence, false);
   }
-  return performance.now() - started;
+  return { ms: performance.now() - started, decodeRate };
 }
+
+/** Tokens the warm-up generates: the first pays one-time costs, the rest time one-token steps. */
+const WARM_UP_TOKENS = 5;
