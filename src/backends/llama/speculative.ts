@@ -252,7 +252,13 @@ export function lookupPredictor(nlc: NodeLlamaCpp, choice: PromptLookupChoice, p
 
 /** A draft-model predictor for a new sequence, drafting on `draftSequence` (a sequence of the draft model's context). */
 export function draftPredictor(nlc: NodeLlamaCpp, draftSequence: LlamaContextSequence): TokenPredictor {
-  const inner = new nlc.DraftSequenceTokenPredictor(draftSequence, { minTokens: 0, maxTokens: DRAFT_MODEL_TOKENS });
+  // The target waits for the draft's token (minTokens), whatever its confidence: one draft per decode is all that can
+  // be kept, and a refused one costs one more position in a decode the target makes anyway.
+  const inner = new nlc.DraftSequenceTokenPredictor(draftSequence, {
+    minTokens: DRAFT_MODEL_TOKENS,
+    maxTokens: DRAFT_MODEL_TOKENS,
+    minConfidence: 0,
+  });
   return switchingPredictor(nlc, inner, 'draft', false);
 }
 
