@@ -34,10 +34,26 @@ async function speeds(
   rounds: number,
 ): Promise<{ out: Record<string, unknown>; copying: GenerateRequest; backends: LlamaBackend[] }> {
   const choices: PromptLookupChoice[] = ['off', 'auto', 'on'];
-  const backends = choices.map(
-    (promptLookup) =>
-      new LlamaBackend({ models: [{ source: modelPath, demo: true }], promptLookup, threads: 1, concurrency: 1, suppressEndOfGeneration: true }),
-  );
+  // One thread calibration for all three (a shared cache): the same thread count, and `auto` decides by its rate.
+  const cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-spec-cal-'));
+  let decision = '';
+  const log = (m: string) => {
+    const found = /speculative: (prompt lookup \(auto[^)]*\))/.exec(m);
+    if (found) decision = found[1]!;
+  };
+  const backends: LlamaBackend[] = [];
+  for (const promptLookup of choices) {
+    const b = new LlamaBackend({
+      models: [{ source: modelPath, demo: true }],
+      promptLookup,
+      threads: 'auto',
+      cacheDir,
+      concurrency: 1,
+      suppressEndOfGeneration: true,
+      log,
+    });
+    backends.push(b);
+  }
   const base: GenerateRequest = {
     model: '',
     instructions: 'You are a test.',
@@ -62,7 +78,8 @@ async function speeds(
       }
     }
   }
-  const out: Record<string, unknown> = { tokens, rounds };
+  fs.rmSync(cacheDir, { recursive: true, force: true });
+  const out: Record<string, unknown> = { tokens, rounds, auto_decided: decision };
   for (const [k, v] of Object.entries(rates)) out[`${k}_tokens_per_s`] = Math.round(median(v));
   for (const name of ['copying', 'not_copying']) {
     for (const c of ['auto', 'on']) {
@@ -106,8 +123,8 @@ export async function speculativeBench({ modelPath }: { modelPath: string }): Pr
     const { out: big, backends: bigBackends } = await speeds(bigPath, BIG_TOKENS, BIG_ROUNDS);
     for (const b of bigBackends) await b.dispose();
     return {
-      demo: { model: 'demo (embd 64, 2 layers, 0.5 MB), 1 thread', ...demo },
-      embd512x8: { model: 'embd 512, 8 layers (86 MB), 1 thread', ...big },
+      demo: { model: 'demo (embd 64, 2 layers, 0.5 MB), calibrated threads', ...demo },
+      embd512x8: { model: 'embd 512, 8 layers (86 MB), calibrated threads', ...big },
     };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

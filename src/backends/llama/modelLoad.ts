@@ -79,7 +79,6 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
     const concurrencySetting = deps.settings.concurrency ?? 'auto';
     // The tasks' one context is made once, inside placeModel (on the GPU path it proves the model fits there):
     // thread count first (small contexts of its own), then the context size per sequence, then the sequences.
-    const decodeRate: { value: number | undefined } = { value: undefined };
     const { model, prepared, fallbackReason } = await placeModel(selection, {
       modelPath,
       gpuLayers: deps.settings.gpuLayers ?? 'auto',
@@ -100,8 +99,8 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         // size), computed without making a context (fitContextSize), so the tasks' context is the only full-size one.
         const fitted = setting === 'auto' ? await fitContextSize(m) : setting;
         const perSequence = Math.min(fitted, m.trainContextSize);
-        /** The one-token decode rate prompt lookup's `auto` goes by: the calibration's, else the warm-up's (below). */
-        decodeRate.value = picked.measured?.[String(picked.threads)];
+        /** The one-token decode rate prompt lookup's `auto` goes by: the thread calibration's, at the chosen count. */
+        const decodeRate = picked.measured?.[String(picked.threads)];
         const chosen = await chooseSequences(m, selection.llama, { setting: concurrencySetting, contextSize: perSequence, onGpu });
         let sequences = chosen.sequences;
         let contextSize: number | 'auto' = perSequence;
@@ -123,7 +122,9 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
             const lookup = deps.settings.promptLookup ?? DEFAULT_PROMPT_LOOKUP;
             const predictor = draft
               ? () => draftPredictor(nlc, draft!.context.getSequence())
-              : () => lookupPredictor(nlc, lookup, () => lookupPays(decodeRate.value));
+              : lookup === 'on' || (lookup === 'auto' && lookupPays(decodeRate))
+                ? () => lookupPredictor(nlc, lookup)
+                : undefined;
             const onDispose = draft?.dispose;
             const pool = await BatchedContextPool.create(m, {
               contextSize,
@@ -133,7 +134,16 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
               predictor,
               ...(onDispose ? { onDispose } : {}),
             });
-            const speculation = draft ? `draft model ${path.basename(draftPath!)}` : lookup;
+            // Where speculation does not pay its sequences get no predictor: node-llama-cpp's speculative path costs
+            // every token of a fast model more than it saves (speculative.ts).
+            const rate = decodeRate === undefined ? 'not measured' : `${Math.round(decodeRate)} tokens/s`;
+            const speculation = draft
+              ? `draft model ${path.basename(draftPath!)}`
+              : lookup === 'auto'
+                ? `prompt lookup (auto: ${predictor ? 'on' : 'off'}, decode ${rate}, on below ${LOOKUP_PAYS_BELOW_TOKENS_PER_S})`
+                : lookup === 'on'
+                  ? 'prompt lookup (on)'
+                  : 'off';
             return { picked, promptThreads, pool, sequences, speculation };
           } catch (err) {
             await draft?.dispose();
@@ -184,15 +194,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       concurrency: sequences,
       active: 0,
     };
-    const warm = await warmUp(loaded);
-    hardware.warmupMs = warm.ms;
-    decodeRate.value ??= warm.decodeRate;
-    if (speculation === 'auto') {
-      const rate = decodeRate.value === undefined ? 'not measured' : `${Math.round(decodeRate.value)} tokens/s`;
-      hardware.speculation = lookupPays(decodeRate.value)
-        ? `prompt lookup (auto: on, decode ${rate} < ${LOOKUP_PAYS_BELOW_TOKENS_PER_S})`
-        : `prompt lookup (auto: off, decode ${rate})`;
-    } else if (speculation === 'on') hardware.speculation = 'prompt lookup (on)';
+    hardware.warmupMs = await warmUp(loaded);
     if (onGpu) {
       const vram = await selection.llama.getVramState().catch(() => undefined);
       if (vram && vram.total > 0) hardware.vram = { total: vram.total, used: vram.used };
@@ -215,29 +217,18 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
  * A short generation on a sequence from the pool tasks will use, so that one-time costs (GPU pipeline compilation;
  * docs/hardware.md) fall inside `loading` rather than into the first task's first token.
  */
-async function warmUp(loaded: LoadedModel): Promise<{ ms: number; decodeRate: number | undefined }> {
+async function warmUp(loaded: LoadedModel): Promise<number> {
   const { sequence } = await loaded.pool.acquire();
   const started = performance.now();
-  let decodeRate: number | undefined;
   try {
     let n = 0;
-    let firstAt = 0;
     const evaluation = sequence.evaluate(timingPrompt(loaded.model), { temperature: 0, yieldEogToken: true });
     for await (const token of evaluation) {
       void token;
-      n++;
-      if (n === 1) firstAt = performance.now();
-      // One-token steps after the prompt: the decode rate prompt lookup's `auto` goes by without a calibration.
-      if (n >= WARM_UP_TOKENS) {
-        decodeRate = ((n - 1) * 1000) / Math.max(1e-3, performance.now() - firstAt);
-        break;
-      }
+      if (++n >= 2) break;
     }
   } finally {
     await loaded.pool.release(sequence, false);
   }
-  return { ms: performance.now() - started, decodeRate };
+  return performance.now() - started;
 }
-
-/** Tokens the warm-up generates: the first pays one-time costs, the rest time one-token steps. */
-const WARM_UP_TOKENS = 5;

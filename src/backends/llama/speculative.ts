@@ -31,8 +31,8 @@ export const PROMPT_LOOKUP_CHOICES: readonly PromptLookupChoice[] = ['auto', 'on
 export const DEFAULT_PROMPT_LOOKUP: PromptLookupChoice = 'auto';
 
 /**
- * `auto` turns prompt lookup on for a model whose one-token decode rate (its thread calibration, else the warm-up)
- * is below this: its decode outweighs what node-llama-cpp's speculative path adds to every token. Measured side by
+ * `auto` turns prompt lookup on for a model whose one-token decode rate (its thread calibration at load) is below
+ * this (its sequences get no predictor otherwise): its decode outweighs what node-llama-cpp's speculative path adds to every token. Measured side by
  * side (bench `speculative`, docs/speculative-decoding.md): the demo model (~1 000 tokens/s on this machine) ran at
  * 0.82–0.88× with lookup even where the output copied (an extra sampling call per draft costs what a decode saves);
  * an 86 MB model (~55–140 tokens/s) at 1.6–1.85× on copying output and 1.06–1.09× where nothing was accepted.
@@ -95,14 +95,7 @@ export function switchingPredictorOf(sequence: LlamaContextSequence): SwitchingP
  * A predictor for one sequence that drafts through `inner` only between `begin` and `end` (header). `backOff`: skip
  * decodes after refused drafts (prompt lookup's `auto`).
  */
-export function switchingPredictor(
-  nlc: NodeLlamaCpp,
-  inner: TokenPredictor,
-  kind: 'lookup' | 'draft',
-  backOff: boolean,
-  /** Read at each `begin`: speculation is used for the generation only when true. */
-  enabled: () => boolean = () => true,
-): TokenPredictor {
+export function switchingPredictor(nlc: NodeLlamaCpp, inner: TokenPredictor, kind: 'lookup' | 'draft', backOff: boolean): TokenPredictor {
   class Switching extends nlc.TokenPredictor implements SwitchingPredictor {
     readonly kind = kind;
     private active = false;
@@ -114,7 +107,6 @@ export function switchingPredictor(
     private lastValidated = 0;
 
     begin(sequence: LlamaContextSequence, options: SpeculationOptions): SpeculationRun {
-      if (!enabled()) return { ahead: () => 0, end: () => ({ drafted: 0, accepted: 0 }) };
       this.active = true;
       this.onDrafts = options.onDrafts;
       this.target = sequence;
@@ -242,12 +234,11 @@ export function contextLookup(nlc: NodeLlamaCpp, draftTokens = LOOKUP_DRAFT_TOKE
 export const LOOKUP_NGRAMS = [3, 2];
 
 /**
- * A prompt-lookup predictor for a new sequence, or undefined when the choice is `off`; with `auto` it drafts only while
- * `pays()` (lookupPays on the model's measured rate) and backs off after refused drafts.
+ * A prompt-lookup predictor for a new sequence (modelLoad.ts gives one only where lookup pays, for `auto`); `auto`
+ * backs off after refused drafts, `on` always drafts.
  */
-export function lookupPredictor(nlc: NodeLlamaCpp, choice: PromptLookupChoice, pays: () => boolean): TokenPredictor | undefined {
-  if (choice === 'off') return undefined;
-  return switchingPredictor(nlc, contextLookup(nlc), 'lookup', choice === 'auto', choice === 'auto' ? pays : undefined);
+export function lookupPredictor(nlc: NodeLlamaCpp, choice: 'auto' | 'on'): TokenPredictor {
+  return switchingPredictor(nlc, contextLookup(nlc), 'lookup', choice === 'auto');
 }
 
 /** A draft-model predictor for a new sequence, drafting on `draftSequence` (a sequence of the draft model's context). */
