@@ -131,13 +131,16 @@ export function switchingPredictor(nlc: NodeLlamaCpp, inner: TokenPredictor, kin
     }
 
     reset(params: { targetSequence: LlamaContextSequence; stateTokens: Token[]; evaluateOptions: Readonly<SequenceEvaluateOptions> }) {
+      // Off for this generation: nothing to follow (a draft model would evaluate the whole prompt for nothing). Every
+      // generation's evaluation starts with a reset, so an active one always starts from its own state.
+      if (!this.active) return;
       // The draft model samples without the target's per-token callbacks (they follow the target's own tokens).
       const { tokenBias: _bias, repeatPenalty: _penalty, ...evaluateOptions } = params.evaluateOptions;
       return inner.reset({ ...params, evaluateOptions });
     }
 
     pushTokens(tokens: Token[]): void {
-      inner.pushTokens(tokens);
+      if (this.active) inner.pushTokens(tokens);
     }
 
     predictTokens(): Token[] | Promise<Token[]> {
