@@ -62,6 +62,8 @@ async function main() {
   suites.push(['embeddings', () => embeddingsBench()]);
   // The Batch API through serve: a batch against the same requests sent directly, interactive latency beside it, a SIGKILL.
   suites.push(['batches', () => batchesBench()]);
+  const speculative = optional('./speculative', 'speculativeBench');
+  if (speculative) suites.push(['speculative', () => speculative({ modelPath })]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

@@ -11,6 +11,7 @@ import { CompositeBackend } from './composite';
 import { ensureDemoModel } from './llama/demoModel';
 import type { ConcurrencyChoice, ContextSizeChoice } from './llama/contextChoice';
 import type { GpuChoice, GpuLayersChoice, ThreadsChoice } from './llama/hardware';
+import type { PromptLookupChoice } from './llama/speculative';
 import { LlamaBackend } from './llama/llamaBackend';
 import { isModelUri } from './modelSource';
 import type { EngineConfig } from './remote/config';
@@ -32,6 +33,9 @@ export interface ComposeOptions {
     concurrency?: ConcurrencyChoice;
     /** Idle models unload after this long (ms; 0 = never). */
     keepAliveMs?: number;
+    /** Speculative decoding (backends/llama/speculative.ts): prompt lookup, and a draft model's GGUF path. */
+    promptLookup?: PromptLookupChoice;
+    draftModel?: string;
   };
   /** More members, served after the local and remote models. */
   members?: readonly ModelBackend[];

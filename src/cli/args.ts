@@ -1,5 +1,6 @@
 // Command-line parsing for `task-runtime`; every mistake is a UsageError (exit code 2) with a clear message.
 import { isModelFamily, MODEL_FAMILIES, type ModelFamily } from '../backends/llama/familyModel';
+import * as path from 'node:path';
 import { normalizeOrigin } from '../protocols/http/hostOrigin';
 import { RESTART_POLICIES, type RestartPolicy } from '../runtime/task';
 import { checkWebhookUrl } from '../runtime/webhooks';
@@ -7,6 +8,7 @@ import { checkEngineConfig, checkEngineKind, checkEngineName, normalizeEngineUrl
 import { ENGINE_KINDS, type EngineKind } from '../backends/remote/quirks';
 import { MAX_CONCURRENCY, MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE, type ConcurrencyChoice, type ContextSizeChoice } from '../backends/llama/contextChoice';
 import { parseKeepAlive } from '../backends/llama/keepAlive';
+import { checkDraftModelFile, PROMPT_LOOKUP_CHOICES, type PromptLookupChoice } from '../backends/llama/speculative';
 import { DEFAULT_MAX_QUEUED_PER_PRINCIPAL, DEFAULT_MAX_STORED_BYTES_PER_PRINCIPAL, DEFAULT_MAX_STREAMS_PER_PRINCIPAL } from '../runtime/shares';
 import { DEFAULT_PRIORITY_AGING_MS } from '../runtime/queue';
 import {
@@ -30,7 +32,7 @@ export class UsageError extends Error {
 export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
-                     [--context-size N|auto]
+                     [--context-size N|auto] [--prompt-lookup auto|on|off] [--draft-model PATH]
                      [--concurrency N|auto] [--keep-alive DURATION] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
                      [--max-queued-per-principal N] [--max-streams-per-principal N]
                      [--max-stored-mb-per-principal N] [--priority-aging-ms N]
@@ -53,6 +55,11 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
                           context_length_exceeded (a default budget is capped to the room)
+           --prompt-lookup  speculative decoding with drafts looked up in the prompt and output (default auto:
+                          on for a model whose measured decode rate is below 400 tokens/s, where it pays;
+                          docs/speculative-decoding.md); on: always; off: never
+           --draft-model  a smaller .gguf with the same vocabulary that drafts tokens for the served models
+                          (speculative decoding; used instead of prompt lookup for every model it fits)
            --concurrency  tasks generating at the same time per local model, as sequences of its one batched
                           context (default auto: as many as free RAM/VRAM holds at the context size, at most
                           8 on the CPU, 32 on a GPU)
@@ -102,6 +109,10 @@ export interface ServeArgs {
   gpuLayers?: GpuLayersChoice;
   contextSize?: ContextSizeChoice;
   concurrency?: ConcurrencyChoice;
+  /** Speculative decoding (backends/llama/speculative.ts). */
+  promptLookup?: PromptLookupChoice;
+  /** Absolute path of the draft model's GGUF, checked to exist and be a GGUF. */
+  draftModel?: string;
   /** Milliseconds, 0 = never unload (keepAlive.ts). */
   keepAliveMs?: number;
   /** on_restart of background responses (--background-restart); undefined = the LMSP door's default. */
@@ -149,6 +160,8 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   'gpu-layers': { kind: 'string' },
   'context-size': { kind: 'string' },
   concurrency: { kind: 'string' },
+  'prompt-lookup': { kind: 'string' },
+  'draft-model': { kind: 'string' },
   'keep-alive': { kind: 'string' },
   'max-queued-per-principal': { kind: 'int', min: 1, max: 100_000 },
   'max-streams-per-principal': { kind: 'int', min: 1, max: 10_000 },
@@ -236,6 +249,8 @@ function parseServe(args: readonly string[]): ServeArgs {
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
     concurrency: autoOrInt('concurrency', 1, MAX_CONCURRENCY),
+    promptLookup: promptLookup(values.get('prompt-lookup')?.[0]),
+    draftModel: draftModel(values.get('draft-model')?.[0]),
     keepAliveMs: keepAlive(values.get('keep-alive')?.[0]),
     backgroundRestart: restartPolicy(values.get('background-restart')?.[0]),
     maxQueuedPerPrincipal: int('max-queued-per-principal'),
@@ -370,6 +385,21 @@ function keepAlive(raw: string | undefined): number | undefined {
   if (ms === undefined)
     throw new UsageError(`--keep-alive must be 0 (never), seconds, or a duration such as 30s, 5m or 1h (at most 24h), got "${raw}".`);
   return ms;
+}
+
+function promptLookup(raw: string | undefined): PromptLookupChoice | undefined {
+  if (raw === undefined) return undefined;
+  if (!PROMPT_LOOKUP_CHOICES.includes(raw as PromptLookupChoice))
+    throw new UsageError(`--prompt-lookup must be one of ${PROMPT_LOOKUP_CHOICES.join(', ')}, got "${raw.slice(0, 40)}".`);
+  return raw as PromptLookupChoice;
+}
+
+function draftModel(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const file = path.resolve(raw);
+  const problem = checkDraftModelFile(file);
+  if (problem) throw new UsageError(`--draft-model: ${problem}.`);
+  return file;
 }
 
 function gpuChoice(raw: string | undefined): GpuChoice | undefined {

@@ -181,6 +181,8 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
       contextSize: args.contextSize ?? 'auto',
       concurrency,
       ...(args.keepAliveMs !== undefined ? { keepAliveMs: args.keepAliveMs } : {}),
+      ...(args.promptLookup ? { promptLookup: args.promptLookup } : {}),
+      ...(args.draftModel ? { draftModel: args.draftModel } : {}),
     },
     members: extensions.backends,
     log,

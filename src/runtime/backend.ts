@@ -75,6 +75,8 @@ export interface ModelHardware {
    * one): the features they serve (batching, thread split, sampling guard, resume in a grammar) are off.
    */
   nativeSeamsMissing?: string[];
+  /** Speculative decoding for this model: 'off', 'prompt lookup (auto|on)' or 'draft model <file>'. */
+  speculation?: string;
 }
 
 /** One line for logs: "vulkan (NVIDIA H200), 16/16 layers, VRAM 1.2/150.0 GB, 15 threads (calibration)". */
@@ -86,6 +88,7 @@ export function describeHardware(h: ModelHardware): string {
   parts.push(`${h.threads} thread(s) (${h.threadsFrom}${h.threadsCap !== undefined ? `, at most ${h.threadsCap}` : ''})`);
   if (h.promptThreads !== undefined && h.promptThreads !== h.threads) parts.push(`${h.promptThreads} for prompts`);
   if (h.sequences !== undefined) parts.push(`${h.sequences} sequence(s) batched (${h.sequencesFrom ?? 'setting'})`);
+  if (h.speculation && h.speculation !== 'off') parts.push(`speculative: ${h.speculation}`);
   if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);
   let s = parts.join(', ');
   if (h.fallbackReason) s += `; ${h.fallbackReason}`;
@@ -300,6 +303,11 @@ export interface GenerateResult {
    * engine does not say — never guessed (the response's `task_runtime.stop_sequence`, Anthropic's `stop_sequence`).
    */
   stopSequence?: string;
+  /**
+   * Speculative decoding in this generation, when it drafted anything: tokens evaluated as drafts and of those the
+   * ones the model produced itself (usage.task_runtime.speculative).
+   */
+  speculative?: { drafted: number; accepted: number };
 }
 
 export interface LoadOptions {

@@ -213,6 +213,11 @@ export interface Usage {
   total_tokens: number;
   /** Input tokens a backend did not evaluate again (a kept prompt prefix). */
   input_tokens_details?: { cached_tokens: number };
+  /**
+   * Vendor member: speculative decoding's drafted tokens and of those the accepted ones (docs/speculative-decoding.md);
+   * only when the generation drafted any.
+   */
+  task_runtime?: { speculative: { drafted: number; accepted: number } };
 }
 
 export interface TaskRecord {

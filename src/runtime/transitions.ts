@@ -243,6 +243,7 @@ export class TaskTransitions {
       total_tokens: result.inputTokens + result.outputTokens,
     };
     if (result.cachedInputTokens) usage.input_tokens_details = { cached_tokens: result.cachedInputTokens };
+    if (result.speculative && result.speculative.drafted > 0) usage.task_runtime = { speculative: { ...result.speculative } };
     const completedAt = this.now();
     return this.move(id, {
       to: 'succeeded',

@@ -339,6 +339,8 @@ function render(): void {
   }
   const cached = state.usage?.cached_tokens;
   if (cached !== undefined) hw.push([s('cachedTokens'), num(cached)]);
+  const spec = state.usage?.speculative;
+  if (spec) hw.push([s('draftsAccepted'), `${num(spec.accepted)} / ${num(spec.drafted)}`]);
   for (const [label, value] of hw) hardwareList.append(el('dt', {}, label), el('dd', {}, value));
   if (model?.summary) hardwareSection.title = model.summary;
   show(hardwareSection, hw.length > 0);

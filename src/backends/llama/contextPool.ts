@@ -20,6 +20,10 @@
 // tokens share the longest prefix with `tokens`, erases what follows that prefix, and says how many tokens stay
 // evaluated (never all of them: the last one is evaluated again to get logits to sample from); which one, with a
 // conversation's cache key in the choice, is sequenceChoice.ts.
+//
+// Speculative decoding: a token predictor is a sequence's (node-llama-cpp takes it when the sequence is made), so
+// each sequence is made with one from `predictor` (speculative.ts), and what else speculation holds (a draft model's
+// context) is freed with the pool (`onDispose`).
 
 import * as os from 'node:os';
 import type { ConcurrencyChoice } from './contextChoice';
@@ -28,7 +32,9 @@ import { DecodeGate } from './decodeGate';
 import { missingSeams, sequenceIdOf, type NativeSeam } from './nativeSeams';
 import { sampleFirstAlone } from './samplingGuard';
 import { commonPrefix, pickSequence } from './sequenceChoice';
-import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token, TokenPredictor } from 'node-llama-cpp' with {
+  'resolution-mode': 'import',
+};
 
 export interface AcquiredSequence {
   sequence: LlamaContextSequence;
@@ -157,18 +163,31 @@ export class BatchedContextPool implements SequencePool {
     private readonly gate: DecodeGate,
     /** node-llama-cpp internals this context lacks (nativeSeams.ts): the features they serve are off. */
     readonly missingSeams: readonly NativeSeam[],
+    private readonly predictor: (() => TokenPredictor | undefined) | undefined,
+    private readonly onDispose: (() => Promise<void>) | undefined,
   ) {}
 
-  /** Makes the context (its memory is allocated here: a load fails here, not in a task). */
+  /**
+   * Makes the context (its memory is allocated here: a load fails here, not in a task). `predictor`: a token
+   * predictor for each sequence made (speculative.ts); `onDispose`: frees what speculation holds, with the context.
+   */
   static async create(
     model: LlamaModel,
-    options: { contextSize: number | 'auto'; threads: number; promptThreads?: number; sequences: number },
+    options: {
+      contextSize: number | 'auto';
+      threads: number;
+      promptThreads?: number;
+      sequences: number;
+      predictor?: () => TokenPredictor | undefined;
+      onDispose?: () => Promise<void>;
+    },
   ): Promise<BatchedContextPool> {
     const gate = new DecodeGate();
-    const context = await createBatchedContext(model, { ...options, gate });
+    const { predictor, onDispose, ...contextOptions } = options;
+    const context = await createBatchedContext(model, { ...contextOptions, gate });
     // A sequence is made to check its own seam, and kept: it is the pool's first free one.
-    const first = context.getSequence();
-    const pool = new BatchedContextPool(context, gate, missingSeams(context, first));
+    const first = newSequence(context, predictor);
+    const pool = new BatchedContextPool(context, gate, missingSeams(context, first), predictor, onDispose);
     pool.free.push(first);
     return pool;
   }
@@ -196,7 +215,8 @@ export class BatchedContextPool implements SequencePool {
     const best = pickSequence(candidates, tokens, cacheKey, this.context.sequencesLeft > 0);
     // A fresh sequence: the empty one made at creation while it is unused (it has the lowest id), else a new one.
     const empty = this.free.findIndex((seq) => seq.contextTokens.length === 0 && !this.keys.has(seq));
-    const sequence = best >= 0 ? this.free.splice(best, 1)[0]! : empty >= 0 ? this.free.splice(empty, 1)[0]! : this.context.getSequence();
+    const sequence =
+      best >= 0 ? this.free.splice(best, 1)[0]! : empty >= 0 ? this.free.splice(empty, 1)[0]! : newSequence(this.context, this.predictor);
     if (cacheKey !== undefined) this.keys.set(sequence, cacheKey);
     else this.keys.delete(sequence);
     this.inUse.add(sequence);
@@ -229,7 +249,14 @@ export class BatchedContextPool implements SequencePool {
     for (const w of this.waiters.splice(0)) w();
     this.gate.open();
     await this.context.dispose().catch(() => undefined);
+    await this.onDispose?.().catch(() => undefined);
   }
+}
+
+/** A sequence of `context`, with its own token predictor when speculation is configured. */
+function newSequence(context: LlamaContext, predictor: (() => TokenPredictor | undefined) | undefined): LlamaContextSequence {
+  const tokenPredictor = predictor?.();
+  return tokenPredictor ? context.getSequence({ tokenPredictor }) : context.getSequence();
 }
 
 /**

@@ -47,6 +47,7 @@ import { ModelEntries, type LlamaModelConfig, type ModelEntry } from './modelEnt
 import { loadModel } from './modelLoad';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
 import { checkReasoning, checkTools } from './outputPlan';
+import type { PromptLookupChoice } from './speculative';
 import { ThreadCalibrator } from './threadCalibration';
 
 export interface LlamaBackendOptions {
@@ -84,6 +85,13 @@ export interface LlamaBackendOptions {
    * it for generations of an exact length. Not for serving: the output runs on past where the model ended it.
    */
   suppressEndOfGeneration?: boolean;
+  /**
+   * Prompt lookup (speculative decoding with drafts from the prompt, speculative.ts): 'auto' (default) drafts and
+   * backs off while drafts are refused, 'on' always drafts, 'off' never. Not used while a draft model is.
+   */
+  promptLookup?: PromptLookupChoice;
+  /** A GGUF path: a smaller model with the same vocabulary that drafts tokens for every model it fits (speculative.ts). */
+  draftModel?: string;
 }
 
 /** The header's vocabulary arrays: megabytes that prepare() does not need for the trained context. */

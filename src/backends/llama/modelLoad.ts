@@ -22,10 +22,19 @@ import type { LoadedModel } from './loadedModel';
 import type { ModelEntry } from './modelEntries';
 import { importNodeLlamaCpp, type NodeLlamaCpp } from './nodeLlamaCpp';
 import { modelFingerprint } from './snapshots';
+import {
+  DEFAULT_PROMPT_LOOKUP,
+  draftPredictor,
+  LOOKUP_PAYS_BELOW_TOKENS_PER_S,
+  loadDraft,
+  lookupPays,
+  lookupPredictor,
+  type DraftContext,
+} from './speculative';
 import { promptThreadsFor, timingPrompt, type ThreadCalibrator } from './threadCalibration';
 
 export interface ModelLoadDeps {
-  settings: Pick<LlamaBackendOptions, 'contextSize' | 'concurrency' | 'gpuLayers' | 'modelsDir'>;
+  settings: Pick<LlamaBackendOptions, 'contextSize' | 'concurrency' | 'gpuLayers' | 'modelsDir' | 'promptLookup' | 'draftModel'>;
   /** The llama.cpp binary the backend selected once (hardware.ts). */
   llama: (nlc: NodeLlamaCpp) => Promise<LlamaSelection>;
   calibrator: ThreadCalibrator;
@@ -92,14 +101,54 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         // size), computed without making a context (fitContextSize), so the tasks' context is the only full-size one.
         const fitted = setting === 'auto' ? await fitContextSize(m) : setting;
         const perSequence = Math.min(fitted, m.trainContextSize);
+        /** The one-token decode rate prompt lookup's `auto` goes by: the thread calibration's, at the chosen count. */
+        const decodeRate = picked.measured?.[String(picked.threads)];
         const chosen = await chooseSequences(m, selection.llama, { setting: concurrencySetting, contextSize: perSequence, onGpu });
         let sequences = chosen.sequences;
         let contextSize: number | 'auto' = perSequence;
         for (;;) {
+          let draft: DraftContext | undefined;
           try {
-            const pool = await BatchedContextPool.create(m, { contextSize, threads: picked.threads, promptThreads, sequences });
-            return { picked, promptThreads, pool, sequences };
+            // Speculative decoding (speculative.ts): a draft model's context of as many sequences, else prompt lookup.
+            const draftPath = deps.settings.draftModel;
+            draft = draftPath
+              ? await loadDraft(selection.llama, m, {
+                  modelPath: draftPath,
+                  contextSize: contextSize === 'auto' ? perSequence : contextSize,
+                  sequences,
+                  threads: picked.threads,
+                  log: (msg) => deps.log(`model ${entry.id}: ${msg}`),
+                  ...(options.signal ? { signal: options.signal } : {}),
+                })
+              : undefined;
+            const lookup = deps.settings.promptLookup ?? DEFAULT_PROMPT_LOOKUP;
+            const predictor = draft
+              ? () => draftPredictor(nlc, draft!.context.getSequence())
+              : lookup === 'on' || (lookup === 'auto' && lookupPays(decodeRate))
+                ? () => lookupPredictor(nlc, lookup)
+                : undefined;
+            const onDispose = draft?.dispose;
+            const pool = await BatchedContextPool.create(m, {
+              contextSize,
+              threads: picked.threads,
+              promptThreads,
+              sequences,
+              predictor,
+              ...(onDispose ? { onDispose } : {}),
+            });
+            // Where speculation does not pay its sequences get no predictor: node-llama-cpp's speculative path costs
+            // every token of a fast model more than it saves (speculative.ts).
+            const rate = decodeRate === undefined ? 'not measured' : `${Math.round(decodeRate)} tokens/s`;
+            const speculation = draft
+              ? `draft model ${path.basename(draftPath!)}`
+              : lookup === 'auto'
+                ? `prompt lookup (auto: ${predictor ? 'on' : 'off'}, decode ${rate}, on below ${LOOKUP_PAYS_BELOW_TOKENS_PER_S})`
+                : lookup === 'on'
+                  ? 'prompt lookup (on)'
+                  : 'off';
+            return { picked, promptThreads, pool, sequences, speculation };
           } catch (err) {
+            await draft?.dispose();
             // 'auto' asked for more than fits after all: fewer sequences, down to one; then, for an 'auto' size,
             // node-llama-cpp's own fitting, which shrinks the context until it is made.
             if (concurrencySetting === 'auto' && sequences > 1) sequences = Math.max(1, Math.floor(sequences / 2));
@@ -109,7 +158,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         }
       },
     });
-    const { picked, promptThreads, pool, sequences } = prepared;
+    const { picked, promptThreads, pool, sequences, speculation } = prepared;
     const contextSize = pool.contextSize;
     const chatWrapper = chatWrapperFor(nlc, model);
     const totalLayers = model.fileInsights.totalLayers ?? null;
@@ -128,6 +177,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       sequencesFrom: concurrencySetting === 'auto' ? 'auto' : 'setting',
       ...(fallbackReason ? { fallbackReason } : {}),
       ...(pool.missingSeams.length ? { nativeSeamsMissing: [...pool.missingSeams] } : {}),
+      speculation,
     };
     if (pool.missingSeams.length) deps.log(`model ${entry.id}: ${describeMissingSeams(pool.missingSeams)}`);
     report(base + weightsShare + (1 - base - weightsShare) * 0.8);

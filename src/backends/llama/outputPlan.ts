@@ -29,6 +29,13 @@ export interface OutputPlan {
   tokenBias?: () => TokenBias;
   /** Every sampled token, in order. */
   onToken(token: Token): void;
+  /**
+   * Speculative decoding keeps this output exact (speculative.ts): not with `auto` calls or a thought budget, whose
+   * grammar switches on text seen token by token.
+   */
+  speculative: boolean;
+  /** A decode's drafted tokens (speculative.ts), for the per-token bias. */
+  onDrafts(tokens: readonly Token[]): void;
 }
 
 const caches = new WeakMap<Llama, CallGrammarCache>();
@@ -163,6 +170,8 @@ export async function planOutput(
       guard?.accept(token);
       if (splitter.inThought) thoughtTokens++;
     },
+    speculative: mode !== 'auto' && !closeGrammar,
+    onDrafts: (tokens) => guard?.drafted(tokens),
     forced: mode === 'forced',
     ...(resumeText !== undefined ? { resumeText } : {}),
     specialText: mode === 'auto' || !!thought,

@@ -2,7 +2,8 @@
 // snapshot / prompt + delivered text), sampling, structured output and function calls (grammar.ts, outputPlan.ts),
 // stop strings (stopText.ts; the one that ended the output is reported with the result), log-probabilities,
 // snapshots for resume (snapshots.ts) and the finish reason. Delivered text is never generated or emitted again on
-// resume: it is fed back, advancing the grammar and the penalties' window.
+// resume: it is fed back, advancing the grammar and the penalties' window. Speculative decoding (speculative.ts) is
+// turned on for the generation where it keeps the output exact; a snapshot is saved only with no drafts ahead.
 
 import { randomInt } from 'node:crypto';
 import type { LlamaContextSequence, SequenceEvaluateOptions, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
@@ -13,6 +14,7 @@ import { promptTokens, type LoadedModel } from './loadedModel';
 import { importNodeLlamaCpp } from './nodeLlamaCpp';
 import { checkReasoning, hasChannels, planOutput } from './outputPlan';
 import { restoreSnapshot, SnapshotWriter } from './snapshots';
+import { switchingPredictorOf, type SpeculationRun } from './speculative';
 import { StopText, type Piece } from './stopText';
 import { TokenTextStream } from './tokenTextStream';
 import { utf8Guard } from './utf8Guard';
@@ -184,63 +186,83 @@ export async function runGeneration(
     yieldEogToken: settings.suppressEndOfGeneration,
   };
 
-  const cached = reused > 0 ? { cachedInputTokens: reused } : {};
-  if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens, ...cached };
-  if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens, ...cached };
-  if (plan?.splitter.done) return { finishReason: 'stop', inputTokens, outputTokens, ...cached };
-
-  /** The last tokens before the current one, for a token's own text (leading spaces depend on them). */
-  let previous: Token[] = sequence.contextTokens.concat(input).slice(-4);
-  const logprobOf = (token: Token, probabilities: Map<Token, number> | undefined): TokenLogprob => {
-    const entry = (t: Token, p: number | undefined) => {
-      const tokenText = model.detokenize([t], false, previous);
-      return { token: tokenText, logprob: p && p > 0 ? Math.log(p) : MIN_LOGPROB, bytes: [...Buffer.from(tokenText, 'utf8')] };
-    };
-    const top = [...(probabilities ?? new Map<Token, number>())].slice(0, request.topLogprobs ?? 0);
-    return { ...entry(token, probabilities?.get(token)), top_logprobs: top.map(([t, p]) => entry(t, p)) };
-  };
-
-  let finishReason: GenerateResult['finishReason'] = 'stop';
-  const metadata = wantLogprobs ? ({ probabilities: true } as const) : ({} as const);
-  // evaluate() ends by itself on an end-of-generation token (not yielded, not counted), unless suppressed.
-  for await (const result of sequence.evaluateWithMetadata(input, metadata, evaluateOptions)) {
-    const token = result.token;
-    if (!reevalRate) reevalRate = batchTokens / Math.max(1e-3, (performance.now() - batchStarted) / 1000);
-    // Here every earlier token is evaluated into the sequence, this one is not: a consistent point to save, once
-    // every earlier token's text is delivered (none held by the text stream or a possible stop string).
-    if (snapshotWriter && stream.clean && stops.empty && snapshotWriter.due(sequence.nextTokenIndex, reevalRate)) {
-      await snapshotWriter.save(sequence, { text, outputTokens });
-    }
-    if (signal.aborted) {
-      finishReason = 'aborted';
-      break;
-    }
-    outputTokens++;
-    plan?.onToken(token);
-    formatGuard?.accept(token);
-    if (wantLogprobs) pendingLogprobs.push(logprobOf(token, (result as { probabilities?: Map<Token, number> }).probabilities));
-    previous = [...previous.slice(-3), token];
-    if (penalized) {
-      recent.push(token);
-      if (recent.length > PENALTY_WINDOW) recent.shift();
-    }
-    emit(stream.push(token));
-    if (stopped) break;
-    if (outputTokens >= limit) {
-      finishReason = limitReason;
-      break;
-    }
-    if (signal.aborted) {
-      finishReason = 'aborted';
-      break;
-    }
+  // Speculation where it is exact (speculative.ts): not under penalties, `auto` calls or a thought budget.
+  const exact = !penalized && (!plan || plan.speculative);
+  const predictor = exact ? switchingPredictorOf(sequence) : undefined;
+  const speculation: SpeculationRun | undefined = predictor?.begin(sequence, {
+    inputTokens: prompt,
+    onDrafts: (drafts) => {
+      plan?.onDrafts(drafts);
+      formatGuard?.drafted(drafts);
+    },
+  });
+  try {
+    const result = await generate();
+    const counts = speculation?.end();
+    return counts && counts.drafted > 0 ? { ...result, speculative: counts } : result;
+  } finally {
+    speculation?.end();
   }
-  if (!stopped) emit(stream.flush());
-  if (plan && (!stopped || plan.splitter.done)) route(plan.splitter.finish());
-  if (stopped) finishReason = 'stop';
-  else for (const p of stops.flush()) deliver(p);
-  // One of the request's stop strings, never the JSON grammar's own end (END_OF_JSON).
-  const matched = stops.matched;
-  const stopSequence = matched !== undefined && request.stop?.includes(matched) ? { stopSequence: matched } : {};
-  return { finishReason, inputTokens, outputTokens, ...cached, ...stopSequence };
+
+  async function generate(): Promise<GenerateResult> {
+    const cached = reused > 0 ? { cachedInputTokens: reused } : {};
+    if (signal.aborted) return { finishReason: 'aborted', inputTokens, outputTokens, ...cached };
+    if (outputTokens >= limit) return { finishReason: limitReason, inputTokens, outputTokens, ...cached };
+    if (plan?.splitter.done) return { finishReason: 'stop', inputTokens, outputTokens, ...cached };
+
+    /** The last tokens before the current one, for a token's own text (leading spaces depend on them). */
+    let previous: Token[] = sequence.contextTokens.concat(input).slice(-4);
+    const logprobOf = (token: Token, probabilities: Map<Token, number> | undefined): TokenLogprob => {
+      const entry = (t: Token, p: number | undefined) => {
+        const tokenText = model.detokenize([t], false, previous);
+        return { token: tokenText, logprob: p && p > 0 ? Math.log(p) : MIN_LOGPROB, bytes: [...Buffer.from(tokenText, 'utf8')] };
+      };
+      const top = [...(probabilities ?? new Map<Token, number>())].slice(0, request.topLogprobs ?? 0);
+      return { ...entry(token, probabilities?.get(token)), top_logprobs: top.map(([t, p]) => entry(t, p)) };
+    };
+
+    let finishReason: GenerateResult['finishReason'] = 'stop';
+    const metadata = wantLogprobs ? ({ probabilities: true } as const) : ({} as const);
+    // evaluate() ends by itself on an end-of-generation token (not yielded, not counted), unless suppressed.
+    for await (const result of sequence.evaluateWithMetadata(input, metadata, evaluateOptions)) {
+      const token = result.token;
+      if (!reevalRate) reevalRate = batchTokens / Math.max(1e-3, (performance.now() - batchStarted) / 1000);
+      // Here every earlier token is evaluated into the sequence, this one is not: a consistent point to save, once
+      // every earlier token's text is delivered (none held by the text stream or a possible stop string).
+      if (snapshotWriter && stream.clean && stops.empty && !speculation?.ahead() && snapshotWriter.due(sequence.nextTokenIndex, reevalRate)) {
+        await snapshotWriter.save(sequence, { text, outputTokens });
+      }
+      if (signal.aborted) {
+        finishReason = 'aborted';
+        break;
+      }
+      outputTokens++;
+      plan?.onToken(token);
+      formatGuard?.accept(token);
+      if (wantLogprobs) pendingLogprobs.push(logprobOf(token, (result as { probabilities?: Map<Token, number> }).probabilities));
+      previous = [...previous.slice(-3), token];
+      if (penalized) {
+        recent.push(token);
+        if (recent.length > PENALTY_WINDOW) recent.shift();
+      }
+      emit(stream.push(token));
+      if (stopped) break;
+      if (outputTokens >= limit) {
+        finishReason = limitReason;
+        break;
+      }
+      if (signal.aborted) {
+        finishReason = 'aborted';
+        break;
+      }
+    }
+    if (!stopped) emit(stream.flush());
+    if (plan && (!stopped || plan.splitter.done)) route(plan.splitter.finish());
+    if (stopped) finishReason = 'stop';
+    else for (const p of stops.flush()) deliver(p);
+    // One of the request's stop strings, never the JSON grammar's own end (END_OF_JSON).
+    const matched = stops.matched;
+    const stopSequence = matched !== undefined && request.stop?.includes(matched) ? { stopSequence: matched } : {};
+    return { finishReason, inputTokens, outputTokens, ...cached, ...stopSequence };
+  }
 }

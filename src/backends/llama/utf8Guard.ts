@@ -7,6 +7,10 @@
 // token bias evaluated per sampled token, every byte token that would make the bytes so far invalid UTF-8, and in the
 // middle of a character every token but the continuation bytes it allows. Vocabularies without byte tokens (byte-level
 // BPE) get no guard (undefined).
+//
+// Speculative decoding (speculative.ts) samples several positions in one decode, each before the generation loop has
+// accepted the token before it: `drafted` tells the guard a decode's drafted tokens, and the k-th bias asked for after
+// it is the bias after those k drafts — the only case in which that position's sample is kept.
 
 import type { LlamaModel, Token, TokenBias } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import type { NodeLlamaCpp } from './nodeLlamaCpp';
@@ -14,8 +18,16 @@ import type { NodeLlamaCpp } from './nodeLlamaCpp';
 export interface Utf8Guard {
   /** The bias for the next token. */
   bias(): TokenBias;
-  /** A token was sampled. */
+  /** A token was sampled (delivered). */
   accept(token: Token): void;
+  /** The next decode evaluates these drafted tokens after the last accepted one (header). */
+  drafted(tokens: readonly Token[]): void;
+}
+
+/** Continuation bytes still needed, and the range the next one must fall in. */
+interface Pending {
+  need: number;
+  range: [number, number];
 }
 
 export function utf8Guard(nlc: NodeLlamaCpp, model: LlamaModel): Utf8Guard | undefined {
@@ -49,25 +61,35 @@ export function utf8Guard(nlc: NodeLlamaCpp, model: LlamaModel): Utf8Guard | und
     }
     return b;
   };
-  let need = 0;
-  let range: [number, number] = [0x80, 0xbf];
+  /** After the accepted tokens. */
+  let state: Pending = { need: 0, range: [0x80, 0xbf] };
+  /** The current decode's drafts and how many biases it has asked for. */
+  let drafts: readonly Token[] = [];
+  let asked = 0;
+  const step = (s: Pending, token: Token): Pending => {
+    const byte = byteOf.get(token);
+    if (byte === undefined) return { need: 0, range: s.range };
+    if (s.need > 0) return { need: s.need - 1, range: [0x80, 0xbf] };
+    if (byte < 0x80) return { need: 0, range: s.range };
+    if (byte <= 0xdf) return { need: 1, range: [0x80, 0xbf] };
+    if (byte <= 0xef) return { need: 2, range: byte === 0xe0 ? [0xa0, 0xbf] : byte === 0xed ? [0x80, 0x9f] : [0x80, 0xbf] };
+    return { need: 3, range: byte === 0xf0 ? [0x90, 0xbf] : byte === 0xf4 ? [0x80, 0x8f] : [0x80, 0xbf] };
+  };
   return {
-    bias: () => (need === 0 ? boundary : only(range[0], range[1])),
+    bias: () => {
+      let s = state;
+      for (let i = 0; i < Math.min(asked, drafts.length); i++) s = step(s, drafts[i]!);
+      asked++;
+      return s.need === 0 ? boundary : only(s.range[0], s.range[1]);
+    },
     accept(token) {
-      const byte = byteOf.get(token);
-      if (byte === undefined) {
-        need = 0;
-        return;
-      }
-      if (need > 0) {
-        need--;
-        range = [0x80, 0xbf];
-        return;
-      }
-      if (byte < 0x80) need = 0;
-      else if (byte <= 0xdf) [need, range] = [1, [0x80, 0xbf]];
-      else if (byte <= 0xef) [need, range] = [2, byte === 0xe0 ? [0xa0, 0xbf] : byte === 0xed ? [0x80, 0x9f] : [0x80, 0xbf]];
-      else [need, range] = [3, byte === 0xf0 ? [0x90, 0xbf] : byte === 0xf4 ? [0x80, 0x8f] : [0x80, 0xbf]];
+      state = step(state, token);
+      drafts = [];
+      asked = 0;
+    },
+    drafted(tokens) {
+      drafts = tokens.slice();
+      asked = 0;
     },
   };
 }

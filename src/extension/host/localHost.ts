@@ -79,6 +79,8 @@ export async function openLocalHost(options: {
       contextSize: settings.contextSize,
       concurrency: settings.concurrency,
       keepAliveMs: settings.keepAliveMs,
+      promptLookup: settings.promptLookup,
+      ...(settings.draftModel ? { draftModel: settings.draftModel } : {}),
     },
     log,
   });

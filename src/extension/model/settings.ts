@@ -11,6 +11,7 @@ import {
   type ContextSizeChoice,
 } from '../../backends/llama/contextChoice';
 import { DEFAULT_KEEP_ALIVE_MS, parseKeepAlive } from '../../backends/llama/keepAlive';
+import { checkDraftModelFile, DEFAULT_PROMPT_LOOKUP, PROMPT_LOOKUP_CHOICES, type PromptLookupChoice } from '../../backends/llama/speculative';
 import { GPU_CHOICES, isGpuChoice, MAX_GPU_LAYERS, parseAutoOrInt, type GpuChoice, type GpuLayersChoice } from '../../backends/llama/hardware';
 import { normalizeOrigin } from '../../protocols/http/hostOrigin';
 import { checkEngineConfig, checkEngineKind, type EngineConfig } from '../../backends/remote/config';
@@ -36,6 +37,10 @@ export interface ExtensionSettings {
   concurrency: ConcurrencyChoice;
   /** Milliseconds an idle local model stays loaded; 0 = never unload. */
   keepAliveMs: number;
+  /** Speculative decoding with drafts looked up in the prompt and output (backends/llama/speculative.ts). */
+  promptLookup: PromptLookupChoice;
+  /** A draft model's GGUF path ('' = none), checked to exist and be a GGUF. */
+  draftModel: string;
   maxQueued: number;
   /** Per-principal caps (runtime/shares.ts): unfinished tasks, open streams per door, stored MiB. */
   maxQueuedPerPrincipal: number;
@@ -76,6 +81,8 @@ export const SETTING_KEYS = {
   contextSize: 'contextSize',
   concurrency: 'concurrency',
   keepAliveMs: 'keepAlive',
+  promptLookup: 'promptLookup',
+  draftModel: 'draftModel',
   maxQueued: 'maxQueuedTasks',
   maxQueuedPerPrincipal: 'perPrincipal.maxQueuedTasks',
   maxStreamsPerPrincipal: 'perPrincipal.maxStreams',
@@ -105,6 +112,8 @@ export const DEFAULT_SETTINGS: ExtensionSettings = {
   contextSize: 'auto',
   concurrency: 'auto',
   keepAliveMs: DEFAULT_KEEP_ALIVE_MS,
+  promptLookup: DEFAULT_PROMPT_LOOKUP,
+  draftModel: '',
   maxQueued: 1000,
   maxQueuedPerPrincipal: DEFAULT_MAX_QUEUED_PER_PRINCIPAL,
   maxStreamsPerPrincipal: DEFAULT_MAX_STREAMS_PER_PRINCIPAL,
@@ -135,6 +144,8 @@ export const RESTART_KEYS: readonly (keyof ExtensionSettings)[] = [
   'contextSize',
   'concurrency',
   'keepAliveMs',
+  'promptLookup',
+  'draftModel',
   'maxQueued',
   'backgroundRestartPolicy',
   'maxQueuedPerPrincipal',
@@ -216,6 +227,21 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
   if (gpuRaw !== undefined && gpuRaw !== null) {
     if (isGpuChoice(gpuRaw)) gpu = gpuRaw;
     else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.gpu, GPU_CHOICES.join(', '), d.gpu));
+  }
+  const lookupRaw = get(k.promptLookup);
+  let promptLookup = d.promptLookup;
+  if (lookupRaw !== undefined && lookupRaw !== null) {
+    if (PROMPT_LOOKUP_CHOICES.includes(lookupRaw as PromptLookupChoice)) promptLookup = lookupRaw as PromptLookupChoice;
+    else p.push(t('Setting taskRuntime.{0} must be one of {1}; using {2}.', k.promptLookup, PROMPT_LOOKUP_CHOICES.join(', '), d.promptLookup));
+  }
+  const draftRaw = get(k.draftModel);
+  let draftModel = d.draftModel;
+  if (typeof draftRaw === 'string' && draftRaw.trim() !== '') {
+    const problem = checkDraftModelFile(draftRaw.trim());
+    if (problem) p.push(t('Setting taskRuntime.{0}: {1}; no draft model is used.', k.draftModel, problem));
+    else draftModel = draftRaw.trim();
+  } else if (draftRaw !== undefined && draftRaw !== null && draftRaw !== '') {
+    p.push(t('Setting taskRuntime.{0} must be the path of a .gguf file; no draft model is used.', k.draftModel));
   }
   const layersRaw = get(k.gpuLayers);
   let gpuLayers = d.gpuLayers;
@@ -314,6 +340,8 @@ export function readSettings(get: (key: string) => unknown, t: Localize): Settin
     contextSize,
     concurrency,
     keepAliveMs,
+    promptLookup,
+    draftModel,
     maxQueued: integer(get, k.maxQueued, 1, 100000, d.maxQueued, p, t),
     maxQueuedPerPrincipal: integer(get, k.maxQueuedPerPrincipal, 1, 100000, d.maxQueuedPerPrincipal, p, t),
     maxStreamsPerPrincipal: integer(get, k.maxStreamsPerPrincipal, 1, 10000, d.maxStreamsPerPrincipal, p, t),

@@ -147,7 +147,16 @@ function usageOf(response: Record<string, unknown> | undefined): UsageView | und
     output_tokens: Number(o['output_tokens']),
     total_tokens: Number(o['total_tokens'] ?? 0),
     ...(typeof cached === 'number' && cached > 0 ? { cached_tokens: cached } : {}),
+    ...speculativeOf(o['task_runtime']),
   };
+}
+
+/** `usage.task_runtime.speculative` ({drafted, accepted}), when well-formed. */
+function speculativeOf(vendor: unknown): { speculative?: { drafted: number; accepted: number } } {
+  const s = vendor && typeof vendor === 'object' ? (vendor as Record<string, unknown>)['speculative'] : undefined;
+  if (!s || typeof s !== 'object') return {};
+  const { drafted, accepted } = s as Record<string, unknown>;
+  return typeof drafted === 'number' && typeof accepted === 'number' ? { speculative: { drafted, accepted } } : {};
 }
 
 function applyOne(state: PanelState, e: WireEvent): void {

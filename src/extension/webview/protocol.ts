@@ -27,6 +27,8 @@ export interface UsageView {
   total_tokens: number;
   /** Prompt tokens served from a reused prefix (`usage.input_tokens_details.cached_tokens`), when reported. */
   cached_tokens?: number;
+  /** Speculative decoding's drafted and accepted tokens (`usage.task_runtime.speculative`), when it drafted. */
+  speculative?: { drafted: number; accepted: number };
 }
 
 /** One item of what went in (or a tool call that came out), already reduced to text for display. */
@@ -269,6 +271,7 @@ export const WEBVIEW_STRINGS = {
   compute: 'Compute',
   contextSize: 'Context size',
   cachedTokens: 'Cached prompt tokens',
+  draftsAccepted: 'Drafts accepted',
   threads: 'CPU threads',
   gpuLayers: 'GPU layers',
   engine: 'Remote engine',

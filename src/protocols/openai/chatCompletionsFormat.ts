@@ -42,7 +42,14 @@ export function chatUsage(usage: unknown): Obj | null {
   const cached = obj(u.input_tokens_details).cached_tokens;
   if (typeof cached === 'number') out.prompt_tokens_details = { cached_tokens: cached };
   const reasoning = obj(u.output_tokens_details).reasoning_tokens;
-  if (typeof reasoning === 'number') out.completion_tokens_details = { reasoning_tokens: reasoning };
+  const details: Obj = typeof reasoning === 'number' ? { reasoning_tokens: reasoning } : {};
+  // Speculative decoding's drafts in chat's Predicted Outputs terms: drafts the model kept, and those it refused.
+  const spec = obj(obj(u.task_runtime).speculative);
+  if (typeof spec.drafted === 'number' && typeof spec.accepted === 'number') {
+    details.accepted_prediction_tokens = spec.accepted;
+    details.rejected_prediction_tokens = spec.drafted - spec.accepted;
+  }
+  if (Object.keys(details).length) out.completion_tokens_details = details;
   return out;
 }
 

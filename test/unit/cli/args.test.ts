@@ -1,8 +1,13 @@
-// `task-runtime serve` flags that choose how models run: --context-size (auto or a token count in range).
+// `task-runtime serve` flags that choose how models run: --context-size (auto or a token count in range), speculative
+// decoding (--prompt-lookup, --draft-model).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseArgs, UsageError } from '../../../src/cli/args';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { MAX_CONTEXT_SIZE, MIN_CONTEXT_SIZE } from '../../../src/backends/llama/contextChoice';
+import { writeTestModel } from '../../../src/backends/llama/demoModel';
 
 const serveArgs = (argv: string[]) => {
   const a = parseArgs(['serve', ...argv]);
@@ -88,4 +93,39 @@ test('make-test-model takes one path, and --family names one of the real familie
   assert.throws(() => parseArgs(['make-test-model', '--family', 'mistral', 'm.gguf']), /--family must be one of qwen3, llama3.1, gemma3, gpt-oss/);
   assert.throws(() => parseArgs(['make-test-model', '--family']), UsageError);
   assert.throws(() => parseArgs(['make-test-model', '--family', 'qwen3']), /exactly one argument/);
+});
+
+test('--prompt-lookup takes auto, on or off; --draft-model must name an existing GGUF file, kept as an absolute path', () => {
+  assert.equal(serveArgs([]).promptLookup, undefined);
+  assert.equal(serveArgs([]).draftModel, undefined);
+  for (const c of ['auto', 'on', 'off'] as const) assert.equal(serveArgs(['--prompt-lookup', c]).promptLookup, c);
+  for (const bad of ['yes', 'ON']) {
+    assert.throws(
+      () => serveArgs(['--prompt-lookup', bad]),
+      (e: Error) => e instanceof UsageError && /--prompt-lookup must be one of auto, on, off/.test(e.message),
+      bad,
+    );
+  }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'draft-args-'));
+  try {
+    const gguf = path.join(dir, 'draft.gguf');
+    writeTestModel(gguf, { seed: 2 });
+    assert.equal(serveArgs(['--draft-model', path.relative(process.cwd(), gguf)]).draftModel, gguf);
+    const text = path.join(dir, 'notes.gguf');
+    fs.writeFileSync(text, 'not a model');
+    const cases: Array<[string, RegExp]> = [
+      [path.join(dir, 'missing.gguf'), /--draft-model: draft model file not found: missing\.gguf\./],
+      [dir, /--draft-model: draft model draft-args-\w+ is not a file\./],
+      [text, /--draft-model: draft model notes\.gguf is not a GGUF file\./],
+    ];
+    for (const [file, message] of cases) {
+      assert.throws(
+        () => serveArgs(['--draft-model', file]),
+        (e: Error) => e instanceof UsageError && message.test(e.message) && !e.message.includes(dir),
+        file,
+      );
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

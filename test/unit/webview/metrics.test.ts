@@ -252,3 +252,22 @@ test('a real task on the tiny model: its stored events give consistent timings a
     await runtime.close();
   }
 });
+
+test("speculative decoding's drafted and accepted tokens reach the task's usage (usage.task_runtime.speculative) and the panel", async () => {
+  const speculating = new LlamaBackend({ models: [{ id: 'tiny', source: testModelPath() }], promptLookup: 'on', threads: 1 });
+  const runtime = await TaskRuntime.open({ dataDir: tempDir('tr-metrics-spec-'), backend: speculating });
+  try {
+    // Greedy output of the random model falls into a loop within a few tokens: lookup drafts it.
+    const { task } = runtime.createTask({ origin: 'editor', principal: 'editor', input: { ...prompt('loop', 80), temperature: 0 } });
+    const done = await runtime.waitForTerminal(task.id);
+    assert.equal(done.status, 'succeeded');
+    const spec = done.usage!.task_runtime?.speculative;
+    assert.ok(spec && spec.accepted > 0 && spec.accepted <= spec.drafted, JSON.stringify(done.usage));
+    const events: WireEvent[] = runtime.readEvents(task.id).map((e) => ({ seq: e.seq, type: e.type, data: e.data, at: e.createdAt }));
+    const { state } = applyEvents(initialState(task.id), events);
+    assert.deepEqual(state.usage?.speculative, spec);
+  } finally {
+    await runtime.close();
+    await speculating.dispose();
+  }
+});

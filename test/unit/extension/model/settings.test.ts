@@ -2,7 +2,11 @@
 // entries are checked like `serve --engine` (http(s) only, no credentials in URLs, unique names), a bad entry skipped
 // with a message naming it; which changes restart the runtime. (package.json against these: ../manifest.test.ts.)
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { describe, it, test } from 'node:test';
+import { writeTestModel } from '../../../../src/backends/llama/demoModel';
 import { plainLocalize } from '../../../../src/extension/model/format';
 import { readSettings, restartNeeded, DEFAULT_SETTINGS } from '../../../../src/extension/model/settings';
 
@@ -103,4 +107,28 @@ test('taskRuntime.webhook.url: an http(s) URL, else none with a message that doe
   }
   assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, webhookUrl: 'https://hooks.example/' }), true);
   assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, webhookAllowPrivate: true }), true);
+});
+
+test('taskRuntime.promptLookup is auto, on or off; taskRuntime.draftModel must be a GGUF file; both restart the runtime', () => {
+  const read = (values: Record<string, unknown>) => readSettings((k) => values[k], plainLocalize);
+  assert.equal(read({}).settings.promptLookup, 'auto');
+  assert.equal(read({ promptLookup: 'off' }).settings.promptLookup, 'off');
+  const bad = read({ promptLookup: 'always' });
+  assert.equal(bad.settings.promptLookup, 'auto');
+  assert.match(bad.problems[0]!, /taskRuntime\.promptLookup must be one of auto, on, off; using auto/);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'draft-setting-'));
+  try {
+    const gguf = path.join(dir, 'd.gguf');
+    writeTestModel(gguf, { seed: 2 });
+    assert.equal(read({ draftModel: gguf }).settings.draftModel, gguf);
+    assert.equal(read({ draftModel: '' }).settings.draftModel, '');
+    const missing = read({ draftModel: path.join(dir, 'gone.gguf') });
+    assert.equal(missing.settings.draftModel, '');
+    assert.match(missing.problems[0]!, /taskRuntime\.draftModel: draft model file not found: gone\.gguf; no draft model is used/);
+    assert.match(read({ draftModel: 7 }).problems[0]!, /taskRuntime\.draftModel must be the path of a \.gguf file/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, promptLookup: 'on' }), true);
+  assert.equal(restartNeeded(DEFAULT_SETTINGS, { ...DEFAULT_SETTINGS, draftModel: '/m/d.gguf' }), true);
 });

@@ -9,6 +9,7 @@ import {
   ChatChunkTranslator,
   chatCompletionId,
   chatCompletionOf,
+  chatUsage,
   endProblem,
   finishReasonOf,
   taskIdOfChatCompletion,
@@ -400,5 +401,18 @@ describe('Responses events → chat.completion.chunk', () => {
     assert.deepEqual(failed, [{ error: { message: 'too long', type: 'invalid_request_error', param: null, code: 'context_length_exceeded' } }]);
     const cancelled: any[] = run([['response.cancelled', { response: { status: 'cancelled' } }]]);
     assert.equal(cancelled[0].error.code, 'task_cancelled');
+  });
+});
+
+describe('chat usage', () => {
+  it("maps speculative decoding's drafts to Predicted Outputs' accepted and rejected prediction tokens", () => {
+    const usage = { input_tokens: 10, output_tokens: 40, total_tokens: 50, task_runtime: { speculative: { drafted: 30, accepted: 24 } } };
+    assert.deepEqual(chatUsage(usage), {
+      prompt_tokens: 10,
+      completion_tokens: 40,
+      total_tokens: 50,
+      completion_tokens_details: { accepted_prediction_tokens: 24, rejected_prediction_tokens: 6 },
+    });
+    assert.equal(chatUsage({ input_tokens: 1, output_tokens: 2, total_tokens: 3 })!.completion_tokens_details, undefined);
   });
 });
