@@ -213,6 +213,11 @@ export interface Usage {
   total_tokens: number;
   /** Input tokens a backend did not evaluate again (a kept prompt prefix). */
   input_tokens_details?: { cached_tokens: number };
+  /**
+   * Of output_tokens, those of reasoning items (OPENAI-WIRE §3.2); present when there were some and every one was
+   * counted (not after a resume that had delivered reasoning before the restart).
+   */
+  output_tokens_details?: { reasoning_tokens: number };
 }
 
 export interface TaskRecord {
