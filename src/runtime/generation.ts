@@ -68,7 +68,7 @@ export interface RequeueRequest {
 }
 
 /** How the backend's stream ended: the text and tokens delivered, and its result or what it threw. */
-type Streamed = { text: string; tokens: number; logprobs?: TokenLogprob[]; segments?: OutputSegment[] } & (
+type Streamed = { text: string; tokens: number; logprobs?: TokenLogprob[]; segments?: OutputSegment[]; reasoningTokens?: number } & (
   { ok: true; result: GenerateResult } | { ok: false; error: unknown }
 );
 
@@ -205,6 +205,9 @@ export class GenerationRun {
     // The output so far (a resumed attempt's delivered segments first): turns pieces into steps and items.
     const output = new OutputAssembler(this.messageId, resumed ? (resumed.segments ?? [{ text: resumed.text }]) : undefined);
     let tokens = resumed?.outputTokens ?? 0;
+    // Output tokens of reasoning, counted where every one was seen: not after a resume that delivered reasoning before
+    // the restart (the store keeps no count per channel), then unknown.
+    let reasoningTokens = resumed?.segments?.some((s) => s.channel?.kind === 'reasoning') ? undefined : 0;
     // Log-probabilities of every delivered token, when the request asked for them (the final output part carries them).
     let logprobs = resumed?.logprobs ? [...resumed.logprobs] : undefined;
     // Writes run from timers and backend callbacks: a failed one (now, or its background sync later) must stop the
@@ -251,6 +254,7 @@ export class GenerationRun {
         onText: (piece, n, lp, channel) => {
           if (lp && !channel) (logprobs ??= []).push(...lp);
           tokens += n;
+          if (channel?.kind === 'reasoning' && reasoningTokens !== undefined) reasoningTokens += n;
           batcher.add(output.push(piece, channel, channel ? undefined : lp));
         },
         snapshots: snapshotsWanted
@@ -266,7 +270,7 @@ export class GenerationRun {
       });
       // The last item closes with the response: written with the text before the terminal batch.
       if (result.finishReason !== 'max_output_tokens') batcher.add(output.finish());
-      return { text: output.text, segments: output.segments, tokens, logprobs, ok: true, result };
+      return { text: output.text, segments: output.segments, tokens, logprobs, reasoningTokens, ok: true, result };
     } catch (error) {
       return { text: output.text, segments: output.segments, tokens, logprobs, ok: false, error };
     } finally {
@@ -338,6 +342,7 @@ export class GenerationRun {
       messageId: this.messageId,
       logprobs: streamed.logprobs,
       ...(streamed.segments ? { segments: streamed.segments } : {}),
+      ...(streamed.reasoningTokens ? { reasoningTokens: streamed.reasoningTokens } : {}),
     };
     if (this.storeError) throw this.storeError;
     if (!streamed.ok) {

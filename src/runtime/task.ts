@@ -218,6 +218,11 @@ export interface Usage {
    * only when the generation drafted any.
    */
   task_runtime?: { speculative: { drafted: number; accepted: number } };
+  /**
+   * Of output_tokens, those of reasoning items (OPENAI-WIRE §3.2); present when there were some and every one was
+   * counted (not after a resume that had delivered reasoning before the restart).
+   */
+  output_tokens_details?: { reasoning_tokens: number };
 }
 
 export interface TaskRecord {

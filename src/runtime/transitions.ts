@@ -58,6 +58,8 @@ export interface Delivered {
    * the items after the message follow from it (outputItems.ts itemsOf). Absent: `text` is all there was.
    */
   segments?: OutputSegment[];
+  /** Output tokens of reasoning, when counted (usage.output_tokens_details.reasoning_tokens). */
+  reasoningTokens?: number;
 }
 
 export const NOTHING_DELIVERED: Delivered = { text: '' };
@@ -244,6 +246,7 @@ export class TaskTransitions {
     };
     if (result.cachedInputTokens) usage.input_tokens_details = { cached_tokens: result.cachedInputTokens };
     if (result.speculative && result.speculative.drafted > 0) usage.task_runtime = { speculative: { ...result.speculative } };
+    if (delivered.reasoningTokens) usage.output_tokens_details = { reasoning_tokens: delivered.reasoningTokens };
     const completedAt = this.now();
     return this.move(id, {
       to: 'succeeded',

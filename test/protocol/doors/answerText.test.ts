@@ -60,6 +60,9 @@ describe('answer text through every door', () => {
     assert.equal(r.output_text, ANSWER);
     const reasoning = r.output.filter((i) => i.type === 'reasoning');
     assert.ok(JSON.stringify(reasoning).includes(THOUGHT), JSON.stringify(r.output));
+    // OPENAI-WIRE §3.2: the thought's tokens (3 of the 5) are counted as reasoning.
+    assert.deepEqual(r.usage?.output_tokens_details, { reasoning_tokens: 3 });
+    assert.equal(r.usage?.output_tokens, 5);
   });
 
   it('/responses streamed: output_text deltas are the answer, reasoning_text deltas the thought', async () => {
@@ -109,6 +112,7 @@ describe('answer text through every door', () => {
     const openai = new OpenAI({ baseURL: endpoint.lmspUrl, apiKey: TOKEN, maxRetries: 0 });
     const c = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(c.choices[0].message.content, ANSWER);
+    assert.equal(c.usage?.completion_tokens_details?.reasoning_tokens, 3);
     let streamed = '';
     for await (const chunk of await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true })) {
       streamed += chunk.choices[0]?.delta?.content ?? '';
@@ -182,6 +186,11 @@ describe('a real thinker through the doors (the tiny model with a template that 
     const message = final.output.flatMap((i) => (i.type === 'message' ? i.content : []));
     assert.equal(message.map((p) => (p.type === 'output_text' ? p.text : '')).join(''), text);
     assert.ok(!text.includes('</think>') && !text.includes(thought.slice(0, 16)), JSON.stringify(text));
+    // 128 thought tokens (the budget), give or take the delimiters' tokens carried with the pieces around them.
+    // (The output ends at max_output_tokens: `response.incomplete`, which the SDK's stream does not take as final.)
+    const { usage } = await openai.responses.retrieve(final.id);
+    const rt = usage?.output_tokens_details.reasoning_tokens ?? 0;
+    assert.ok(rt >= 120 && rt <= 140 && rt < usage!.output_tokens, JSON.stringify(usage));
 
     const c = await openai.chat.completions.create({
       model: 'thinker',
