@@ -10,7 +10,7 @@ import type { ModelBackend } from '../runtime/backend';
 import { CompositeBackend } from './composite';
 import { ensureDemoModel } from './llama/demoModel';
 import type { ConcurrencyChoice, ContextSizeChoice } from './llama/contextChoice';
-import type { GpuChoice, GpuLayersChoice, ThreadsChoice } from './llama/hardware';
+import type { GpuChoice, GpuLayersChoice, NativeBuildsChoice, ThreadsChoice } from './llama/hardware';
 import { LlamaBackend } from './llama/llamaBackend';
 import { isModelUri } from './modelSource';
 import type { EngineConfig } from './remote/config';
@@ -32,6 +32,8 @@ export interface ComposeOptions {
     concurrency?: ConcurrencyChoice;
     /** Idle models unload after this long (ms; 0 = never). */
     keepAliveMs?: number;
+    /** Where the native build is looked for (nativeBuild.ts), or false: the prebuilt binary only (default). */
+    nativeBuilds?: NativeBuildsChoice;
   };
   /** More members, served after the local and remote models. */
   members?: readonly ModelBackend[];

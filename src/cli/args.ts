@@ -29,6 +29,7 @@ export class UsageError extends Error {
 export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
+                     [--engine-build auto|prebuilt]
                      [--context-size N|auto]
                      [--concurrency N|auto] [--keep-alive DURATION] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
                      [--max-queued-per-principal N] [--max-streams-per-principal N]
@@ -38,6 +39,7 @@ export const USAGE = `Usage:
                      [--engine-resume NAME[=off]]...
                      [--webhook PRINCIPAL=URL --webhook-secret-file PRINCIPAL=FILE]... [--webhook-allow-private]
   task-runtime make-test-model <out.gguf>
+  task-runtime build-engine [--jobs N]
   task-runtime --help
 
 serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoints on 127.0.0.1.
@@ -49,6 +51,9 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
                           prompts on every core); a number N bounds it: prompts on N, steps on the fastest count up to N
            --gpu          GPU API (default auto: the best working build, else the CPU; off: CPU only)
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
+           --engine-build auto (default): on the CPU, this machine's native build when build-engine made one,
+                          else node-llama-cpp's prebuilt binary (the log line says which and why); prebuilt: always
+                          the prebuilt binary
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
                           context_length_exceeded (a default budget is capped to the room)
@@ -86,7 +91,13 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --webhook-secret-file  PRINCIPAL=FILE: the endpoint's signing secret (whsec_..., first line of FILE;
                           created with a fresh secret and mode 0600 when missing; never logged)
            --webhook-allow-private  deliver to private, loopback and link-local addresses too (refused by default)
-make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.`;
+make-test-model  Writes the tiny random-weight GGUF used by tests and the demo.
+
+build-engine  Builds llama.cpp (the source node-llama-cpp ships; offline) for this machine with OpenMP and native
+           CPU flags into a cache outside node_modules (~/.cache/task-runtime/native-builds, or
+           $TASK_RUNTIME_NATIVE_BUILDS_DIR), keyed by node-llama-cpp's version and this CPU; serve and the editor
+           use it from then on (docs/native-build.md). Needs cmake, a C++ compiler and git; minutes of CPU.
+           --jobs         parallel compile jobs (default: every core)`;
 
 export interface ServeArgs {
   command: 'serve';
@@ -97,6 +108,8 @@ export interface ServeArgs {
   threads?: ThreadsChoice;
   gpu?: GpuChoice;
   gpuLayers?: GpuLayersChoice;
+  /** --engine-build: 'auto' (the native build when cached) or 'prebuilt'; undefined = auto. */
+  engineBuild?: 'auto' | 'prebuilt';
   contextSize?: ContextSizeChoice;
   concurrency?: ConcurrencyChoice;
   /** Milliseconds, 0 = never unload (keepAlive.ts). */
@@ -132,7 +145,10 @@ export interface EngineArg {
   resume?: boolean;
 }
 
-export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'help' };
+export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string } | { command: 'build-engine'; jobs?: number } | { command: 'help' };
+
+/** The most compile jobs `build-engine --jobs` takes. */
+export const MAX_BUILD_JOBS = 256;
 
 /** `flag`: takes no value. */
 type FlagKind = 'string' | 'int' | 'list' | 'flag';
@@ -144,6 +160,7 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   threads: { kind: 'string' },
   gpu: { kind: 'string' },
   'gpu-layers': { kind: 'string' },
+  'engine-build': { kind: 'string' },
   'context-size': { kind: 'string' },
   concurrency: { kind: 'string' },
   'keep-alive': { kind: 'string' },
@@ -173,8 +190,26 @@ export function parseArgs(argv: readonly string[]): CliArgs {
     if (rest.length !== 1 || rest[0].startsWith('-')) throw new UsageError('make-test-model takes exactly one argument: the output .gguf path.');
     return { command: 'make-test-model', out: rest[0] };
   }
+  if (command === 'build-engine') return parseBuildEngine(rest);
   if (command !== 'serve') throw new UsageError(`Unknown command "${command}".`);
   return parseServe(rest);
+}
+
+function parseBuildEngine(args: readonly string[]): { command: 'build-engine'; jobs?: number } {
+  let jobs: number | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const m = /^--jobs(?:=(.*))?$/.exec(arg);
+    if (!m) throw new UsageError(arg.startsWith('--') ? `Unknown option "${arg.split('=')[0]}" for build-engine.` : `Unexpected argument "${arg}".`);
+    if (jobs !== undefined) throw new UsageError('Option --jobs given more than once.');
+    const raw = m[1] ?? args[++i];
+    if (raw === undefined || raw === '') throw new UsageError('Option --jobs needs a value.');
+    if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_BUILD_JOBS) {
+      throw new UsageError(`--jobs must be an integer from 1 to ${MAX_BUILD_JOBS}, got "${raw}".`);
+    }
+    jobs = Number(raw);
+  }
+  return { command: 'build-engine', ...(jobs !== undefined ? { jobs } : {}) };
 }
 
 function parseServe(args: readonly string[]): ServeArgs {
@@ -221,6 +256,7 @@ function parseServe(args: readonly string[]): ServeArgs {
     threads: autoOrInt('threads', 1, MAX_THREADS),
     gpu: gpuChoice(values.get('gpu')?.[0]),
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
+    engineBuild: engineBuild(values.get('engine-build')?.[0]),
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
     concurrency: autoOrInt('concurrency', 1, MAX_CONCURRENCY),
     keepAliveMs: keepAlive(values.get('keep-alive')?.[0]),
@@ -357,6 +393,12 @@ function keepAlive(raw: string | undefined): number | undefined {
   if (ms === undefined)
     throw new UsageError(`--keep-alive must be 0 (never), seconds, or a duration such as 30s, 5m or 1h (at most 24h), got "${raw}".`);
   return ms;
+}
+
+function engineBuild(raw: string | undefined): 'auto' | 'prebuilt' | undefined {
+  if (raw === undefined) return undefined;
+  if (raw !== 'auto' && raw !== 'prebuilt') throw new UsageError(`--engine-build must be auto or prebuilt, got "${raw}".`);
+  return raw;
 }
 
 function gpuChoice(raw: string | undefined): GpuChoice | undefined {

@@ -2,6 +2,7 @@
 // Entry point of the `task-runtime` command (bundled to dist/cli.js).
 import * as path from 'node:path';
 import { writeTestModel } from '../backends/llama/demoModel';
+import { buildNativeEngine, nativeBuildsRoot } from '../backends/llama/nativeBuild';
 import { parseArgs, USAGE, UsageError } from './args';
 import { serve } from './serve';
 
@@ -20,6 +21,27 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       await serve(args);
       return;
+    case 'build-engine': {
+      const root = nativeBuildsRoot();
+      const controller = new AbortController();
+      process.once('SIGINT', () => controller.abort());
+      let shown = -1;
+      const build = await buildNativeEngine({
+        root,
+        ...(args.jobs !== undefined ? { jobs: args.jobs } : {}),
+        signal: controller.signal,
+        onProgress: (p) => {
+          // Compile progress every 5 %, the other phases as they come.
+          const pct = p.fraction === undefined ? undefined : Math.floor(p.fraction * 20) * 5;
+          if (p.phase === 'compile' && pct === shown) return;
+          if (pct !== undefined) shown = pct;
+          process.stderr.write(`build-engine: ${p.message}\n`);
+        },
+      });
+      process.stderr.write(`build-engine: ready: ${build.key} (${build.manifest.buildSeconds} s)\n`);
+      process.stdout.write(build.bindingPath + '\n');
+      return;
+    }
   }
 }
 

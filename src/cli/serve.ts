@@ -5,6 +5,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { composeBackend } from '../backends/compose';
+import {
+  findNativeBuild,
+  machineIdentity,
+  missingBuildTools,
+  nativeBuildKey,
+  nativeBuildOffer,
+  nativeBuildsRoot,
+  nodeLlamaCppPackage,
+} from '../backends/llama/nativeBuild';
 import { isModelUri } from '../backends/modelSource';
 import { parseKey, type EngineConfig } from '../backends/remote/config';
 import type { RemoteEngine } from '../backends/remote/engine';
@@ -83,6 +92,17 @@ function demoWarning(modelPath: string): string {
 }
 
 /** One line per engine endpoint: up or down, and what decides resume and slot probing. */
+/** One line at start when this machine has no usable native build and could make one (nativeBuild.ts). */
+function offerNativeBuild(root: string): void {
+  try {
+    const pkg = nodeLlamaCppPackage();
+    const offer = nativeBuildOffer(findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity())), missingBuildTools(pkg));
+    if (offer) log(offer);
+  } catch (err) {
+    log(`native engine build: not checked (${err instanceof Error ? err.message : String(err)})`);
+  }
+}
+
 function logEngines(engines: readonly RemoteEngine[]): void {
   for (const engine of engines) {
     for (const ep of engine.endpoints) {
@@ -170,6 +190,8 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     kind: e.kind,
     resume: e.resume,
   }));
+  const nativeBuilds = args.engineBuild === 'prebuilt' ? false : nativeBuildsRoot();
+  if (nativeBuilds !== false && (args.models.length > 0 || args.engines.length === 0)) offerNativeBuild(nativeBuilds);
   const composed = await composeBackend({
     models: args.models,
     engines,
@@ -181,6 +203,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
       contextSize: args.contextSize ?? 'auto',
       concurrency,
       ...(args.keepAliveMs !== undefined ? { keepAliveMs: args.keepAliveMs } : {}),
+      nativeBuilds,
     },
     members: extensions.backends,
     log,

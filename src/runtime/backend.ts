@@ -62,6 +62,11 @@ export interface ModelHardware {
    * one): the features they serve (batching, thread split, sampling guard, resume in a grammar) are off.
    */
   nativeSeamsMissing?: string[];
+  /**
+   * Which llama.cpp binary the model runs on: node-llama-cpp's prebuilt one, or this machine's native build (OpenMP,
+   * native CPU flags; docs/native-build.md) by its cache key; `reason`: why a native build is not used.
+   */
+  build?: { kind: 'prebuilt' | 'native'; key?: string; reason?: string };
 }
 
 /** One line for logs: "vulkan (NVIDIA H200), 16/16 layers, VRAM 1.2/150.0 GB, 15 threads (calibration)". */
@@ -74,6 +79,7 @@ export function describeHardware(h: ModelHardware): string {
   if (h.promptThreads !== undefined && h.promptThreads !== h.threads) parts.push(`${h.promptThreads} for prompts`);
   if (h.sequences !== undefined) parts.push(`${h.sequences} sequence(s) batched (${h.sequencesFrom ?? 'setting'})`);
   if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);
+  if (h.build) parts.push(h.build.kind === 'native' ? `native build ${h.build.key ?? '?'}` : 'prebuilt binary');
   let s = parts.join(', ');
   if (h.fallbackReason) s += `; ${h.fallbackReason}`;
   if (h.nativeSeamsMissing?.length) s += `; engine internals missing: ${h.nativeSeamsMissing.join(', ')}`;
