@@ -96,7 +96,7 @@ function demoWarning(modelPath: string): string {
 function offerNativeBuild(root: string): void {
   try {
     const pkg = nodeLlamaCppPackage();
-    const offer = nativeBuildOffer(findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity())), missingBuildTools(pkg));
+    const offer = nativeBuildOffer(findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity())), missingBuildTools(pkg, undefined, root));
     if (offer) log(offer);
   } catch (err) {
     log(`native engine build: not checked (${err instanceof Error ? err.message : String(err)})`);

@@ -134,15 +134,24 @@ export function localNativeBuild(root = nativeBuildsRoot()): NativeBuildState {
   return findNativeBuild(root, nativeBuildKey(nodeLlamaCppPackage().version, machineIdentity()));
 }
 
-/** What a build needs that this machine lacks (empty: it can build). */
-export function missingBuildTools(pkg: NodeLlamaCppPackage | undefined, has: (cmd: string) => boolean = onPath): string[] {
+/** The prepared llama.cpp source of a build (node-llama-cpp's addon files beside a checkout of its llama.cpp). */
+export function sourceDir(root: string, pkg: NodeLlamaCppPackage): string {
+  return path.join(root, `src-nlc-${pkg.version}-${pkg.llamaCppRelease}`);
+}
+
+/**
+ * What a build needs that this machine lacks (empty: it can build). With the source already prepared under `root`
+ * (an earlier build, or a GPU check's carried copy), neither git nor node-llama-cpp's source bundle is needed.
+ */
+export function missingBuildTools(pkg: NodeLlamaCppPackage | undefined, has: (cmd: string) => boolean = onPath, root = nativeBuildsRoot()): string[] {
   const missing: string[] = [];
+  const prepared = pkg !== undefined && fs.existsSync(path.join(sourceDir(root, pkg), '.ready'));
   if (!has('cmake')) missing.push('cmake');
   if (!['c++', 'g++', 'clang++'].some(has) && process.platform !== 'win32') missing.push('a C++ compiler (g++ or clang++)');
-  if (!has('git')) missing.push('git');
+  if (!prepared && !has('git')) missing.push('git');
   // node-llama-cpp's CMakeLists runs `node` to find node-addon-api's headers.
   if (!has('node')) missing.push('node on PATH');
-  if (pkg && !fs.existsSync(path.join(pkg.dir, 'llama', 'gitRelease.bundle'))) {
+  if (pkg && !prepared && !fs.existsSync(path.join(pkg.dir, 'llama', 'gitRelease.bundle'))) {
     missing.push("node-llama-cpp's llama.cpp source (llama/gitRelease.bundle; the packaged extension leaves it out: build with the CLI from npm)");
   }
   return missing;
@@ -217,7 +226,7 @@ export async function buildNativeEngine(options: BuildOptions = {}): Promise<Nat
   const key = nativeBuildKey(pkg.version, machine);
   const found = findNativeBuild(root, key);
   if (found.state === 'ready') return found;
-  const missing = missingBuildTools(pkg);
+  const missing = missingBuildTools(pkg, undefined, root);
   if (missing.length) throw new BuildError(`cannot build the native engine here: missing ${missing.join(', ')}`);
   const progress = options.onProgress ?? (() => {});
   const output = options.onOutput ?? (() => {});
@@ -226,7 +235,7 @@ export async function buildNativeEngine(options: BuildOptions = {}): Promise<Nat
   fs.rmSync(path.join(dir, MANIFEST_FILE), { force: true });
   fs.mkdirSync(dir, { recursive: true });
 
-  const src = path.join(root, `src-nlc-${pkg.version}-${pkg.llamaCppRelease}`);
+  const src = sourceDir(root, pkg);
   if (!fs.existsSync(path.join(src, '.ready'))) {
     progress({ phase: 'source', message: `preparing the llama.cpp ${pkg.llamaCppRelease} source node-llama-cpp ${pkg.version} ships` });
     fs.rmSync(src, { recursive: true, force: true });
