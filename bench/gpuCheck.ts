@@ -24,5 +24,5 @@ const done = (p: Promise<unknown>) =>
 
 const part = process.argv[2];
 if (part === 'streams') void done(gpuStreamsBench({ onPart: print }));
-else if (part === 'native') void done(nativeBuildBench().then(print));
+else if (part === 'native') void done(nativeBuildBench({ onPart: print }));
 else printHardwareBench(part === 'hardware' ? [process.argv[0]!, process.argv[1]!, ...process.argv.slice(3)] : process.argv);

@@ -108,9 +108,9 @@ export async function gpuStreamsBench(given: GpuStreamsOptions = {}): Promise<Re
     const oursStream = (input: string) => oursOnce(ep, input, tokens);
     await oursStream('warm');
     const models = (await (await fetch(`${ours.lmsp}/models`, { headers: { authorization: `Bearer ${ours.token}` } })).json()) as {
-      data: Array<{ task_runtime?: { hardware?: { summary?: string } } }>;
+      data: Array<{ id: string; task_runtime?: { hardware?: { summary?: string } } }>;
     };
-    part({ ours_hardware: models.data[0]?.task_runtime?.hardware?.summary ?? '?' });
+    part({ ours_hardware: models.data.find((m) => m.id === 'bench')?.task_runtime?.hardware?.summary ?? '?' });
     if (!skipped) {
       server = await startLlamaServer({ model: modelPath, ctx, threads: o.threads, parallel: maxStreams, extraArgs: o.llamaServerArgs });
       part({ llama_server: `${path.basename(llamaServerBinary())} ${o.llamaServerArgs!.join(' ')}`.trim() });

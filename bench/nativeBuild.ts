@@ -13,8 +13,10 @@ import { writeTestModel } from '../src/backends/llama/demoModel';
 import { localNativeBuild } from '../src/backends/llama/nativeBuild';
 
 const ROUNDS = Number(process.env.NATIVE_BENCH_ROUNDS ?? 3);
-/** Thread counts of the raw runs (the GPU check passes 1,4,8,16 on 16 cores). */
+/** Thread counts of the raw runs (the GPU check passes 1,4,16 on 16 cores). */
 const THREADS = (process.env.NATIVE_BENCH_THREADS ?? '1,2').split(',').map(Number);
+/** Which models (default both). */
+const MODELS = (process.env.NATIVE_BENCH_MODELS ?? 'demo,embd512x8').split(',');
 const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 
 interface ChildResult {
@@ -33,7 +35,9 @@ function child(model: string, build: 'prebuilt' | 'native', mode: 'raw' | 'ours'
   return JSON.parse(out.trim().split('\n').pop()!) as ChildResult;
 }
 
-export async function nativeBuildBench(): Promise<Record<string, unknown>> {
+/** `onPart`: called with each model's figures as they are measured (a run cut short still reports them). */
+export async function nativeBuildBench(opts: { onPart?: (part: Record<string, unknown>) => void } = {}): Promise<Record<string, unknown>> {
+  const onPart = opts.onPart;
   const state = localNativeBuild();
   const builds: Array<'prebuilt' | 'native'> = state.state === 'ready' ? ['prebuilt', 'native'] : ['prebuilt'];
   const results: Record<string, unknown> = {
@@ -56,7 +60,8 @@ export async function nativeBuildBench(): Promise<Record<string, unknown>> {
         make: (f: string) => writeTestModel(f, { seed: 2, embd: 512, layers: 8 }),
       },
     ];
-    for (const m of models) {
+    for (const m of models.filter((x) => MODELS.includes(x.name))) {
+      const before = new Set(Object.keys(results));
       m.make(m.file);
       const best: Record<string, number> = {};
       const chosen: Record<string, string> = {};
@@ -80,6 +85,7 @@ export async function nativeBuildBench(): Promise<Record<string, unknown>> {
         const bestOf = (b: string) => Math.max(...THREADS.map((n) => best[`${b}_${n}t`]!));
         results[`${m.name}_native_best_over_prebuilt_best`] = round(bestOf('native') / bestOf('prebuilt'), 2);
       }
+      onPart?.(Object.fromEntries(Object.entries(results).filter(([k]) => !before.has(k) || k === 'native_build')));
     }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -4,7 +4,7 @@
 #   1. builds, in parallel: llama.cpp's llama-server for CUDA (the GPU's own architecture, flash attention off on both
 #      sides) from the llama.cpp source node-llama-cpp ships, and our native engine (`task-runtime build-engine`:
 #      OpenMP, native CPU flags);
-#   2. native: the native build's effect, one stream, prebuilt binary vs native build at 1/4/8/16 threads
+#   2. native: the native build's effect, one stream, prebuilt binary vs native build at 1/4/16 threads
 #      (bench/nativeBuild.ts);
 #   3. streams: the packaged build (our serve on the Vulkan binary the extension ships) against llama-server CUDA on
 #      the same GGUF at 1/4/16/32 streams, and the Messages and Responses doors' first token (bench/gpuStreams.ts);
@@ -156,9 +156,9 @@ fi
 
 # 2. The native build's effect (CPU): one stream, prebuilt vs native, at each thread count.
 if [ $gpu = 1 ]; then
-  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,4,8,16} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-2} step native 150 "$NODE" "$bench" native
+  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,4,16} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-1} step native 150 "$NODE" "$bench" native
 else
-  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,2} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-2} step native 240 "$NODE" "$bench" native
+  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,2} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-1} step native 300 "$NODE" "$bench" native
 fi
 
 # 3. Streams and the doors' first token: the packaged build (Vulkan) against llama-server (CUDA, all layers).

@@ -100,6 +100,7 @@ export async function selectLlama(
       log(`engine: native build ${native.key} (${describeCmake(native.manifest.cmakeOptions)}), from ${native.dir}`);
       return { llama, compute: 'cpu', devices: [], mathCores: llama.cpuMathCores, ...reasonPart, build: { kind: 'native', key: native.key } };
     } catch (err) {
+      // errorText spells no absolute path (the reason reaches GET /models; the cache is under a user's home).
       prebuiltReason = `the native build ${native.key} did not load (${errorText(err, Number.POSITIVE_INFINITY)})`;
     }
   } else if (native) {

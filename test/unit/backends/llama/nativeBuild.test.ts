@@ -183,6 +183,7 @@ describe('which binary loads (real node-llama-cpp; this machine has no GPU)', ()
       logs.some((l) => l === `engine: prebuilt binary: ${reason}`),
       logs.join('\n'),
     );
+    assert.ok(!reason.includes(broken), `the reason (GET /models shows it) names no absolute path: ${reason}`);
 
     // Through the backend: the model loads and generates on the prebuilt binary; the report names it.
     const lines: string[] = [];
