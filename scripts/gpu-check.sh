@@ -4,14 +4,16 @@
 #   1. builds, in parallel: llama.cpp's llama-server for CUDA (the GPU's own architecture, flash attention off on both
 #      sides) from the llama.cpp source node-llama-cpp ships, and our native engine (`task-runtime build-engine`:
 #      OpenMP, native CPU flags);
-#   2. native: the native build's effect, one stream, prebuilt binary vs native build at 1/4/16 threads
-#      (bench/nativeBuild.ts);
-#   3. streams: the packaged build (our serve on the Vulkan binary the extension ships) against llama-server CUDA on
+#   2. streams: the packaged build (our serve on the Vulkan binary the extension ships) against llama-server CUDA on
 #      the same GGUF at 1/4/16/32 streams, and the Messages and Responses doors' first token (bench/gpuStreams.ts);
+#   3. native: the native build's effect, one stream, prebuilt binary vs native build at 1/4/16 threads
+#      (bench/nativeBuild.ts);
 #   4. speculative: HOOK for the `speculative` bench section (branch `speculative`): runs it when present;
 #   5. hardware: raw GPU vs LMSP SSE and the thread calibration (bench/hardware.ts), while time is left.
-# Every step has a time limit inside GPU_CHECK_BUDGET_S (default 570 s); one that fails or runs out is reported and
-# the next runs. Output: the terminal, and $GPU_CHECK_OUT (default $OUT, else .gpu-check/out): one file per step and
+# Every step has a time limit inside GPU_CHECK_BUDGET_S (default 570 s; the CUDA build gets what leaves 300 s for the
+# measurements); one that fails or runs out is reported and the next runs. Knobs: GPU_CHECK_CUDA_JOBS (12),
+# GPU_CHECK_NATIVE_JOBS (4), GPU_CHECK_STREAMS, GPU_CHECK_EMBD/LAYERS/TOKENS/ROUNDS (bench/gpuStreams.ts),
+# NATIVE_BENCH_THREADS/ROUNDS/MODELS (bench/nativeBuild.ts), TASK_RUNTIME_LLAMA_SERVER (skip the CUDA build). Output: the terminal, and $GPU_CHECK_OUT (default $OUT, else .gpu-check/out): one file per step and
 # summary.txt.
 #
 # CPU half (no GPU here): bash scripts/gpu-check.sh --cpu-half — steps 2–4 on the CPU with a small model (llama-server:
@@ -127,7 +129,7 @@ if [ $gpu = 1 ]; then
       cmake -S "$src/llama.cpp" -B "$sbuild" $(command -v ninja >/dev/null && echo -G Ninja) -DCMAKE_BUILD_TYPE=Release \
         -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$cap" -DGGML_CUDA_FA=OFF -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON &&
-        timeout $(($(left) - 240)) cmake --build "$sbuild" --target llama-server -j "${GPU_CHECK_CUDA_JOBS:-12}"
+        timeout $(($(left) - 300)) cmake --build "$sbuild" --target llama-server -j "${GPU_CHECK_CUDA_JOBS:-12}"
     ) >"$out/llama-server-build.txt" 2>&1 &
     server_build_pid=$!
   else
@@ -154,14 +156,8 @@ else
   fi
 fi
 
-# 2. The native build's effect (CPU): one stream, prebuilt vs native, at each thread count.
-if [ $gpu = 1 ]; then
-  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,4,16} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-1} step native 150 "$NODE" "$bench" native
-else
-  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,2} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-1} step native 300 "$NODE" "$bench" native
-fi
-
-# 3. Streams and the doors' first token: the packaged build (Vulkan) against llama-server (CUDA, all layers).
+# 2. Streams and the doors' first token, first (what a GPU machine is for): the packaged build (Vulkan) against
+#    llama-server (CUDA, all layers).
 if [ $gpu = 1 ]; then
   GPU_CHECK_GPU=${GPU_CHECK_GPU:-vulkan} GPU_CHECK_STREAMS=${GPU_CHECK_STREAMS:-1,4,16,32} \
     GPU_CHECK_LLAMA_SERVER_ARGS=${GPU_CHECK_LLAMA_SERVER_ARGS:--ngl 999 -fa off} GPU_CHECK_THREADS=${GPU_CHECK_THREADS:-$cores} \
@@ -170,6 +166,13 @@ else
   GPU_CHECK_GPU=off GPU_CHECK_STREAMS=${GPU_CHECK_STREAMS:-1,4} GPU_CHECK_EMBD=${GPU_CHECK_EMBD:-256} \
     GPU_CHECK_LAYERS=${GPU_CHECK_LAYERS:-4} GPU_CHECK_TOKENS=${GPU_CHECK_TOKENS:-64} GPU_CHECK_THREADS=${GPU_CHECK_THREADS:-1} \
     step streams 240 "$NODE" "$bench" streams
+fi
+
+# 3. The native build's effect (CPU): one stream, prebuilt vs native, at each thread count.
+if [ $gpu = 1 ]; then
+  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,4,16} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-1} step native 150 "$NODE" "$bench" native
+else
+  NATIVE_BENCH_THREADS=${NATIVE_BENCH_THREADS:-1,2} NATIVE_BENCH_ROUNDS=${NATIVE_BENCH_ROUNDS:-1} step native 300 "$NODE" "$bench" native
 fi
 
 # 4. HOOK (issue 42 item 3, branch `speculative`): speculative decoding's bench section, when it exists.
