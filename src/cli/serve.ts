@@ -96,7 +96,9 @@ function demoWarning(modelPath: string): string {
 function offerNativeBuild(root: string): void {
   try {
     const pkg = nodeLlamaCppPackage();
-    const offer = nativeBuildOffer(findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity())), missingBuildTools(pkg, undefined, root));
+    const state = findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity()));
+    // The tools are looked for (a few `command -v`) only where a build is not in use.
+    const offer = state.state === 'ready' ? undefined : nativeBuildOffer(state, missingBuildTools(pkg, undefined, root));
     if (offer) log(offer);
   } catch (err) {
     log(`native engine build: not checked (${err instanceof Error ? err.message : String(err)})`);

@@ -190,7 +190,8 @@ export function cmakeArguments(outDir: string, jobs: number): string[] {
     NLC_CURRENT_PLATFORM: `${platform}-${process.arch}`,
     NLC_TARGET_PLATFORM: `${platform}-${process.arch}`,
     NLC_VARIANT: 'native',
-    GGML_METAL: process.platform === 'darwin' ? '1' : 'OFF',
+    // CPU only: a GPU runs on node-llama-cpp's prebuilt GPU binaries (hardware.ts).
+    GGML_METAL: 'OFF',
     GGML_CCACHE: 'OFF',
     LLAMA_CURL: 'OFF',
     LLAMA_HTTPLIB: 'OFF',

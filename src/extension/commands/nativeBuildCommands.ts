@@ -86,7 +86,9 @@ export class NativeBuildCommands extends Disposable {
     let offer: string | undefined;
     try {
       const pkg = nodeLlamaCppPackage();
-      offer = nativeBuildOffer(findNativeBuild(nativeBuildsRoot(), nativeBuildKey(pkg.version, machineIdentity())), missingBuildTools(pkg));
+      const state = findNativeBuild(nativeBuildsRoot(), nativeBuildKey(pkg.version, machineIdentity()));
+      // The tools are looked for (a few `command -v`, blocking) only where a build is not in use.
+      offer = state.state === 'ready' ? undefined : nativeBuildOffer(state, missingBuildTools(pkg));
     } catch (err) {
       this.d.log.info(`native engine build: not checked (${err instanceof Error ? err.message : String(err)})`);
       return;

@@ -8,7 +8,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  cmakeArguments,
   findNativeBuild,
+  missingBuildTools,
+  sourceDir,
   localNativeBuild,
   machineIdentity,
   MANIFEST_FILE,
@@ -63,6 +66,43 @@ describe('native build cache folder', () => {
     assert.equal(nativeBuildsRoot({}, 'darwin', '/Users/u'), path.join('/Users/u', 'Library', 'Caches', 'task-runtime', 'native-builds'));
     assert.equal(nativeBuildsRoot({ LOCALAPPDATA: 'C:\\L' }, 'win32', 'C:\\U'), path.join('C:\\L', 'task-runtime', 'native-builds'));
     assert.ok(!nativeBuildsRoot().includes('node_modules'));
+  });
+});
+
+describe('what a build runs and needs', () => {
+  it('compiles with OpenMP, native CPU flags and one self-contained addon, into the given folder', () => {
+    const args = cmakeArguments('/cache/key/build', 3);
+    assert.equal(args[0], 'compile');
+    for (const a of ['--CDGGML_OPENMP=ON', '--CDGGML_NATIVE=ON', '--CDBUILD_SHARED_LIBS=OFF', '--CDGGML_METAL=OFF', '--parallel=3']) {
+      assert.ok(args.includes(a), `${a} in ${args.join(' ')}`);
+    }
+    assert.equal(args[args.indexOf('--out') + 1], '/cache/key/build');
+  });
+  it('names the missing tools; a prepared source needs neither git nor the source bundle', () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-native-tools-'));
+    try {
+      const pkg = { dir: path.join(root, 'no-such-package'), version: '3.21.1', llamaCppRelease: 'v0.4.0' };
+      const none = () => false;
+      const all = () => true;
+      assert.deepEqual(missingBuildTools(pkg, all, root), [
+        "node-llama-cpp's llama.cpp source (llama/gitRelease.bundle; the packaged extension leaves it out: build with the CLI from npm)",
+      ]);
+      assert.deepEqual(missingBuildTools(pkg, none, root).slice(0, 4), ['cmake', 'a C++ compiler (g++ or clang++)', 'git', 'node on PATH']);
+      fs.mkdirSync(sourceDir(root, pkg), { recursive: true });
+      fs.writeFileSync(path.join(sourceDir(root, pkg), '.ready'), '');
+      assert.deepEqual(missingBuildTools(pkg, all, root), []);
+      assert.deepEqual(
+        missingBuildTools(pkg, (c) => c !== 'git', root),
+        [],
+        'git is not needed once the source is prepared',
+      );
+      assert.deepEqual(
+        missingBuildTools(pkg, (c) => c !== 'cmake', root),
+        ['cmake'],
+      );
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 
