@@ -53,7 +53,7 @@ const round = (n: number, d = 1) => Math.round(n * 10 ** d) / 10 ** d;
 const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
 const STORY = 'Write a long story about a durable task runtime.';
 
-interface StreamRun {
+export interface StreamRun {
   ttftMs: number;
   endAt: number;
   startAt: number;
@@ -61,7 +61,7 @@ interface StreamRun {
 }
 
 /** What one frame of a stream says: a piece of text arrived, the output's token count, or the stream's end. */
-interface FrameReading {
+export interface FrameReading {
   text?: boolean;
   tokens?: number;
   done?: boolean;
@@ -71,7 +71,7 @@ interface FrameReading {
  * POSTs `body` and follows the SSE answer: the first and last text frames' times, and the output tokens (one per
  * text frame unless a frame gives the count).
  */
-async function timedStream(
+export async function timedStream(
   url: string,
   body: unknown,
   read: (f: SseFrame) => FrameReading,
@@ -97,12 +97,12 @@ async function timedStream(
 }
 
 /** Our serve child's LMSP base URL and token. */
-interface OursEndpoint {
+export interface OursEndpoint {
   lmspUrl: string;
   token: string;
 }
 
-function oursOnce(ep: OursEndpoint, input: string, tokens: number): Promise<StreamRun> {
+export function oursOnce(ep: OursEndpoint, input: string, tokens: number): Promise<StreamRun> {
   return timedStream(
     `${ep.lmspUrl}/responses`,
     { model: 'bench', input, max_output_tokens: tokens, temperature: 0.8, stream: true },
@@ -117,7 +117,7 @@ function oursOnce(ep: OursEndpoint, input: string, tokens: number): Promise<Stre
   );
 }
 
-function theirsOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
+export function theirsOnce(server: LlamaServer, input: string, tokens: number): Promise<StreamRun> {
   return timedStream(
     `${server.url}/completion`,
     { prompt: input, n_predict: tokens, temperature: 0.8, stream: true, ignore_eos: true, cache_prompt: true },
@@ -147,7 +147,7 @@ function theirsChatOnce(server: LlamaServer, input: string, tokens: number): Pro
 }
 
 /** N streams at once: aggregate tokens/s (all tokens over first start to last delta) and the median first token. */
-async function concurrent(n: number, once: (input: string) => Promise<StreamRun>) {
+export async function concurrent(n: number, once: (input: string) => Promise<StreamRun>) {
   const runs = await Promise.all(Array.from({ length: n }, (_, i) => once(`${i}: ${STORY}`)));
   const span = Math.max(...runs.map((r) => r.endAt)) - Math.min(...runs.map((r) => r.startAt));
   const tokens = runs.reduce((s, r) => s + r.outputTokens, 0);

@@ -1,11 +1,13 @@
 // Child of the batching bench: the product's `serve` (src/cli/serve.ts, what dist/cli.js runs) in its own process,
 // as llama-server runs in its own, so that the bench's HTTP clients never share our event loop. The bench model is
 // served through serve's extension seam with end-of-generation suppressed (fixed-length streams, like llama-server's
-// ignore_eos); every other option is serve's own.
+// ignore_eos); every other option is serve's own. The CPU prebuilt binary unless --gpu / --engine-build auto say
+// otherwise (the GPU check, scripts/gpu-check.sh, passes them).
 // Usage: node out/bench/batchingServeChild.js MODEL.gguf [serve options...]
 import { parseArgs } from '../src/cli/args';
 import { serve } from '../src/cli/serve';
 import { LlamaBackend } from '../src/backends/llama/llamaBackend';
+import { nativeBuildsRoot } from '../src/backends/llama/nativeBuild';
 
 async function main(argv: string[]): Promise<void> {
   const [modelPath, ...rest] = argv;
@@ -15,7 +17,9 @@ async function main(argv: string[]): Promise<void> {
     models: [{ id: 'bench', source: modelPath }],
     contextSize: args.contextSize,
     threads: args.threads,
-    gpu: 'off',
+    gpu: args.gpu ?? 'off',
+    gpuLayers: args.gpuLayers ?? 'auto',
+    nativeBuilds: args.engineBuild === 'auto' ? nativeBuildsRoot() : false,
     concurrency: args.concurrency,
     keepAliveMs: 0,
     suppressEndOfGeneration: true,

@@ -64,6 +64,12 @@ async function main() {
   suites.push(['batches', () => batchesBench()]);
   const speculative = optional('./speculative', 'speculativeBench');
   if (speculative) suites.push(['speculative', () => speculative({ modelPath })]);
+  // Prebuilt binary vs this machine's native build (task-runtime build-engine), child processes, one run.
+  const nativeBuild = optional('./nativeBuild', 'nativeBuildBench');
+  if (nativeBuild) suites.push(['native_build', () => nativeBuild({ modelPath })]);
+  // The GPU check's streams and doors (scripts/gpu-check.sh); here its CPU half, on a small model.
+  const gpuStreams = optional('./gpuStreams', 'gpuStreamsCpuHalf');
+  if (gpuStreams) suites.push(['gpu_streams', () => gpuStreams({ modelPath })]);
   const hardware = optional('./hardware', 'hardwareBench');
   if (hardware) suites.push(['hardware', () => hardware({ modelPath })]);
 

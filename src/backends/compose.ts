@@ -10,8 +10,8 @@ import type { ModelBackend } from '../runtime/backend';
 import { CompositeBackend } from './composite';
 import { ensureDemoModel } from './llama/demoModel';
 import type { ConcurrencyChoice, ContextSizeChoice } from './llama/contextChoice';
-import type { GpuChoice, GpuLayersChoice, ThreadsChoice } from './llama/hardware';
 import type { PromptLookupChoice } from './llama/speculative';
+import type { GpuChoice, GpuLayersChoice, NativeBuildsChoice, ThreadsChoice } from './llama/hardware';
 import { LlamaBackend } from './llama/llamaBackend';
 import { isModelUri } from './modelSource';
 import type { EngineConfig } from './remote/config';
@@ -36,6 +36,8 @@ export interface ComposeOptions {
     /** Speculative decoding (backends/llama/speculative.ts): prompt lookup, and a draft model's GGUF path. */
     promptLookup?: PromptLookupChoice;
     draftModel?: string;
+    /** Where the native build is looked for (nativeBuild.ts), or false: the prebuilt binary only (default). */
+    nativeBuilds?: NativeBuildsChoice;
   };
   /** More members, served after the local and remote models. */
   members?: readonly ModelBackend[];

@@ -33,6 +33,7 @@ export const USAGE = `Usage:
   task-runtime serve [--data-dir DIR] [--port N] [--model PATH|URI]... [--token-file FILE]
                      [--threads N|auto] [--gpu auto|off|cuda|vulkan|metal] [--gpu-layers N|auto]
                      [--context-size N|auto] [--prompt-lookup auto|on|off] [--draft-model PATH]
+                     [--engine-build auto|prebuilt]
                      [--concurrency N|auto] [--keep-alive DURATION] [--allow-origin ORIGIN]... [--background-restart fail|retry|resume]
                      [--max-queued-per-principal N] [--max-streams-per-principal N]
                      [--max-stored-mb-per-principal N] [--priority-aging-ms N]
@@ -41,6 +42,7 @@ export const USAGE = `Usage:
                      [--engine-resume NAME[=off]]...
                      [--webhook PRINCIPAL=URL --webhook-secret-file PRINCIPAL=FILE]... [--webhook-allow-private]
   task-runtime make-test-model [--family qwen3|llama3.1|gemma3|gpt-oss] <out.gguf>
+  task-runtime build-engine [--jobs N]
   task-runtime --help
 
 serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoints on 127.0.0.1.
@@ -52,6 +54,9 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
                           prompts on every core); a number N bounds it: prompts on N, steps on the fastest count up to N
            --gpu          GPU API (default auto: the best working build, else the CPU; off: CPU only)
            --gpu-layers   layers to offload (default auto: as many as free GPU memory holds)
+           --engine-build auto (default): on the CPU, this machine's native build when build-engine made one,
+                          else node-llama-cpp's prebuilt binary (the log line says which and why); prebuilt: always
+                          the prebuilt binary
            --context-size tokens of context per task (default auto: the model's trained context as far as
                           free memory allows); prompt + max_output_tokens beyond it are refused with 400
                           context_length_exceeded (a default budget is capped to the room)
@@ -96,7 +101,13 @@ serve      Runs the task runtime with its LMSP (/lmsp/v1) and MCP (/mcp) endpoin
            --webhook-allow-private  deliver to private, loopback and link-local addresses too (refused by default)
 make-test-model  Writes the tiny random-weight GGUF used by tests and the demo; with --family, one with that family's
            real tokenizer and chat template (Qwen 3, Llama 3.1, Gemma 3, gpt-oss; needs the development dependencies;
-           docs/model-families.md). Its output is noise.`;
+           docs/model-families.md). Its output is noise.
+
+build-engine  Builds llama.cpp (the source node-llama-cpp ships; offline) for this machine with OpenMP and native
+           CPU flags into a cache outside node_modules (~/.cache/task-runtime/native-builds, or
+           $TASK_RUNTIME_NATIVE_BUILDS_DIR), keyed by node-llama-cpp's version and this CPU; serve and the editor
+           use it from then on (docs/native-build.md). Needs cmake, a C++ compiler and git; minutes of CPU.
+           --jobs         parallel compile jobs (default: every core)`;
 
 export interface ServeArgs {
   command: 'serve';
@@ -107,6 +118,8 @@ export interface ServeArgs {
   threads?: ThreadsChoice;
   gpu?: GpuChoice;
   gpuLayers?: GpuLayersChoice;
+  /** --engine-build: 'auto' (the native build when cached) or 'prebuilt'; undefined = auto. */
+  engineBuild?: 'auto' | 'prebuilt';
   contextSize?: ContextSizeChoice;
   concurrency?: ConcurrencyChoice;
   /** Speculative decoding (backends/llama/speculative.ts). */
@@ -146,7 +159,11 @@ export interface EngineArg {
   resume?: boolean;
 }
 
-export type CliArgs = ServeArgs | { command: 'make-test-model'; out: string; family?: ModelFamily } | { command: 'help' };
+export type CliArgs =
+  ServeArgs | { command: 'make-test-model'; out: string; family?: ModelFamily } | { command: 'build-engine'; jobs?: number } | { command: 'help' };
+
+/** The most compile jobs `build-engine --jobs` takes. */
+export const MAX_BUILD_JOBS = 256;
 
 /** `flag`: takes no value. */
 type FlagKind = 'string' | 'int' | 'list' | 'flag';
@@ -158,6 +175,7 @@ const SERVE_FLAGS: Record<string, { kind: FlagKind; min?: number; max?: number }
   threads: { kind: 'string' },
   gpu: { kind: 'string' },
   'gpu-layers': { kind: 'string' },
+  'engine-build': { kind: 'string' },
   'context-size': { kind: 'string' },
   concurrency: { kind: 'string' },
   'prompt-lookup': { kind: 'string' },
@@ -199,8 +217,26 @@ export function parseArgs(argv: readonly string[]): CliArgs {
     if (args.length !== 1 || args[0].startsWith('-')) throw new UsageError('make-test-model takes exactly one argument: the output .gguf path.');
     return { command: 'make-test-model', out: args[0], ...(family ? { family } : {}) };
   }
+  if (command === 'build-engine') return parseBuildEngine(rest);
   if (command !== 'serve') throw new UsageError(`Unknown command "${command}".`);
   return parseServe(rest);
+}
+
+function parseBuildEngine(args: readonly string[]): { command: 'build-engine'; jobs?: number } {
+  let jobs: number | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    const m = /^--jobs(?:=(.*))?$/.exec(arg);
+    if (!m) throw new UsageError(arg.startsWith('--') ? `Unknown option "${arg.split('=')[0]}" for build-engine.` : `Unexpected argument "${arg}".`);
+    if (jobs !== undefined) throw new UsageError('Option --jobs given more than once.');
+    const raw = m[1] ?? args[++i];
+    if (raw === undefined || raw === '') throw new UsageError('Option --jobs needs a value.');
+    if (!/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_BUILD_JOBS) {
+      throw new UsageError(`--jobs must be an integer from 1 to ${MAX_BUILD_JOBS}, got "${raw}".`);
+    }
+    jobs = Number(raw);
+  }
+  return { command: 'build-engine', ...(jobs !== undefined ? { jobs } : {}) };
 }
 
 function parseServe(args: readonly string[]): ServeArgs {
@@ -247,6 +283,7 @@ function parseServe(args: readonly string[]): ServeArgs {
     threads: autoOrInt('threads', 1, MAX_THREADS),
     gpu: gpuChoice(values.get('gpu')?.[0]),
     gpuLayers: autoOrInt('gpu-layers', 0, MAX_GPU_LAYERS),
+    engineBuild: engineBuild(values.get('engine-build')?.[0]),
     contextSize: autoOrInt('context-size', MIN_CONTEXT_SIZE, MAX_CONTEXT_SIZE),
     concurrency: autoOrInt('concurrency', 1, MAX_CONCURRENCY),
     promptLookup: promptLookup(values.get('prompt-lookup')?.[0]),
@@ -400,6 +437,12 @@ function draftModel(raw: string | undefined): string | undefined {
   const problem = checkDraftModelFile(file);
   if (problem) throw new UsageError(`--draft-model: ${problem}.`);
   return file;
+}
+
+function engineBuild(raw: string | undefined): 'auto' | 'prebuilt' | undefined {
+  if (raw === undefined) return undefined;
+  if (raw !== 'auto' && raw !== 'prebuilt') throw new UsageError(`--engine-build must be auto or prebuilt, got "${raw}".`);
+  return raw;
 }
 
 function gpuChoice(raw: string | undefined): GpuChoice | undefined {

@@ -3,6 +3,7 @@
 import * as path from 'node:path';
 import { writeTestModel } from '../backends/llama/demoModel';
 import { writeFamilyModel } from '../backends/llama/familyModel';
+import { buildNativeEngine, nativeBuildsRoot } from '../backends/llama/nativeBuild';
 import { parseArgs, USAGE, UsageError } from './args';
 import { serve } from './serve';
 
@@ -22,6 +23,27 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       await serve(args);
       return;
+    case 'build-engine': {
+      const root = nativeBuildsRoot();
+      const controller = new AbortController();
+      process.once('SIGINT', () => controller.abort());
+      let shown = -1;
+      const build = await buildNativeEngine({
+        root,
+        ...(args.jobs !== undefined ? { jobs: args.jobs } : {}),
+        signal: controller.signal,
+        onProgress: (p) => {
+          // Compile progress every 5 %, the other phases as they come.
+          const pct = p.fraction === undefined ? undefined : Math.floor(p.fraction * 20) * 5;
+          if (p.phase === 'compile' && pct === shown) return;
+          if (pct !== undefined) shown = pct;
+          process.stderr.write(`build-engine: ${p.message}\n`);
+        },
+      });
+      process.stderr.write(`build-engine: ready: ${build.key} (${build.manifest.buildSeconds} s)\n`);
+      process.stdout.write(build.bindingPath + '\n');
+      return;
+    }
   }
 }
 

@@ -5,6 +5,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { composeBackend } from '../backends/compose';
+import {
+  findNativeBuild,
+  machineIdentity,
+  missingBuildTools,
+  nativeBuildKey,
+  nativeBuildOffer,
+  nativeBuildsRoot,
+  nodeLlamaCppPackage,
+} from '../backends/llama/nativeBuild';
 import { isModelUri } from '../backends/modelSource';
 import { parseKey, type EngineConfig } from '../backends/remote/config';
 import type { RemoteEngine } from '../backends/remote/engine';
@@ -83,6 +92,19 @@ function demoWarning(modelPath: string): string {
 }
 
 /** One line per engine endpoint: up or down, and what decides resume and slot probing. */
+/** One line at start when this machine has no usable native build and could make one (nativeBuild.ts). */
+function offerNativeBuild(root: string): void {
+  try {
+    const pkg = nodeLlamaCppPackage();
+    const state = findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity()));
+    // The tools are looked for (a few `command -v`) only where a build is not in use.
+    const offer = state.state === 'ready' ? undefined : nativeBuildOffer(state, missingBuildTools(pkg, undefined, root));
+    if (offer) log(offer);
+  } catch (err) {
+    log(`native engine build: not checked (${err instanceof Error ? err.message : String(err)})`);
+  }
+}
+
 function logEngines(engines: readonly RemoteEngine[]): void {
   for (const engine of engines) {
     for (const ep of engine.endpoints) {
@@ -170,6 +192,8 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
     kind: e.kind,
     resume: e.resume,
   }));
+  const nativeBuilds = args.engineBuild === 'prebuilt' ? false : nativeBuildsRoot();
+  if (nativeBuilds !== false && (args.models.length > 0 || args.engines.length === 0)) offerNativeBuild(nativeBuilds);
   const composed = await composeBackend({
     models: args.models,
     engines,
@@ -183,6 +207,7 @@ export async function serve(args: ServeArgs, extensions: ServeExtensions = {}): 
       ...(args.keepAliveMs !== undefined ? { keepAliveMs: args.keepAliveMs } : {}),
       ...(args.promptLookup ? { promptLookup: args.promptLookup } : {}),
       ...(args.draftModel ? { draftModel: args.draftModel } : {}),
+      nativeBuilds,
     },
     members: extensions.backends,
     log,

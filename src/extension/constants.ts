@@ -32,6 +32,7 @@ export const Commands = {
   copyTaskId: 'taskRuntime.copyTaskId',
   selectModel: 'taskRuntime.selectModel',
   downloadModel: 'taskRuntime.downloadModel',
+  buildNativeEngine: 'taskRuntime.buildNativeEngine',
   addRemoteEngine: 'taskRuntime.addRemoteEngine',
   copyMcpConfig: 'taskRuntime.copyMcpConfig',
   copyLmspEndpoint: 'taskRuntime.copyLmspEndpoint',

@@ -96,7 +96,7 @@ class TaskRuntimeExtension extends Disposable {
         log: (m) => this.log.info(m),
       }),
     );
-    this._register(
+    const commands = this._register(
       new CommandRegistry({
         service: this.service,
         source,
@@ -132,7 +132,11 @@ class TaskRuntimeExtension extends Disposable {
       this.log.info(describeStartup(this.startupResult, outcome));
     };
     void this.service.start().then(
-      () => report(`the runtime was ${this.service.role}`),
+      () => {
+        report(`the runtime was ${this.service.role}`);
+        // The window that runs models offers the native engine build once (nativeBuildCommands.ts).
+        if (this.service.role === 'owner') void commands.nativeBuild.offerAtStart(context.globalState);
+      },
       () => report('start-up failed'),
     );
   }

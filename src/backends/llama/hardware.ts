@@ -1,12 +1,16 @@
 // What a model runs on: the settings' vocabulary (gpu, gpuLayers, threads; read by the CLI and the editor) and the
 // hardware decisions made when a model loads: which llama.cpp binary (GPU API) and how many layers go on the GPU.
-// Invariants: only prebuilt binaries are used (never compiled, never downloaded at run time), and node-llama-cpp
-// tests each one in a child process first; the CPU is the fallback that never fails a task, and every fallback keeps
+// Invariants: nothing is compiled or downloaded at run time: the binaries are node-llama-cpp's prebuilt ones (tested
+// by node-llama-cpp in a child process first) and, on the CPU, this machine's native build when `build-engine` made
+// one (nativeBuild.ts: verified in a child process when built; a build that does not load falls back to the
+// prebuilt binary with the reason logged); the CPU is the fallback that never fails a task, and every fallback keeps
 // its reason for the model's status. The thread count is measured in threadCalibration.ts. Why these defaults, and
 // the figures: docs/hardware.md; what a GPU machine needs (Vulkan on a headless NVIDIA server): docs/gpu.md.
 import type { Llama, LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import { createRequire } from 'node:module';
 import { errorText } from '../../runtime/problems';
 import { llamaLogger } from './llamaLog';
+import { findNativeBuild, machineIdentity, nativeBuildKey, type NativeBuildState } from './nativeBuild';
 import type { NodeLlamaCpp } from './nodeLlamaCpp';
 
 export const GPU_CHOICES = ['auto', 'off', 'cuda', 'vulkan', 'metal'] as const;
@@ -44,22 +48,37 @@ export interface LlamaSelection {
   mathCores: number;
   /** Why the CPU is used although a GPU was asked for (or looked for under 'auto'). */
   fallbackReason?: string;
+  /** Which llama.cpp binary: node-llama-cpp's prebuilt one, or this machine's native build (its cache key). */
+  build: EngineBuild;
 }
+
+export type EngineBuild = { kind: 'prebuilt'; reason?: string } | { kind: 'native'; key: string };
+
+/** Where to look for a native build: a cache folder (nativeBuild.ts's root), or false for the prebuilt binary only. */
+export type NativeBuildsChoice = string | false;
 
 /**
  * Loads the llama.cpp binary for `choice`: a GPU build when one is asked for (or, under 'auto', present) and works,
  * else the CPU build, with the reason kept for the model's status.
  */
-export async function selectLlama(nlc: NodeLlamaCpp, choice: GpuChoice, log: (line: string) => void = () => {}): Promise<LlamaSelection> {
+export async function selectLlama(
+  nlc: NodeLlamaCpp,
+  choice: GpuChoice,
+  log: (line: string) => void = () => {},
+  nativeBuilds: NativeBuildsChoice = false,
+): Promise<LlamaSelection> {
   // llama.cpp's own lines go to our log (llamaLog.ts), never to the console or stdout.
   const common = { build: 'never', logLevel: nlc.LlamaLogLevel.error, logger: llamaLogger(log), maxThreads: 0 } as const;
+  const native = nativeBuilds === false ? undefined : findNativeBuild(nativeBuilds, nativeBuildKey(await nlc.getModuleVersion(), machineIdentity()));
   let fallbackReason: string | undefined;
-  if (choice !== 'off') {
+  // With a native build and no GPU runtime at all, no prebuilt binary is loaded just to find that out.
+  const probeGpu = choice !== 'off' && !(choice === 'auto' && native?.state === 'ready' && !(await anyGpuRuntime(nlc)));
+  if (probeGpu) {
     try {
       const llama = await nlc.getLlama({ ...common, gpu: choice });
       if (llama.gpu !== false) {
         const devices = await llama.getGpuDeviceNames().catch(() => [] as string[]);
-        return { llama, compute: llama.gpu, devices, mathCores: llama.cpuMathCores };
+        return { llama, compute: llama.gpu, devices, mathCores: llama.cpuMathCores, build: { kind: 'prebuilt' } };
       }
       fallbackReason = await noGpuReason(nlc);
       await llama.dispose().catch(() => undefined);
@@ -70,9 +89,86 @@ export async function selectLlama(nlc: NodeLlamaCpp, choice: GpuChoice, log: (li
           : errorText(err, Number.POSITIVE_INFINITY);
       fallbackReason = `GPU "${choice}" is not usable here (${why}); running on the CPU`;
     }
+  } else if (choice === 'auto') {
+    fallbackReason = 'no GPU found (no CUDA, Vulkan or Metal runtime on this machine); running on the CPU';
   }
+  const reasonPart = fallbackReason ? { fallbackReason } : {};
+  let prebuiltReason: string | undefined;
+  if (native?.state === 'ready') {
+    try {
+      const llama = await loadNativeLlama(nlc, native, common);
+      log(`engine: native build ${native.key} (${describeCmake(native.manifest.cmakeOptions)}), from ${native.dir}`);
+      return { llama, compute: 'cpu', devices: [], mathCores: llama.cpuMathCores, ...reasonPart, build: { kind: 'native', key: native.key } };
+    } catch (err) {
+      // errorText spells no absolute path (the reason reaches GET /models; the cache is under a user's home).
+      prebuiltReason = `the native build ${native.key} did not load (${errorText(err, Number.POSITIVE_INFINITY)})`;
+    }
+  } else if (native) {
+    prebuiltReason = native.reason;
+  }
+  if (prebuiltReason) log(`engine: prebuilt binary: ${prebuiltReason}`);
   const llama = await nlc.getLlama({ ...common, gpu: false });
-  return { llama, compute: 'cpu', devices: [], mathCores: llama.cpuMathCores, ...(fallbackReason ? { fallbackReason } : {}) };
+  return {
+    llama,
+    compute: 'cpu',
+    devices: [],
+    mathCores: llama.cpuMathCores,
+    ...reasonPart,
+    build: { kind: 'prebuilt', ...(prebuiltReason ? { reason: prebuiltReason } : {}) },
+  };
+}
+
+async function anyGpuRuntime(nlc: NodeLlamaCpp): Promise<boolean> {
+  const types = await nlc.getLlamaGpuTypes('supported').catch(() => [] as const);
+  return types.some((t) => t !== false);
+}
+
+function describeCmake(options: Record<string, string>): string {
+  return Object.entries(options)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
+}
+
+/**
+ * Loads the native build's addon through node-llama-cpp's own factory (`Llama._create`, what `getLlama` calls for a
+ * local build inside node_modules; node-llama-cpp has no option for a build folder of ours). Pinned node-llama-cpp:
+ * the factory's absence is reported as the reason, never a crash.
+ */
+async function loadNativeLlama(
+  nlc: NodeLlamaCpp,
+  build: NativeBuildState & { state: 'ready' },
+  common: { logLevel: unknown; logger: unknown },
+): Promise<Llama> {
+  const factory = (nlc.Llama as unknown as { _create?: (options: Record<string, unknown>) => Promise<Llama> })._create;
+  if (typeof factory !== 'function') throw new Error('this node-llama-cpp has no Llama._create to load a build with');
+  const bindings: unknown = createRequire(__filename)(build.bindingPath);
+  return await factory.call(nlc.Llama, {
+    bindings,
+    bindingPath: build.bindingPath,
+    buildType: 'localBuild',
+    buildMetadata: {
+      buildOptions: {
+        customCmakeOptions: build.manifest.cmakeOptions,
+        gpu: false,
+        llamaCpp: { repo: 'ggml-org/llama.cpp', release: build.manifest.llamaCppRelease },
+      },
+    },
+    logLevel: common.logLevel,
+    logger: common.logger,
+    maxThreads: 0,
+    vramPadding: 0,
+    // node-llama-cpp's default RAM padding (getLlama's defaultLlamaRamPadding).
+    ramPadding: (total: number) => Math.floor(Math.min(total * 0.25, 1024 ** 3 * (process.platform === 'linux' ? 1 : 6))),
+    skipLlamaInit: false,
+    debug: false,
+    numa: false,
+    tempDir: false,
+  });
+}
+
+/** "prebuilt binary" or "native build KEY": what the hardware report says the model runs on. */
+export function describeEngineBuild(build: EngineBuild): string {
+  return build.kind === 'native' ? `native build ${build.key}` : 'prebuilt binary';
 }
 
 async function noGpuReason(nlc: NodeLlamaCpp): Promise<string> {

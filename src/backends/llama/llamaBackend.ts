@@ -39,7 +39,7 @@ import type { ConcurrencyChoice } from './contextChoice';
 import { budgetMisfit, contextMisfit, explicitBudget, failStart, floorMisfit, refuse } from './contextFit';
 import { runGeneration } from './sequenceGeneration';
 import { grammarSchemaFor } from './grammar';
-import { selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type ThreadsChoice } from './hardware';
+import { selectLlama, type GpuChoice, type GpuLayersChoice, type LlamaSelection, type NativeBuildsChoice, type ThreadsChoice } from './hardware';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAlive, REAL_TIMERS, type KeepAliveTimers } from './keepAlive';
 import { headerCapabilities, headerFacts } from './capabilities';
 import { promptTokens, type LoadedModel } from './loadedModel';
@@ -58,6 +58,11 @@ export interface LlamaBackendOptions {
   gpu?: GpuChoice;
   /** Layers to offload: 'auto' (default: node-llama-cpp fits them to free VRAM) or at most this many. */
   gpuLayers?: GpuLayersChoice;
+  /**
+   * Where this machine's native build is looked for (nativeBuild.ts's cache root; serve and the editor pass
+   * nativeBuildsRoot()), or false (default) for node-llama-cpp's prebuilt binary only.
+   */
+  nativeBuilds?: NativeBuildsChoice;
   /** Where the thread calibration is cached (the data directory); without it, it is kept in memory only. */
   cacheDir?: string;
   /**
@@ -326,7 +331,7 @@ export class LlamaBackend implements ModelBackend {
   }
 
   private getLlama(nlc: NodeLlamaCpp): Promise<LlamaSelection> {
-    this.llamaPromise ??= selectLlama(nlc, this.options.gpu ?? 'auto', (line) => this.log(line));
+    this.llamaPromise ??= selectLlama(nlc, this.options.gpu ?? 'auto', (line) => this.log(line), this.options.nativeBuilds ?? false);
     return this.llamaPromise;
   }
 }

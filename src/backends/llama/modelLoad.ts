@@ -91,7 +91,15 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
         const devices = onGpu ? selection.devices : [];
         const picked = await deps.calibrator.pick(
           m,
-          { modelPath, fingerprint, compute, devices, gpuLayers: m.gpuLayers, mathCores: selection.mathCores },
+          {
+            modelPath,
+            fingerprint,
+            compute,
+            devices,
+            gpuLayers: m.gpuLayers,
+            mathCores: selection.mathCores,
+            ...(selection.build.kind === 'native' ? { engineBuild: selection.build.key } : {}),
+          },
           options.signal,
         );
         const layersOnCpu = m.gpuLayers < (m.fileInsights.totalLayers ?? Number.POSITIVE_INFINITY);
@@ -178,6 +186,10 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       ...(fallbackReason ? { fallbackReason } : {}),
       ...(pool.missingSeams.length ? { nativeSeamsMissing: [...pool.missingSeams] } : {}),
       speculation,
+      build:
+        selection.build.kind === 'native'
+          ? { kind: 'native', key: selection.build.key }
+          : { kind: 'prebuilt', ...(selection.build.reason ? { reason: selection.build.reason } : {}) },
     };
     if (pool.missingSeams.length) deps.log(`model ${entry.id}: ${describeMissingSeams(pool.missingSeams)}`);
     report(base + weightsShare + (1 - base - weightsShare) * 0.8);

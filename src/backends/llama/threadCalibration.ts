@@ -149,6 +149,8 @@ export interface CalibrationRun {
   devices: readonly string[];
   gpuLayers: number;
   mathCores: number;
+  /** The native build's key when the model runs on one (nativeBuild.ts); absent: the prebuilt binary. */
+  engineBuild?: string;
 }
 
 export interface PickedThreads {
@@ -206,7 +208,7 @@ export class ThreadCalibrator {
       devices: run.devices,
       gpuLayers: run.gpuLayers,
       mathCores: run.mathCores,
-      engine: `node-llama-cpp`,
+      engine: run.engineBuild ? `node-llama-cpp native ${run.engineBuild}` : `node-llama-cpp`,
       ...bound,
     });
     const known = this.known.get(key) ?? this.cache?.get(key);

@@ -2,6 +2,7 @@
 // rules as `serve`) and the shared loopback endpoint. node-llama-cpp stays lazy inside the llama backend.
 import { mkdirSync } from 'node:fs';
 import { composeBackend } from '../../backends/compose';
+import { nativeBuildsRoot } from '../../backends/llama/nativeBuild';
 import { startEndpoint, type Endpoint } from '../../protocols/endpoint';
 import { loadOrCreateReasoningKey } from '../../protocols/shared/reasoningSeal';
 import type { RuntimeLimits, TaskRuntimeApi } from '../../runtime/api';
@@ -81,6 +82,8 @@ export async function openLocalHost(options: {
       keepAliveMs: settings.keepAliveMs,
       promptLookup: settings.promptLookup,
       ...(settings.draftModel ? { draftModel: settings.draftModel } : {}),
+      // On the CPU, this machine's native build when one is cached (nativeBuild.ts), else the prebuilt binary.
+      nativeBuilds: nativeBuildsRoot(),
     },
     log,
   });

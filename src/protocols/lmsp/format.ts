@@ -143,6 +143,7 @@ function hardwareObject(h: ModelHardware): Record<string, unknown> {
     fallback_reason: h.fallbackReason ?? null,
     warmup_ms: h.warmupMs !== undefined ? Math.round(h.warmupMs) : null,
     sequences: h.sequences ?? null,
+    build: h.build ? { kind: h.build.kind, key: h.build.key ?? null, reason: h.build.reason ?? null } : null,
     summary: describeHardware(h),
   };
 }

@@ -1,0 +1,94 @@
+// One measurement of the `native_build` bench section (bench/nativeBuild.ts), in a process of its own so that every
+// figure starts from a fresh process with one llama.cpp binary loaded, on node-llama-cpp's prebuilt binary or this
+// machine's native build (chosen by hardware.ts's selectLlama, as tasks get it):
+//   raw N   one stream of node-llama-cpp on exactly N threads (what the binary gives per thread count);
+//   ours    one stream through our LlamaBackend with threads auto (calibrated: what a task gets).
+// Decode tokens/s (the tokens after the first over the time after it). Prints one JSON line.
+// argv: MODEL prebuilt|native raw|ours THREADS TOKENS
+import { LlamaBackend } from '../src/backends/llama/llamaBackend';
+import { selectLlama } from '../src/backends/llama/hardware';
+import { nativeBuildsRoot } from '../src/backends/llama/nativeBuild';
+import { importNodeLlamaCpp } from '../src/backends/llama/nodeLlamaCpp';
+
+async function raw(modelPath: string, nativeBuilds: string | false, threads: number, tokens: number) {
+  const nlc = await importNodeLlamaCpp();
+  const selection = await selectLlama(nlc, 'off', () => undefined, nativeBuilds);
+  try {
+    const model = await selection.llama.loadModel({ modelPath, gpuLayers: 0 });
+    const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads, sequences: 1 });
+    const sequence = context.getSequence();
+    const input = model.tokenize('You are a benchmark. Write a long story about a lighthouse.');
+    let firstAt = 0;
+    let n = 0;
+    const last: number[] = [];
+    for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, yieldEogToken: true })) {
+      if (n === 0) firstAt = performance.now();
+      model.detokenize([token], false, last as never);
+      last.push(token);
+      if (++n >= tokens) break;
+    }
+    const ended = performance.now();
+    await context.dispose();
+    await model.dispose();
+    return { build: selection.build, threads, tokensPerSecond: ((n - 1) / (ended - firstAt)) * 1000 };
+  } finally {
+    await selection.llama.dispose();
+  }
+}
+
+async function ours(modelPath: string, nativeBuilds: string | false, tokens: number) {
+  const backend = new LlamaBackend({
+    models: [{ source: modelPath }],
+    threads: 'auto',
+    gpu: 'off',
+    concurrency: 1,
+    nativeBuilds,
+    suppressEndOfGeneration: true,
+  });
+  try {
+    const id = backend.resolveModel(undefined)!;
+    await backend.load(id);
+    const hw = backend.listModels()[0]!.hardware!;
+    let firstAt = 0;
+    let counted = 0;
+    const result = await backend.generate(
+      {
+        model: id,
+        messages: [{ role: 'user', content: 'Write a long story about a lighthouse.' }],
+        maxOutputTokens: tokens,
+        temperature: 0.8,
+        seed: 1,
+      },
+      {
+        signal: new AbortController().signal,
+        onText: (_t, n) => {
+          if (!firstAt) firstAt = performance.now();
+          else counted += n;
+        },
+      },
+    );
+    const ended = performance.now();
+    if (result.outputTokens !== tokens) throw new Error(`expected ${tokens} tokens, got ${result.outputTokens}`);
+    return { build: hw.build, threads: hw.threads, measured: hw.threadTokensPerSecond, tokensPerSecond: (counted / (ended - firstAt)) * 1000 };
+  } finally {
+    await backend.dispose();
+  }
+}
+
+async function main(): Promise<void> {
+  const [modelPath, build, mode, threads, tokens] = process.argv.slice(2);
+  const nativeBuilds = build === 'native' ? nativeBuildsRoot() : false;
+  const r =
+    mode === 'raw' ? await raw(modelPath!, nativeBuilds, Number(threads), Number(tokens)) : await ours(modelPath!, nativeBuilds, Number(tokens));
+  const used = r.build as { kind: string; reason?: string } | undefined;
+  if (build === 'native' && used?.kind !== 'native') throw new Error(`the native build did not load (${used?.reason ?? '?'})`);
+  process.stdout.write(`${JSON.stringify(r)}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  },
+);
