@@ -2,8 +2,8 @@
 // product's `serve` process and the tiny model, side by side in one run.
 //   - throughput: ITEMS short /v1/responses requests as one batch (upload, create, poll to the end) against the same requests
 //     sent directly with CONCURRENT in flight (what a client script would do). The batch runs its lines at the lowest
-//     priority with at most the model's slots + 1 unfinished, so it should lose little to the direct client (goal:
-//     ≥ 0.8× the direct items/s) while holding no connection.
+//     priority with at most two per slot of the model unfinished, so it should lose little to the direct client (the
+//     issue's goal: ≥ 0.9× the direct items/s) while holding no connection.
 //   - interactive latency: one short response at a time, idle and while the batch runs (the batch keeps one
 //     line beyond the slots, so an interactive request waits for at most one line to end).
 //   - a SIGKILL: the same batch killed once half its lines are done and `serve` started again on its data directory;
@@ -100,13 +100,27 @@ export async function batchesBench(opts: { items?: number; maxTokens?: number; c
   const modelPath = path.join(dir, 'tiny.gguf');
   writeTestModel(modelPath, { seed: 1 });
   const file = (name: string) => fs.mkdtempSync(path.join(dir, name));
-  let s = await startServe(['--model', modelPath], file('data-'));
+  // Each side on a fresh serve and data directory: the direct requests leave `items` stored tasks behind, and a
+  // store holding them makes every later task slower (measured 0.5-0.6x for the batch run after them on one server).
+  const fresh = async () => {
+    const server = await startServe(['--model', modelPath], file('data-'));
+    const id = ((await call(server, 'GET', '/models')).data as Array<{ id: string }>)[0].id;
+    await call(server, 'POST', '/responses', body(id, -1, 4)); // the model's load, outside every timing
+    return { server, id };
+  };
+  const first = await fresh();
+  let directS: number;
+  let each: number[];
   try {
-    const model = ((await call(s, 'GET', '/models')).data as Array<{ id: string }>)[0].id;
-    await call(s, 'POST', '/responses', body(model, -1, 4)); // the model's load, outside every timing
+    ({ s: directS, each } = await direct(first.server, first.id, items, maxTokens, concurrent));
+  } finally {
+    await first.server.stop();
+  }
+  const second = await fresh();
+  let s = second.server;
+  try {
+    const model = second.id;
     const idle = await interactive(s, model, 10);
-
-    const { s: directS, each } = await direct(s, model, items, maxTokens, concurrent);
 
     const bytes = inputFile(model, items, maxTokens);
     const t0 = performance.now();

@@ -1,5 +1,5 @@
 // Batch jobs on a real runtime and store with scripted generations (runtime/batches; docs/batches.md): lines run as
-// lowest-priority tasks of the batch's principal, at most the model's slots + 1 unfinished at once; an interactive
+// lowest-priority tasks of the batch's principal, at most two per slot of the model unfinished at once; an interactive
 // task of the same principal starts before the batch's next line; malformed lines are reported per line and never
 // fail the batch; a restart mid-batch runs no finished line again and the interrupted one once; cancel and the
 // completion window end the batch with what finished; files are each principal's own; limits are named.
@@ -112,7 +112,7 @@ test('lines run as tasks in order; output and error files in OpenAI format; malf
   await rt.close();
 });
 
-test('at most slots + 1 lines unfinished; an interactive task of the same principal starts before the next line', async () => {
+test('at most two lines per slot unfinished (one slot here); an interactive task of the same principal starts before the next line', async () => {
   const gate = new Gate();
   const backend = new ScriptedBackend(gate.script);
   const rt = await open(tempDir(), backend);
@@ -200,7 +200,7 @@ test('cancel: the running and the queued line are cancelled, the rest never run;
     err.map((e) => [e.custom_id, e.error?.code ?? e.response.body.error.code]),
     [
       ['x2', 'task_cancelled'],
-      ['x3', 'task_cancelled'], // queued as a task (slots + 1): cancelled before it started
+      ['x3', 'task_cancelled'], // queued as a task (two per slot): cancelled before it started
       ['x4', 'batch_cancelled'],
     ],
   );
