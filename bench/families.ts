@@ -12,7 +12,7 @@ import { structuredBench } from './structured';
 export async function familiesBench(opts: { modelPath?: string; threads?: number; seeds?: number } = {}): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
   for (const family of MODEL_FAMILIES) {
-    out[family] = await structuredBench({ modelPath: familyModelPath(family), threads: opts.threads ?? 1, seeds: opts.seeds ?? 4 });
+    out[family] = await structuredBench({ modelPath: familyModelPath(family), threads: opts.threads ?? 1, seeds: opts.seeds ?? 2 });
   }
   return out;
 }
