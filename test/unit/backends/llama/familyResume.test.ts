@@ -1,0 +1,152 @@
+// Resume on a real vocabulary (issue 39 item 6): the Qwen 3 family file (151 669 tokens, Qwen 3's own template and
+// `<tool_call>` / `<think>` syntax; familyModel.ts) cut mid-`<tool_call>` and mid-`<think>` goes on into valid output.
+// A generation is stopped where a SIGKILL would leave it (its delivered pieces are what the store holds) and resumed
+// from them in the way a restarted runtime resumes one without a snapshot: prompt + delivered text evaluated again
+// (resume.test.ts covers the SIGKILL and the store around it on the demo model). The random weights write whatever
+// they write; the grammar and the thought budget must still make it valid.
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
+import type { GenerateRequest, OutputChannel, OutputSegment, ToolDefinition } from '../../../../src/runtime/backend';
+import { familyModelPath } from '../../../fixtures/testModel';
+
+const never = () => new AbortController().signal;
+
+const TOOLS: ToolDefinition[] = [
+  {
+    name: 'get_weather',
+    description: 'Weather of a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string', maxLength: 12 }, days: { type: 'integer' }, unit: { enum: ['c', 'f'] } },
+      required: ['city', 'days', 'unit'],
+      additionalProperties: false,
+    },
+  },
+];
+
+interface Piece {
+  text: string;
+  tokens: number;
+  channel?: OutputChannel;
+}
+
+function collector(stop?: (pieces: Piece[]) => boolean, ac?: AbortController) {
+  const pieces: Piece[] = [];
+  return {
+    pieces,
+    onText(text: string, tokens: number, _l?: unknown, channel?: OutputChannel) {
+      pieces.push({ text, tokens, ...(channel ? { channel } : {}) });
+      if (stop?.(pieces)) ac?.abort();
+    },
+  };
+}
+
+function callsOf(pieces: readonly Piece[]): Array<{ callId: string; name: string; arguments: string }> {
+  const calls = new Map<string, { callId: string; name: string; arguments: string }>();
+  for (const p of pieces) {
+    if (p.channel?.kind !== 'function_call') continue;
+    const c = calls.get(p.channel.callId) ?? { callId: p.channel.callId, name: p.channel.name, arguments: '' };
+    c.arguments += p.text;
+    calls.set(c.callId, c);
+  }
+  return [...calls.values()];
+}
+
+function segmentsOf(pieces: readonly Piece[]): OutputSegment[] {
+  const out: OutputSegment[] = [];
+  for (const p of pieces) {
+    const last = out.at(-1);
+    if (last && JSON.stringify(last.channel) === JSON.stringify(p.channel)) last.text += p.text;
+    else out.push({ ...(p.channel ? { channel: p.channel } : {}), text: p.text });
+  }
+  return out;
+}
+
+const SYNTAX = ['<tool_call>', '</tool_call>', '<think>', '</think>', '<|im_end|>', '<|im_start|>'];
+
+describe('resume on the Qwen 3 family file', () => {
+  const backend = new LlamaBackend({ models: [{ id: 'qwen3', source: familyModelPath('qwen3') }], threads: 1, concurrency: 1 });
+  after(() => backend.dispose());
+  const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
+    model: 'qwen3',
+    instructions: 'You are a test.',
+    messages: [{ role: 'user', content: 'What is the weather in Paris for 3 days?' }],
+    ...over,
+  });
+
+  it('cut mid-<tool_call> arguments: the same call goes on, nothing emitted twice, valid arguments', async () => {
+    let resumed = 0;
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      const req = request({ tools: TOOLS, toolChoice: { name: 'get_weather' }, seed, temperature: 1, maxOutputTokens: 200 });
+      const ac = new AbortController();
+      const first = collector((pieces) => (callsOf(pieces)[0]?.arguments.length ?? 0) >= 6, ac);
+      const r1 = await backend.generate(req, { signal: ac.signal, onText: first.onText });
+      if (r1.finishReason !== 'aborted') continue;
+      const before = callsOf(first.pieces);
+      assert.equal(before.length, 1);
+      assert.throws(() => JSON.parse(before[0]!.arguments) as unknown, 'cut mid-arguments');
+      const rest = collector();
+      const r2 = await backend.generate(
+        { ...req, seed: seed + 100 },
+        {
+          signal: never(),
+          onText: rest.onText,
+          resumeFrom: { text: '', segments: segmentsOf(first.pieces), outputTokens: first.pieces.reduce((s, p) => s + p.tokens, 0) },
+        },
+      );
+      assert.equal(r2.finishReason, 'stop', JSON.stringify(rest.pieces));
+      const after = callsOf(rest.pieces);
+      assert.equal(after.length, 1, JSON.stringify(rest.pieces));
+      assert.equal(after[0]!.callId, before[0]!.callId, 'the call continues in the same callId');
+      assert.ok(!after[0]!.arguments.startsWith(before[0]!.arguments), 'delivered text is not emitted again');
+      const args = JSON.parse(before[0]!.arguments + after[0]!.arguments) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(args).sort(), ['city', 'days', 'unit'], JSON.stringify(args));
+      assert.ok(typeof args.city === 'string' && [...args.city].length <= 12, JSON.stringify(args)); // code points, as JSON Schema counts
+      assert.ok(Number.isInteger(args.days) && ['c', 'f'].includes(args.unit as string), JSON.stringify(args));
+      for (const p of [...first.pieces, ...rest.pieces]) {
+        for (const s of SYNTAX) assert.ok(!p.text.includes(s) || p.channel?.kind === 'function_call', `${s} in ${JSON.stringify(p)}`);
+      }
+      resumed++;
+    }
+    assert.ok(resumed >= 2, `only ${resumed} generations were cut mid-arguments`);
+  });
+
+  it('cut mid-<think>: the thought goes on as reasoning, the budget closes it, the answer holds no thought syntax', async () => {
+    for (const seed of [1, 2, 3]) {
+      const rest = collector();
+      const r = await backend.generate(request({ reasoningEffort: 'none', seed, temperature: 1, maxOutputTokens: 40 }), {
+        signal: never(),
+        onText: rest.onText,
+        resumeFrom: { text: '', segments: [{ channel: { kind: 'reasoning' }, text: 'Let me think about Par' }], outputTokens: 6 },
+      });
+      // 'none' closes the thought at once: Qwen 3's suffix is forced, then answer text.
+      assert.ok(
+        rest.pieces.every((p) => p.channel?.kind !== 'reasoning' || p.text === ''),
+        JSON.stringify(rest.pieces),
+      );
+      assert.ok(r.outputTokens > 6, 'the suffix and more were generated');
+      const answer = rest.pieces
+        .filter((p) => !p.channel)
+        .map((p) => p.text)
+        .join('');
+      for (const s of SYNTAX) assert.ok(!answer.includes(s), `${s} in the answer: ${JSON.stringify(answer)}`);
+    }
+  });
+
+  it('resumed mid-<think> with a budget left: reasoning first, never in the answer', async () => {
+    const rest = collector();
+    await backend.generate(request({ reasoningEffort: 'low', seed: 4, temperature: 1, maxOutputTokens: 60 }), {
+      signal: never(),
+      onText: rest.onText,
+      resumeFrom: { text: '', segments: [{ channel: { kind: 'reasoning' }, text: 'Let me think' }], outputTokens: 4 },
+    });
+    const firstText = rest.pieces.find((p) => p.text !== '');
+    assert.equal(firstText?.channel?.kind, 'reasoning', JSON.stringify(rest.pieces));
+    const answer = rest.pieces
+      .filter((p) => !p.channel)
+      .map((p) => p.text)
+      .join('');
+    for (const s of SYNTAX) assert.ok(!answer.includes(s), `${s} in the answer: ${JSON.stringify(answer)}`);
+  });
+});
