@@ -261,6 +261,22 @@ function writeValue(w: ByteWriter, v: MetaValue): void {
   }
 }
 
+/** Random-weight tensor makers over one generator: uniform values in ±scale, ones (norms), and a matrix scaled by 1/√cols. */
+export function randomTensors(rand: () => number) {
+  const uniform = (n: number, scale: number): Float32Array => {
+    const a = new Float32Array(n);
+    for (let i = 0; i < n; i++) a[i] = (rand() * 2 - 1) * scale;
+    return a;
+  };
+  const ones = (n: number): Float32Array => new Float32Array(n).fill(1);
+  const matrix = (name: string, cols: number, rows: number, scale = 1 / Math.sqrt(cols)): Tensor => ({
+    name,
+    dims: [cols, rows],
+    data: uniform(cols * rows, scale),
+  });
+  return { uniform, ones, matrix };
+}
+
 /** Builds the GGUF bytes in memory (deterministic for the given options). */
 export function buildTestModel(opts: TestModelOptions = {}): Buffer {
   const seed = opts.seed ?? 1;
@@ -278,17 +294,7 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
   const rank = opts.poolingType === 'rank';
   const arch = rank ? 'qwen3' : 'llama';
 
-  const uniform = (n: number, scale: number): Float32Array => {
-    const a = new Float32Array(n);
-    for (let i = 0; i < n; i++) a[i] = (rand() * 2 - 1) * scale;
-    return a;
-  };
-  const ones = (n: number): Float32Array => new Float32Array(n).fill(1);
-  const matrix = (name: string, cols: number, rows: number, scale = 1 / Math.sqrt(cols)): Tensor => ({
-    name,
-    dims: [cols, rows],
-    data: uniform(cols * rows, scale),
-  });
+  const { uniform, ones, matrix } = randomTensors(rand);
 
   // Output rows with a larger norm win the argmax more often: text pieces get large rows so the noise reads a bit
   // like text, byte tokens small ones (they still occur, which exercises UTF-8 reassembly), and `</s>` a middling

@@ -8,7 +8,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { encodeGguf, prng, ValueType, writeGgufFile, type MetaValue, type Tensor } from './demoModel';
+import { encodeGguf, prng, randomTensors, ValueType, writeGgufFile, type MetaValue, type Tensor } from './demoModel';
 import { GPT_OSS_TEMPLATE, LLAMA_3_1_TEMPLATE } from './familyTemplates';
 
 export const MODEL_FAMILIES = ['qwen3', 'llama3.1', 'gemma3', 'gpt-oss'] as const;
@@ -196,17 +196,7 @@ export function buildFamilyModel(family: ModelFamily, opts: FamilyModelOptions =
   const nVocab = vocab.tokens.length;
   const arch = spec.arch;
 
-  const uniform = (n: number, scale: number): Float32Array => {
-    const a = new Float32Array(n);
-    for (let i = 0; i < n; i++) a[i] = (rand() * 2 - 1) * scale;
-    return a;
-  };
-  const ones = (n: number): Float32Array => new Float32Array(n).fill(1);
-  const matrix = (name: string, cols: number, rows: number, scale = 1 / Math.sqrt(cols)): Tensor => ({
-    name,
-    dims: [cols, rows],
-    data: uniform(cols * rows, scale),
-  });
+  const { uniform, ones, matrix } = randomTensors(rand);
   const norm = (name: string, n: number): Tensor => ({ name, dims: [n], data: ones(n) });
 
   // The embedding table is the one large tensor (150–260 k rows): F16, and the output head shares it (tied), except

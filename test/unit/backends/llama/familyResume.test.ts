@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
-import type { GenerateRequest, OutputChannel, OutputSegment, ToolDefinition } from '../../../../src/runtime/backend';
+import type { GenerateRequest, ToolDefinition } from '../../../../src/runtime/backend';
 import { familyModelPath } from '../../../fixtures/testModel';
+import { callsOf, collector, segmentsOf } from '../../../support/pieces';
 
 const never = () => new AbortController().signal;
 
@@ -24,44 +25,6 @@ const TOOLS: ToolDefinition[] = [
     },
   },
 ];
-
-interface Piece {
-  text: string;
-  tokens: number;
-  channel?: OutputChannel;
-}
-
-function collector(stop?: (pieces: Piece[]) => boolean, ac?: AbortController) {
-  const pieces: Piece[] = [];
-  return {
-    pieces,
-    onText(text: string, tokens: number, _l?: unknown, channel?: OutputChannel) {
-      pieces.push({ text, tokens, ...(channel ? { channel } : {}) });
-      if (stop?.(pieces)) ac?.abort();
-    },
-  };
-}
-
-function callsOf(pieces: readonly Piece[]): Array<{ callId: string; name: string; arguments: string }> {
-  const calls = new Map<string, { callId: string; name: string; arguments: string }>();
-  for (const p of pieces) {
-    if (p.channel?.kind !== 'function_call') continue;
-    const c = calls.get(p.channel.callId) ?? { callId: p.channel.callId, name: p.channel.name, arguments: '' };
-    c.arguments += p.text;
-    calls.set(c.callId, c);
-  }
-  return [...calls.values()];
-}
-
-function segmentsOf(pieces: readonly Piece[]): OutputSegment[] {
-  const out: OutputSegment[] = [];
-  for (const p of pieces) {
-    const last = out.at(-1);
-    if (last && JSON.stringify(last.channel) === JSON.stringify(p.channel)) last.text += p.text;
-    else out.push({ ...(p.channel ? { channel: p.channel } : {}), text: p.text });
-  }
-  return out;
-}
 
 const SYNTAX = ['<tool_call>', '</tool_call>', '<think>', '</think>', '<|im_end|>', '<|im_start|>'];
 

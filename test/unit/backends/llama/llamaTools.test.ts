@@ -10,14 +10,9 @@ import { writeTestModel } from '../../../../src/backends/llama/demoModel';
 import { REASONING_CHAT_TEMPLATE, TOOLS_CHAT_TEMPLATE } from '../../../fixtures/chatTemplates';
 import { LlamaBackend } from '../../../../src/backends/llama/llamaBackend';
 import { OutputSplitter, PLAIN_CALL_SYNTAX, type ChannelPiece } from '../../../../src/backends/llama/toolCalls';
-import {
-  RequestRefusedError,
-  type GenerateRequest,
-  type OutputChannel,
-  type OutputSegment,
-  type ToolDefinition,
-} from '../../../../src/runtime/backend';
+import { RequestRefusedError, type GenerateRequest, type OutputChannel, type ToolDefinition } from '../../../../src/runtime/backend';
 import { testModelPath } from '../../../fixtures/testModel';
+import { callsOf, collector, segmentsOf } from '../../../support/pieces';
 
 const never = () => new AbortController().signal;
 const obj = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false });
@@ -41,42 +36,6 @@ const request = (over: Partial<GenerateRequest> = {}): GenerateRequest => ({
   tools: TOOLS,
   ...over,
 });
-
-interface Piece {
-  text: string;
-  tokens: number;
-  channel?: OutputChannel;
-}
-function collector() {
-  const pieces: Piece[] = [];
-  return {
-    pieces,
-    onText(text: string, tokens: number, _l?: unknown, channel?: OutputChannel) {
-      pieces.push({ text, tokens, ...(channel ? { channel } : {}) });
-    },
-  };
-}
-/** The calls in the pieces, by callId in the order they started, with their arguments text. */
-function callsOf(pieces: readonly Piece[]): Array<{ callId: string; name: string; arguments: string }> {
-  const calls = new Map<string, { callId: string; name: string; arguments: string }>();
-  for (const p of pieces) {
-    if (p.channel?.kind !== 'function_call') continue;
-    const c = calls.get(p.channel.callId) ?? { callId: p.channel.callId, name: p.channel.name, arguments: '' };
-    c.arguments += p.text;
-    calls.set(c.callId, c);
-  }
-  return [...calls.values()];
-}
-/** The pieces as resume segments (consecutive pieces of one channel joined). */
-function segmentsOf(pieces: readonly Piece[]): OutputSegment[] {
-  const out: OutputSegment[] = [];
-  for (const p of pieces) {
-    const last = out.at(-1);
-    if (last && JSON.stringify(last.channel) === JSON.stringify(p.channel)) last.text += p.text;
-    else out.push({ ...(p.channel ? { channel: p.channel } : {}), text: p.text });
-  }
-  return out;
-}
 
 describe('LlamaBackend function calls on the demo model', () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-tools-'));
