@@ -5,15 +5,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import { composeBackend } from '../backends/compose';
-import {
-  findNativeBuild,
-  machineIdentity,
-  missingBuildTools,
-  nativeBuildKey,
-  nativeBuildOffer,
-  nativeBuildsRoot,
-  nodeLlamaCppPackage,
-} from '../backends/llama/nativeBuild';
+import { nativeBuildsRoot, startupBuildOffer } from '../backends/llama/nativeBuild';
 import { isModelUri } from '../backends/modelSource';
 import { parseKey, type EngineConfig } from '../backends/remote/config';
 import type { RemoteEngine } from '../backends/remote/engine';
@@ -91,20 +83,17 @@ function demoWarning(modelPath: string): string {
   ].join('\n');
 }
 
-/** One line per engine endpoint: up or down, and what decides resume and slot probing. */
 /** One line at start when this machine has no usable native build and could make one (nativeBuild.ts). */
 function offerNativeBuild(root: string): void {
   try {
-    const pkg = nodeLlamaCppPackage();
-    const state = findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity()));
-    // The tools are looked for (a few `command -v`) only where a build is not in use.
-    const offer = state.state === 'ready' ? undefined : nativeBuildOffer(state, missingBuildTools(pkg, undefined, root));
+    const offer = startupBuildOffer(root);
     if (offer) log(offer);
   } catch (err) {
     log(`native engine build: not checked (${err instanceof Error ? err.message : String(err)})`);
   }
 }
 
+/** One line per engine endpoint: up or down, and what decides resume and slot probing. */
 function logEngines(engines: readonly RemoteEngine[]): void {
   for (const engine of engines) {
     for (const ep of engine.endpoints) {

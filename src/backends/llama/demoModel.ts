@@ -62,10 +62,8 @@ export type MetaValue =
 
 const EOS_ID = 2;
 const EOS_ROW_SCALE = 3;
-const TOKEN_TYPE_NORMAL = 1;
-const TOKEN_TYPE_UNKNOWN = 2;
-const TOKEN_TYPE_CONTROL = 3;
-const TOKEN_TYPE_BYTE = 6;
+/** llama.cpp's llama_token_type, as `tokenizer.ggml.token_type` holds it. */
+export const TOKEN_TYPE = { normal: 1, unknown: 2, control: 3, userDefined: 4, unused: 5, byte: 6 } as const;
 
 // A few whole words so that sampled output contains word-like pieces, not only single characters.
 const WORDS = [
@@ -115,34 +113,34 @@ const FILLER_BASE = 0xe000;
 function buildVocab(size = 0): Vocab {
   const tokens: string[] = ['<unk>', '<s>', '</s>'];
   const scores: number[] = [0, 0, 0];
-  const types: number[] = [TOKEN_TYPE_UNKNOWN, TOKEN_TYPE_CONTROL, TOKEN_TYPE_CONTROL];
+  const types: number[] = [TOKEN_TYPE.unknown, TOKEN_TYPE.control, TOKEN_TYPE.control];
   for (let b = 0; b < 256; b++) {
     tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
     scores.push(0);
-    types.push(TOKEN_TYPE_BYTE);
+    types.push(TOKEN_TYPE.byte);
   }
   // Printable ASCII as SentencePiece pieces (space is "▁"), so text tokenizes into characters, not bytes.
   for (let c = 0x20; c < 0x7f; c++) {
     tokens.push(c === 0x20 ? '\u2581' : String.fromCharCode(c));
     scores.push(-1000 - c);
-    types.push(TOKEN_TYPE_NORMAL);
+    types.push(TOKEN_TYPE.normal);
   }
   // Two multi-byte characters as single tokens (exercise UTF-8 handling beyond byte tokens).
   for (const ch of ['é', '→']) {
     tokens.push(ch);
     scores.push(-2000);
-    types.push(TOKEN_TYPE_NORMAL);
+    types.push(TOKEN_TYPE.normal);
   }
   WORDS.forEach((w, i) => {
     tokens.push('\u2581' + w);
     scores.push(-10 - i);
-    types.push(TOKEN_TYPE_NORMAL);
+    types.push(TOKEN_TYPE.normal);
   });
   const textTokens = tokens.length;
   for (let i = 0; tokens.length < size; i++) {
     tokens.push(String.fromCodePoint(FILLER_BASE + (i % 6400)) + String.fromCodePoint(FILLER_BASE + Math.floor(i / 6400)));
     scores.push(-5000);
-    types.push(TOKEN_TYPE_NORMAL);
+    types.push(TOKEN_TYPE.normal);
   }
   return { tokens, scores, types, textTokens };
 }
@@ -303,7 +301,7 @@ export function buildTestModel(opts: TestModelOptions = {}): Buffer {
     const data = uniform(embd * nVocab, 1);
     for (let t = 0; t < nVocab; t++) {
       const type = vocab.types[t];
-      const rowScale = t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE_BYTE ? 1.5 : type === TOKEN_TYPE_NORMAL && t < vocab.textTokens ? 4 : 0.5;
+      const rowScale = t === EOS_ID ? EOS_ROW_SCALE : type === TOKEN_TYPE.byte ? 1.5 : type === TOKEN_TYPE.normal && t < vocab.textTokens ? 4 : 0.5;
       const k = rowScale / Math.sqrt(embd);
       for (let i = 0; i < embd; i++) data[t * embd + i] *= k;
     }

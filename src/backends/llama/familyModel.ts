@@ -8,7 +8,7 @@
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { encodeGguf, prng, randomTensors, ValueType, writeGgufFile, type MetaValue, type Tensor } from './demoModel';
+import { encodeGguf, prng, randomTensors, TOKEN_TYPE, ValueType, writeGgufFile, type MetaValue, type Tensor } from './demoModel';
 import { GPT_OSS_TEMPLATE, LLAMA_3_1_TEMPLATE } from './familyTemplates';
 
 export const MODEL_FAMILIES = ['qwen3', 'llama3.1', 'gemma3', 'gpt-oss'] as const;
@@ -103,14 +103,6 @@ const SPECS: Record<ModelFamily, FamilySpec> = {
   },
 };
 
-/** llama.cpp's llama_token_type. */
-const TYPE_NORMAL = 1;
-const TYPE_UNKNOWN = 2;
-const TYPE_CONTROL = 3;
-const TYPE_USER_DEFINED = 4;
-const TYPE_UNUSED = 5;
-const TYPE_BYTE = 6;
-
 interface HfTokenizer {
   model: { type: string; vocab: Record<string, number>; merges?: Array<string | [string, string]>; byte_fallback?: boolean };
   added_tokens: Array<{ id: number; content: string; special: boolean }>;
@@ -143,8 +135,8 @@ export function familyVocab(family: ModelFamily): FamilyVocab {
   const hf = JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')) as HfTokenizer;
   const config = JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer_config.json'), 'utf8')) as { chat_template?: string };
   const byId = new Map<number, { text: string; type: number }>();
-  for (const [text, id] of Object.entries(hf.model.vocab)) byId.set(id, { text, type: TYPE_NORMAL });
-  for (const a of hf.added_tokens) byId.set(a.id, { text: a.content, type: a.special ? TYPE_CONTROL : TYPE_USER_DEFINED });
+  for (const [text, id] of Object.entries(hf.model.vocab)) byId.set(id, { text, type: TOKEN_TYPE.normal });
+  for (const a of hf.added_tokens) byId.set(a.id, { text: a.content, type: a.special ? TOKEN_TYPE.control : TOKEN_TYPE.userDefined });
   let size = 0;
   for (const id of byId.keys()) size = Math.max(size, id + 1);
   const tokens: string[] = [];
@@ -152,7 +144,7 @@ export function familyVocab(family: ModelFamily): FamilyVocab {
   for (let id = 0; id < size; id++) {
     const t = byId.get(id);
     tokens.push(t ? t.text : `[PAD${id}]`);
-    types.push(t ? t.type : TYPE_UNUSED);
+    types.push(t ? t.type : TOKEN_TYPE.unused);
   }
   const index = new Map(tokens.map((t, i) => [t, i]));
   const idOf = (text: string | undefined): number | undefined => {
@@ -176,9 +168,9 @@ export function familyVocab(family: ModelFamily): FamilyVocab {
     if (id !== undefined && scores[id] === 0) scores[id] = -(rank + 1);
   });
   tokens.forEach((t, i) => {
-    if (/^<0x[0-9A-F]{2}>$/.test(t)) types[i] = TYPE_BYTE;
+    if (/^<0x[0-9A-F]{2}>$/.test(t)) types[i] = TOKEN_TYPE.byte;
   });
-  if (ids.unk !== undefined) types[ids.unk] = TYPE_UNKNOWN;
+  if (ids.unk !== undefined) types[ids.unk] = TOKEN_TYPE.unknown;
   return { tokens, types, scores, chatTemplate, ids };
 }
 

@@ -369,3 +369,13 @@ export function nativeBuildOffer(state: NativeBuildState, missingTools: readonly
     'measured here 1.4x tokens/s on a 674 MB model and 2 threads faster than 1 (docs/native-build.md)'
   );
 }
+
+/**
+ * The start-up offer for this machine (serve logs it, the editor shows it), or undefined where a build is in use or
+ * cannot be made here. The tools are looked for (a few blocking `command -v`) only where no build is ready.
+ */
+export function startupBuildOffer(root = nativeBuildsRoot()): string | undefined {
+  const pkg = nodeLlamaCppPackage();
+  const state = findNativeBuild(root, nativeBuildKey(pkg.version, machineIdentity()));
+  return state.state === 'ready' ? undefined : nativeBuildOffer(state, missingBuildTools(pkg, undefined, root));
+}

@@ -6,16 +6,7 @@
 // meanwhile. The packaged extension leaves node-llama-cpp's llama.cpp source out (34 MB), so there the command
 // says to build with the CLI from npm, whose build this window then uses (same cache).
 import * as vscode from 'vscode';
-import {
-  buildNativeEngine,
-  findNativeBuild,
-  machineIdentity,
-  missingBuildTools,
-  nativeBuildKey,
-  nativeBuildOffer,
-  nativeBuildsRoot,
-  nodeLlamaCppPackage,
-} from '../../backends/llama/nativeBuild';
+import { buildNativeEngine, missingBuildTools, nativeBuildsRoot, nodeLlamaCppPackage, startupBuildOffer } from '../../backends/llama/nativeBuild';
 import { Commands } from '../constants';
 import type { TaskService } from '../host/taskService';
 import { Disposable } from '../lifecycle';
@@ -85,10 +76,7 @@ export class NativeBuildCommands extends Disposable {
     if (state.get<boolean>(OFFER_DISMISSED)) return;
     let offer: string | undefined;
     try {
-      const pkg = nodeLlamaCppPackage();
-      const state = findNativeBuild(nativeBuildsRoot(), nativeBuildKey(pkg.version, machineIdentity()));
-      // The tools are looked for (a few `command -v`, blocking) only where a build is not in use.
-      offer = state.state === 'ready' ? undefined : nativeBuildOffer(state, missingBuildTools(pkg));
+      offer = startupBuildOffer();
     } catch (err) {
       this.d.log.info(`native engine build: not checked (${err instanceof Error ? err.message : String(err)})`);
       return;
