@@ -9,27 +9,18 @@ import { LlamaBackend } from '../src/backends/llama/llamaBackend';
 import { selectLlama } from '../src/backends/llama/hardware';
 import { nativeBuildsRoot } from '../src/backends/llama/nativeBuild';
 import { importNodeLlamaCpp } from '../src/backends/llama/nodeLlamaCpp';
+import { timedRawStream } from './rawGeneration';
 
 async function raw(modelPath: string, nativeBuilds: string | false, threads: number, tokens: number) {
   const nlc = await importNodeLlamaCpp();
   const selection = await selectLlama(nlc, 'off', () => undefined, nativeBuilds);
   try {
-    const model = await selection.llama.loadModel({ modelPath, gpuLayers: 0 });
-    const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads, sequences: 1 });
-    const sequence = context.getSequence();
-    const input = model.tokenize('You are a benchmark. Write a long story about a lighthouse.');
-    let firstAt = 0;
-    let n = 0;
-    const last: number[] = [];
-    for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, yieldEogToken: true })) {
-      if (n === 0) firstAt = performance.now();
-      model.detokenize([token], false, last as never);
-      last.push(token);
-      if (++n >= tokens) break;
-    }
-    const ended = performance.now();
-    await context.dispose();
-    await model.dispose();
+    const { n, firstAt, ended } = await timedRawStream(selection.llama, {
+      modelPath,
+      threads,
+      tokens,
+      input: (model) => model.tokenize('You are a benchmark. Write a long story about a lighthouse.'),
+    });
     return { build: selection.build, threads, tokensPerSecond: ((n - 1) / (ended - firstAt)) * 1000 };
   } finally {
     await selection.llama.dispose();

@@ -11,6 +11,7 @@ import { plainTextPrompt } from '../src/backends/llama/prompt';
 import { writeTestModel } from '../src/backends/llama/demoModel';
 import { BatchedContextPool } from '../src/backends/llama/contextPool';
 import type { ChatMessage } from '../src/runtime/backend';
+import type { Llama, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 
 export interface GenerationBenchOptions {
   modelPath: string;
@@ -34,28 +35,48 @@ export async function benchLlama(gpu: GenerationBenchOptions['gpu'] | false = fa
   return nlc.getLlama({ gpu, build: 'never', logLevel: nlc.LlamaLogLevel.error, maxThreads: 0 });
 }
 
+/**
+ * One stream of node-llama-cpp on `llama`: loads the model, evaluates `input` for exactly `tokens` tokens (an end
+ * token does not stop it), decoding each token as a streaming consumer must (the backend does the same), and disposes
+ * of the model. The moments are performance.now() values: the evaluate's start, its first token, its end.
+ */
+export async function timedRawStream(
+  llama: Llama,
+  opts: { modelPath: string; threads: number; tokens: number; gpuLayers?: 'max' | 0; input: (model: LlamaModel) => Token[] },
+): Promise<{ n: number; started: number; firstAt: number; ended: number }> {
+  const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpuLayers ?? 0 });
+  const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: 1 });
+  const sequence = context.getSequence();
+  const input = opts.input(model);
+  const started = performance.now();
+  let firstAt = 0;
+  let n = 0;
+  const last: Token[] = [];
+  for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, yieldEogToken: true })) {
+    if (n === 0) firstAt = performance.now();
+    model.detokenize([token], false, last);
+    last.push(token);
+    if (++n >= opts.tokens) break;
+  }
+  const ended = performance.now();
+  await context.dispose();
+  await model.dispose();
+  return { n, started, firstAt, ended };
+}
+
 export async function rawGenerationBench(opts: GenerationBenchOptions): Promise<GenerationBenchResult> {
   const llama = await benchLlama(opts.gpu);
   try {
-    const model = await llama.loadModel({ modelPath: opts.modelPath, gpuLayers: opts.gpu ? 'max' : 0 });
-    const context = await model.createContext({ contextSize: Math.min(4096, model.trainContextSize), threads: opts.threads, sequences: 1 });
-    const sequence = context.getSequence();
-    const prompt = model.tokenize(plainTextPrompt(INSTRUCTIONS, MESSAGES));
-    const input = model.tokens.bos !== null ? [model.tokens.bos, ...prompt] : prompt;
-    const started = performance.now();
-    let firstAt = 0;
-    let n = 0;
-    const last: number[] = [];
-    for await (const token of sequence.evaluate(input, { temperature: 0.8, seed: 1, yieldEogToken: true })) {
-      if (n === 0) firstAt = performance.now();
-      // Decode each token as a streaming consumer must (the backend does the same).
-      model.detokenize([token], false, last as never);
-      last.push(token);
-      if (++n >= opts.tokens) break;
-    }
-    const ended = performance.now();
-    await context.dispose();
-    await model.dispose();
+    const { n, started, firstAt, ended } = await timedRawStream(llama, {
+      modelPath: opts.modelPath,
+      threads: opts.threads,
+      tokens: opts.tokens,
+      gpuLayers: opts.gpu ? 'max' : 0,
+      input: (model) => {
+        const prompt = model.tokenize(plainTextPrompt(INSTRUCTIONS, MESSAGES));
+        return model.tokens.bos !== null ? [model.tokens.bos, ...prompt] : prompt;
+      },
+    });
     return { tokensPerSecond: (n / (ended - started)) * 1000, timeToFirstTokenMs: firstAt - started };
   } finally {
     await llama.dispose();
