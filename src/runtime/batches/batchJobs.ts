@@ -337,7 +337,9 @@ export class BatchJobs {
       ]);
     }
     this.db.write(ops);
-    const run = this.newRun(record);
+    // The pending items as just written (a batch found at open reads them from its rows).
+    const pending = items.filter((i) => !i.error).map(({ line, customId, offset, bytes }) => ({ line, customId, offset, bytes }));
+    const run = this.newRun(record, pending);
     this.pump(run);
     return this.get(id, p.principal) ?? record;
   }
@@ -461,10 +463,7 @@ export class BatchJobs {
     return items;
   }
 
-  private newRun(batch: BatchRecord): BatchRun {
-    const pending = this.db
-      .all("SELECT idx, custom_id, line_offset, line_bytes FROM batch_items WHERE batch_id = ? AND status = 'pending' ORDER BY idx", [batch.id])
-      .map((r) => ({ line: Number(r.idx), customId: String(r.custom_id), offset: Number(r.line_offset), bytes: Number(r.line_bytes) }));
+  private newRun(batch: BatchRecord, pending: PendingItem[] = this.pendingRows(batch.id)): BatchRun {
     const run: BatchRun = {
       id: batch.id,
       principal: batch.principal,
@@ -476,6 +475,13 @@ export class BatchJobs {
     };
     this.runs.set(batch.id, run);
     return run;
+  }
+
+  /** A batch's items not yet ended, in line order, from its rows. */
+  private pendingRows(batchId: string): PendingItem[] {
+    return this.db
+      .all("SELECT idx, custom_id, line_offset, line_bytes FROM batch_items WHERE batch_id = ? AND status = 'pending' ORDER BY idx", [batchId])
+      .map((r) => ({ line: Number(r.idx), customId: String(r.custom_id), offset: Number(r.line_offset), bytes: Number(r.line_bytes) }));
   }
 
   private stopRun(run: BatchRun, ending: 'cancelled' | 'expired'): void {
