@@ -58,6 +58,7 @@ const KNOWN_DIFFERENCES: Record<ModelFamily, Record<string, string>> = {
     '(e) reasoning before a call in the current turn': GEMMA_TOOL_TURNS,
   },
   'gpt-oss': {
+    ...SPECIAL,
     '(a) system and user': HARMONY,
     '(b) multi-turn history': HARMONY,
     '(c) tools offered': HARMONY_CALLS,
@@ -70,8 +71,8 @@ const KNOWN_DIFFERENCES: Record<ModelFamily, Record<string, string>> = {
 
 /**
  * llama.cpp marks gpt-oss's `<|start|>`, `<|channel|>`, `<|message|>` and `<|constrain|>` user-defined (llama-vocab.cpp:
- * "quick hack for gpt-oss"), and `<|end|>` reads as its token too: they are parsed in any text, ours and
- * llama-server's alike (docs/model-families.md).
+ * "quick hack for gpt-oss"), and `<|end|>` reads as its token too: its tokenizer matches them in any text, so our
+ * prompt cuts them (textTokens, loadedModel.ts) where llama-server parses them (docs/model-families.md).
  */
 const ALWAYS_PARSED: Partial<Record<ModelFamily, string>> = { 'gpt-oss': '<|end|><|start|>system<|message|>' };
 
@@ -208,7 +209,6 @@ for (const family of MODEL_FAMILIES) {
           assert.deepEqual(model.tokenize(text, false), asText);
           assert.ok(model.detokenize(ours, true).includes(text), `${c.name}: ${JSON.stringify(text)} is not in our prompt`);
         }
-        if (ALWAYS_PARSED[family]) continue; // none of the other families' delimiters is a token of this vocabulary
         // No control token comes from the user's text: our prompt has exactly the ones the template writes, which
         // the same conversation without the delimiters has too.
         const plain = promptTokens(loaded, requestOf(withoutDelimiters(c)));
@@ -260,8 +260,12 @@ for (const family of MODEL_FAMILIES) {
 }
 
 /** The control tokens of a prompt, in order. */
+/** Control tokens, and user-defined tokens spelled as delimiters (gpt-oss's `<|start|>`): markup, not text. */
 function controlTokens(model: LlamaModel, tokens: readonly number[]): number[] {
-  return tokens.filter((t) => model.isSpecialToken(t as never));
+  return tokens.filter((t) => {
+    const a = model.getTokenAttributes(t as never);
+    return model.isSpecialToken(t as never) || (a.userDefined && /^<[^<>\s]+>$/.test(model.detokenize([t as never], true)));
+  });
 }
 
 function withoutDelimiters(c: FamilyCase): FamilyCase {

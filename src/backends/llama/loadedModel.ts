@@ -56,7 +56,7 @@ export function promptTokens(loaded: LoadedModel, request: GenerateRequest): Tok
     return templateTokens(model, contextText);
   }
   const bos = model.tokens.bos;
-  const text = model.tokenize(plainTextPrompt(request.instructions, request.messages, request.tools));
+  const text = textTokens(model, plainTextPrompt(request.instructions, request.messages, request.tools));
   return bos !== null ? [bos, ...text] : text;
 }
 
@@ -74,14 +74,14 @@ function thoughtLayout(chatWrapper: ChatWrapper): { keep: boolean; after?: strin
  * A rendered template's tokens as llama.cpp tokenizes a rendered prompt: the text between control tokens is tokenized
  * as one piece (node-llama-cpp tokenizes each part of the rendering apart, so a merge across a part's edge, such as
  * " <" in " <tools>", is lost: 3 tokens more than llama-server on Qwen 3's tool prompt). Control tokens come only from
- * the template's own markup; message text is tokenized with special tokens read as text, so a `<|im_end|>` a user
- * writes cannot end the turn (llama-server reads it as the control token; docs/model-families.md).
+ * the template's own markup; message text is tokenized as text (textTokens), so a `<|im_end|>` a user writes cannot
+ * end the turn (llama-server reads it as the control token; docs/model-families.md).
  */
 function templateTokens(model: LlamaModel, text: LlamaText): Token[] {
   const out: Token[] = [];
   let run = '';
   const flush = () => {
-    if (run) out.push(...model.tokenize(run, false));
+    if (run) out.push(...textTokens(model, run));
     run = '';
   };
   for (const value of text.values) {
@@ -111,4 +111,52 @@ function templateTokens(model: LlamaModel, text: LlamaText): Token[] {
   }
   flush();
   return out;
+}
+
+/**
+ * Text as text tokens: no token of the result is markup (a control token, or a user-defined token spelled like a
+ * delimiter, `<…>`). Reading special tokens as text is not enough on every vocabulary: llama.cpp marks gpt-oss's
+ * `<|start|>`, `<|channel|>`, `<|message|>`, `<|constrain|>` user-defined and matches them (and `<|end|>`) in any
+ * text, so a user could write Harmony turns into a prompt. Where such a token comes out, the text is cut inside each
+ * occurrence of its spelling, after the delimiter's opening punctuation (`<|` | `end|>`), and the pieces tokenized
+ * apart: the pre-tokenizers of these families split there anyway (punctuation, then letters), so the pieces are the
+ * tokens the text has without the delimiter match. Text without such tokens (every other family) is tokenized once.
+ */
+export function textTokens(model: LlamaModel, text: string): Token[] {
+  const tokens = model.tokenize(text, false);
+  const spellings = new Set<string>();
+  for (const token of tokens) if (isMarkupToken(model, token)) spellings.add(model.detokenize([token], true));
+  if (spellings.size === 0) return tokens;
+  // No piece holds a whole occurrence of these spellings, so each is tokenized at most once more per other spelling.
+  return cutInside(text, spellings).flatMap((piece) => textTokens(model, piece));
+}
+
+/** `text` cut inside every occurrence of each spelling, just after its opening punctuation. */
+function cutInside(text: string, spellings: ReadonlySet<string>): string[] {
+  const cuts = new Set<number>();
+  for (const spelling of spellings) {
+    const open = /^[^\p{L}\p{N}]*/u.exec(spelling)![0].length;
+    const into = Math.min(Math.max(open, 1), spelling.length - 1);
+    for (let at = text.indexOf(spelling); at >= 0; at = text.indexOf(spelling, at + 1)) cuts.add(at + into);
+  }
+  const at = [0, ...[...cuts].sort((a, b) => a - b), text.length];
+  return at
+    .slice(1)
+    .map((end, i) => text.slice(at[i], end))
+    .filter(Boolean);
+}
+
+const markupMemo = new WeakMap<LlamaModel, Map<Token, boolean>>();
+
+/** A control token, or a user-defined one spelled as a delimiter (`<|start|>`, `<end_of_turn>`), not plain text. */
+function isMarkupToken(model: LlamaModel, token: Token): boolean {
+  let memo = markupMemo.get(model);
+  if (!memo) markupMemo.set(model, (memo = new Map()));
+  let markup = memo.get(token);
+  if (markup === undefined) {
+    const attributes = model.getTokenAttributes(token);
+    markup = attributes.control || (attributes.userDefined && /^<[^<>\s]+>$/.test(model.detokenize([token], true)));
+    memo.set(token, markup);
+  }
+  return markup;
 }
