@@ -115,7 +115,10 @@ export async function planOutput(
   // A response format's grammar admits no thought markers: then there is no thought segment to split off.
   const thought = request.format ? undefined : thoughtSyntaxOf(loaded.chatWrapper);
   if (!choice && !thought) return undefined;
-  const syntax = callSyntaxOf(loaded.chatWrapper);
+  const syntax = { ...callSyntaxOf(loaded.chatWrapper) };
+  // A suffix that is one end-of-generation token (Harmony's `<|call|>`) is how the model ends the generation.
+  const suffixTokens = syntax.suffix ? loaded.model.tokenize(syntax.suffix, true) : [];
+  if (suffixTokens.length === 1 && loaded.model.isEogToken(suffixTokens[0]!)) syntax.endsGeneration = true;
   const mode: CallMode | 'none' = choice === undefined ? 'none' : choice === 'auto' ? 'auto' : 'forced';
   const tools = request.tools ?? [];
   const named = typeof choice === 'object' ? tools.filter((t) => t.name === choice.name) : tools;
@@ -130,8 +133,15 @@ export async function planOutput(
     syntax,
     ...(thought ? { thought } : {}),
     single,
-    onCallGrammar: (active) => {
+    onCallGrammar: (active, written) => {
       state = active ? fresh() : undefined;
+      if (!state || !written) return;
+      try {
+        acceptDeliveredTokens(state, tokenize(written) as never);
+      } catch {
+        // Text the call grammar does not admit (written before it applied): the call starts over under it.
+        state = fresh();
+      }
     },
   });
   // Reasoning effort: a thought budget, then the thought suffix under grammar (the splitter leaves the thought there).

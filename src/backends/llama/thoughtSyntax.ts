@@ -29,13 +29,17 @@ export interface ThoughtSyntax {
   answerSyntax?: readonly string[];
   /** Written between a thought's suffix and the answer when a resume renders delivered output back. */
   answerHeader?: string;
+  /** Written before a message that follows another when a resume renders delivered output back (Harmony's header). */
+  messageStart?: string;
+  /** Written after answer text that another message follows, on resume (Harmony's `<|end|>`). */
+  messageEnd?: string;
 }
 
 /** What a family adds to the delimiters node-llama-cpp found. */
 interface FamilyQuirks {
   /** Which family: `wrapper` is node-llama-cpp's wrapperName; `prefix` the thought prefix it found (Jinja templates). */
   matches(wrapper: string, prefix: string): boolean;
-  quirks: Partial<Pick<ThoughtSyntax, 'suffix' | 'answerSyntax' | 'answerHeader'>>;
+  quirks: Partial<Pick<ThoughtSyntax, 'suffix' | 'answerSyntax' | 'answerHeader' | 'messageStart' | 'messageEnd'>>;
 }
 
 /**
@@ -46,9 +50,11 @@ interface FamilyQuirks {
  * final message alone, or a commentary message (a preamble shown to the user) before calls. node-llama-cpp's
  * HarmonyChatWrapper has the analysis channel as the thought; a Jinja rendering of gpt-oss's template finds the
  * thought suffix as `<|end|>` + the final header. Either way only `<|end|>` closes the thought (a second analysis
- * message may follow), and the message headers and ends are syntax, never answer text; a thought budget that runs
- * out forces `<|end|>` and the final header (outputPlan.ts). `<|return|>` ends the generation (an end-of-generation
- * token of the vocabulary).
+ * message may follow: the same reasoning, a paragraph apart), and the message headers and ends — every Harmony token,
+ * and the `<|channel|>commentary` before a call's recipient (toolCalls.ts CALL_QUIRKS) — are syntax, never answer
+ * text; a thought budget that runs out forces `<|end|>` and the final header (outputPlan.ts). `<|return|>` and
+ * `<|call|>` end the generation (end-of-generation tokens of the vocabulary). On resume a message after another is
+ * opened with `<|start|>assistant`, after answer text closed with `<|end|>`.
  *
  * Qwen 3, QwQ and DeepSeek R1 (`<think>` … `</think>`) and the others node-llama-cpp knows (Seed's `<seed:think>`,
  * Gemma 4's thought channel, Muse) need nothing beyond the shared rules.
@@ -58,8 +64,26 @@ const FAMILIES: readonly FamilyQuirks[] = [
     matches: (wrapper, prefix) => wrapper === 'Harmony' || prefix.startsWith('<|channel|>analysis'),
     quirks: {
       suffix: '<|end|>',
-      answerSyntax: ['<|start|>assistant', '<|channel|>final<|message|>', '<|channel|>commentary<|message|>', '<|end|>'],
+      answerSyntax: [
+        '<|start|>assistant',
+        '<|channel|>final<|message|>',
+        '<|channel|>commentary<|message|>',
+        // The header of a call's message before its recipient (toolCalls.ts CALL_QUIRKS), or of one in analysis.
+        '<|channel|>commentary',
+        '<|channel|>analysis',
+        '<|end|>',
+        // Ends of the generation, yielded as text only where end-of-generation tokens do not end it.
+        '<|call|>',
+        '<|return|>',
+        // Any other Harmony token on its own: never answer text.
+        '<|start|>',
+        '<|channel|>',
+        '<|message|>',
+        '<|constrain|>',
+      ],
       answerHeader: '<|start|>assistant<|channel|>final<|message|>',
+      messageStart: '<|start|>assistant',
+      messageEnd: '<|end|>',
     },
   },
 ];

@@ -5,7 +5,8 @@
 //
 // The call syntax is node-llama-cpp's ChatWrapper settings.functions.call (prefix, paramsPrefix, suffix) and
 // parallelism.call.betweenCalls; a model without a template gets PLAIN_CALL_SYNTAX (Hermes/Qwen style, described in
-// its plain-text prompt). One call is `prefix NAME paramsPrefix ARGS suffix`, ARGS a JSON document.
+// its plain-text prompt). One call is `prefix NAME paramsPrefix ARGS suffix`, ARGS a JSON document. What a family's
+// model writes beyond the wrapper's one spelling is data (CALL_QUIRKS: Harmony's header variants).
 //   forced (`required` / a name): the whole output is under CALLS grammar: `prefix call (betweenCalls prefix call)*`
 //     (at most MAX_PARALLEL_CALLS calls; exactly one with parallel_tool_calls false, or a named choice);
 //   auto: free text (no grammar) until the output contains `prefix`, then the CALL grammar (NAME alternatives,
@@ -37,6 +38,18 @@ export interface CallSyntax {
   paramsPrefix: string;
   suffix: string;
   betweenCalls: string;
+  /**
+   * Every spelling the model may write between the name and the arguments (the grammar admits each; the first found
+   * ends the name). paramsPrefix is the one written back on resume. Absent: paramsPrefix only.
+   */
+  paramsPrefixes?: readonly string[];
+  /** Written before the prefix on resume: the header of the message the call is (Harmony's commentary channel). */
+  header?: string;
+  /**
+   * The suffix is an end-of-generation token of the vocabulary (Harmony's `<|call|>`; set by outputPlan.ts): the model
+   * ends the call by ending the generation, so the grammar ends at the arguments and a generation holds one call.
+   */
+  endsGeneration?: boolean;
 }
 
 /** The syntax of template-less models (described in their plain-text prompt, prompt.ts). */
@@ -49,16 +62,45 @@ export const PLAIN_CALL_SYNTAX: CallSyntax = {
 
 const textOf = (t: unknown): string => (t == null ? '' : typeof t === 'string' ? t : String(t as LlamaText));
 
-/** The call syntax of a chat wrapper (its settings.functions), or the plain one without a wrapper. */
+/**
+ * Harmony (gpt-oss; openai/harmony): a call is a message of its own, its recipient in the header, before or after the
+ * channel: `<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>` (what
+ * gpt-oss writes), `<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>…` (OpenAI's template),
+ * with or without the `<|constrain|>json` content type; node-llama-cpp's HarmonyChatWrapper has the one spelling
+ * ` to=functions.` NAME `<|constrain|>json<|message|>`. So the prefix stays ` to=functions.` (the text before it,
+ * `<|start|>assistant` and `<|channel|>commentary`, is message syntax the splitter drops: thoughtSyntax.ts), and every
+ * header end the model may write after the name is a params prefix. `<|call|>` ends the generation (llama.cpp's
+ * gpt-oss rule), so several calls of a turn are several generations, each resumed after the results.
+ */
+const HARMONY_PARAMS_PREFIXES: readonly string[] = ['', '<|channel|>commentary'].flatMap((channel) =>
+  ['<|constrain|>json', ' <|constrain|>json', ' json', ''].map((type) => `${channel}${type}<|message|>`),
+);
+
+/** What a family's model writes beyond its wrapper's settings, by node-llama-cpp's wrapperName. */
+const CALL_QUIRKS: Readonly<Record<string, Partial<CallSyntax>>> = {
+  Harmony: { paramsPrefixes: HARMONY_PARAMS_PREFIXES, header: '<|channel|>commentary' },
+};
+
+/** The call syntax of a chat wrapper (its settings.functions and its family's quirks), or the plain one without a wrapper. */
 export function callSyntaxOf(wrapper: ChatWrapper | undefined): CallSyntax {
   if (!wrapper) return PLAIN_CALL_SYNTAX;
   const f = wrapper.settings.functions;
-  return {
+  const syntax: CallSyntax = {
     prefix: textOf(f.call.prefix),
     paramsPrefix: textOf(f.call.paramsPrefix),
     suffix: textOf(f.call.suffix),
     betweenCalls: textOf(f.parallelism?.call.betweenCalls) || '\n',
+    ...(CALL_QUIRKS[wrapper.wrapperName] ?? {}),
   };
+  if (syntax.paramsPrefixes && !syntax.paramsPrefixes.includes(syntax.paramsPrefix)) {
+    syntax.paramsPrefixes = [syntax.paramsPrefix, ...syntax.paramsPrefixes];
+  }
+  return syntax;
+}
+
+/** The params prefixes the model may write (paramsPrefix first). */
+export function paramsPrefixesOf(syntax: CallSyntax): readonly string[] {
+  return syntax.paramsPrefixes?.length ? syntax.paramsPrefixes : [syntax.paramsPrefix];
 }
 
 /** node-llama-cpp schema of each tool's arguments (RequestRefusedError naming `tools[i].parameters…`). */
@@ -140,15 +182,19 @@ export function callsGrammar(
   maxCalls: number,
 ): string {
   const rules = argsGrammars.map((g, i) => namespaceGrammar(g, `t${i}`));
-  const calls = names.map((n, i) => `${lit(n)} ${lit(syntax.paramsPrefix)} t${i}-root ${lit(syntax.suffix)}`);
+  // A suffix that ends the generation is not written under the grammar: the grammar ends, the model ends the output.
+  const suffix = syntax.endsGeneration ? '' : ` ${lit(syntax.suffix)}`;
+  const calls = names.map((n, i) => `${lit(n)} params-prefix t${i}-root${suffix}`);
   const call = `call ::= ${calls.map((c) => `(${c})`).join(' | ')}`;
+  const paramsPrefix = `params-prefix ::= ${paramsPrefixesOf(syntax).map(lit).join(' | ')}`;
   let root: string;
   if (mode === 'auto') root = 'root ::= call';
   else {
-    const more = maxCalls > 1 ? ` (${lit(syntax.betweenCalls + syntax.prefix)} call){0,${maxCalls - 1}}` : '';
+    const most = syntax.endsGeneration ? 1 : maxCalls;
+    const more = most > 1 ? ` (${lit(syntax.betweenCalls + syntax.prefix)} call){0,${most - 1}}` : '';
     root = `root ::= ${lit(syntax.prefix)} call${more}`;
   }
-  return [root, call, ...rules].join('\n');
+  return [root, call, paramsPrefix, ...rules].join('\n');
 }
 
 /** Compiled call grammars per tool set (per Llama instance), a few kept. */
@@ -229,8 +275,12 @@ export interface SplitterOptions {
   mode: CallMode | 'none';
   syntax: CallSyntax;
   thought?: ThoughtSyntax;
-  /** auto: the call grammar's state is needed (a fresh one per call). */
-  onCallGrammar?: (active: boolean) => void;
+  /**
+   * auto: the call grammar's state is needed (a fresh one per call). `written`: text of the call the model already
+   * wrote after the prefix, in the token that ended it (gpt-oss writes ` to=functions.get_weather` as `functions`,
+   * `.get`, `_weather`): the grammar starts past it.
+   */
+  onCallGrammar?: (active: boolean, written?: string) => void;
   /** At most one call (parallel_tool_calls false, or a named choice). */
   single: boolean;
   newCallId?: () => string;
@@ -250,6 +300,8 @@ export class OutputSplitter {
   private pendingLogprobs: TokenLogprob[] = [];
   private call?: { callId: string; name: string };
   private lastChannel?: OutputChannel;
+  /** A thought opened right after another: its text starts a new paragraph of the same reasoning. */
+  private joinThought = false;
   /** Calls completed. */
   calls = 0;
 
@@ -297,8 +349,10 @@ export class OutputSplitter {
   finish(): ChannelPiece[] {
     const out: ChannelPiece[] = [];
     if (this.held) {
-      const held = this.held;
+      let held = this.held;
       this.held = '';
+      // A whole marker held in case a longer one followed (Harmony's `<|channel|>commentary`) is still syntax.
+      if (this.state.kind === 'text') for (const m of this.marks?.syntax ?? []) if (held.startsWith(m)) held = held.slice(m.length);
       this.emit(out, held, this.state.kind === 'thought' ? { kind: 'reasoning' } : undefined);
     }
     if (this.pendingTokens > 0) this.emit(out, '', this.call ? this.channel() : this.lastChannel);
@@ -311,6 +365,10 @@ export class OutputSplitter {
 
   private emit(out: ChannelPiece[], text: string, channel: OutputChannel | undefined): void {
     if (!text && this.pendingTokens === 0) return;
+    if (text && this.joinThought) {
+      if (channel?.kind === 'reasoning') text = `\n\n${text}`;
+      this.joinThought = false;
+    }
     const p: ChannelPiece = { text, tokens: this.pendingTokens };
     if (!channel && this.pendingLogprobs.length) p.logprobs = this.pendingLogprobs;
     if (channel) p.channel = channel;
@@ -359,6 +417,15 @@ export class OutputSplitter {
             if (at >= 0 && (!best || at < best.at || (at === best.at && m.length > best.marker.length))) best = { at, marker: m, what };
           }
           const channel: OutputChannel | undefined = inThought ? { kind: 'reasoning' } : undefined;
+          // A marker that begins a longer one (Harmony's `<|channel|>analysis` and `<|channel|>analysis<|message|>`):
+          // which one it is shows once the text after it is known.
+          const from = best?.at ?? 0;
+          const tail = all.slice(from);
+          if (best && markers.some(([m]) => m.length > tail.length && m.startsWith(tail))) {
+            if (from > 0) this.emit(out, best.what === 'thought-close' ? all.slice(0, from).trimEnd() : all.slice(0, from), channel);
+            this.held = tail;
+            break;
+          }
           if (!best) {
             let keep = Math.max(0, ...markers.map(([m]) => OutputSplitter.partial(all, m)));
             // In a thought, whitespace may precede the closing delimiter: held until it is known not to.
@@ -373,9 +440,13 @@ export class OutputSplitter {
           rest = all.slice(best.at + best.marker.length);
           if (best.what === 'call') {
             this.state = { kind: 'name', buf: '' };
-            this.o.onCallGrammar?.(true);
-          } else if (best.what === 'thought-open') this.state = { kind: 'thought', lead: true };
-          else if (best.what === 'thought-close') this.state = { kind: 'text', lead: true };
+            this.o.onCallGrammar?.(true, rest);
+          } else if (best.what === 'thought-open') {
+            this.state = { kind: 'thought', lead: true };
+            // Another thought right after one (Harmony: two analysis messages) goes on the same reasoning, a
+            // paragraph apart.
+            this.joinThought = this.lastChannel?.kind === 'reasoning';
+          } else if (best.what === 'thought-close') this.state = { kind: 'text', lead: true };
           break;
         }
         case 'literal': {
@@ -388,10 +459,16 @@ export class OutputSplitter {
         case 'name': {
           s.buf += rest;
           rest = '';
-          const at = s.buf.indexOf(this.o.syntax.paramsPrefix);
-          if (at < 0) break;
+          // The first params prefix to start ends the name (the longest where two start there).
+          let found: { at: number; length: number } | undefined;
+          for (const p of paramsPrefixesOf(this.o.syntax)) {
+            const at = s.buf.indexOf(p);
+            if (at >= 0 && (!found || at < found.at || (at === found.at && p.length > found.length))) found = { at, length: p.length };
+          }
+          if (!found) break;
+          const { at } = found;
           const name = s.buf.slice(0, at);
-          rest = s.buf.slice(at + this.o.syntax.paramsPrefix.length);
+          rest = s.buf.slice(at + found.length);
           this.call = { callId: (this.o.newCallId ?? newCallId)(), name };
           this.emit(out, '', this.channel());
           this.state = { kind: 'args', scanner: new JsonScanner() };
@@ -405,10 +482,16 @@ export class OutputSplitter {
           break;
         }
         case 'suffix': {
-          const n = Math.min(s.rest, rest.length);
-          s.rest -= n;
+          // The suffix as far as the model wrote it; anything else ends the call there (a suffix that ends the
+          // generation is not written: another end-of-generation token may come instead, yielded as text).
+          const suffix = this.o.syntax.suffix;
+          let n = 0;
+          while (n < rest.length && s.rest > 0 && rest[n] === suffix[suffix.length - s.rest]) {
+            n++;
+            s.rest--;
+          }
           rest = rest.slice(n);
-          if (s.rest === 0) this.endCall();
+          if (s.rest === 0 || rest.length > 0) this.endCall();
           break;
         }
         case 'between': {
@@ -435,12 +518,20 @@ export class OutputSplitter {
    */
   restore(segments: readonly OutputSegment[]): { text: string; callText?: string } {
     const { syntax } = this.o;
+    const thought = this.o.thought;
     let text = '';
     let callText: string | undefined;
-    let inThought = this.o.thought?.openOnStart === true;
+    let inThought = thought?.openOnStart === true;
+    /** What the rendered output ends with: a message of its own follows it in a family with messages (Harmony). */
+    let last: 'none' | 'thought' | 'text' | 'call' = inThought ? 'thought' : 'none';
+    /** Starts another message after what was written (Harmony: ends answer text, then a new header). */
+    const nextMessage = () => {
+      if (last === 'text') text += thought?.messageEnd ?? '';
+      if (last !== 'none') text += thought?.messageStart ?? '';
+    };
     /** Closes an open thought in the template's form; `answer`: the answer follows (its header, where it has one). */
     const closeThought = (answer: boolean) => {
-      if (inThought) text += this.o.thought!.suffix + (answer ? (this.o.thought!.answerHeader ?? '') : '');
+      if (inThought) text += thought!.suffix + (answer ? (thought!.answerHeader ?? '') : '');
       inThought = false;
     };
     let open: { callId: string; scanner: JsonScanner } | undefined;
@@ -456,8 +547,13 @@ export class OutputSplitter {
         closeThought(false);
         if (open?.callId !== ch.callId) {
           closeCall();
-          const sep = this.o.mode === 'forced' && this.calls > 0 ? syntax.betweenCalls : '';
-          text += sep + syntax.prefix;
+          if (this.o.mode === 'forced') {
+            // Exactly what the forced grammar admits (it is advanced over all of the text).
+            text += (this.calls > 0 ? syntax.betweenCalls : '') + syntax.prefix;
+          } else {
+            nextMessage();
+            text += (syntax.header ?? '') + syntax.prefix;
+          }
           callText = ch.name + syntax.paramsPrefix;
           text += callText;
           open = { callId: ch.callId, scanner: new JsonScanner() };
@@ -466,14 +562,21 @@ export class OutputSplitter {
         open.scanner.feed(seg.text);
         text += seg.text;
         callText += seg.text;
+        last = 'call';
         continue;
       }
       closeCall();
       callText = undefined;
       if (ch?.kind === 'reasoning') {
-        if (!inThought && this.o.thought) text += this.o.thought.prefix;
+        if (!inThought && thought) {
+          nextMessage();
+          text += thought.prefix;
+        }
         inThought = true;
-      } else closeThought(!!seg.text);
+        last = 'thought';
+      } else if (inThought) closeThought(!!seg.text);
+      else if (seg.text && last === 'call') text += thought?.answerHeader ?? '';
+      if (!ch && seg.text) last = 'text';
       text += seg.text;
     }
     if (open && !open.scanner.done) {
@@ -481,6 +584,12 @@ export class OutputSplitter {
       return { text, callText };
     }
     if (open) {
+      if (syntax.endsGeneration) {
+        // The model ends such a call by ending the generation: the output was complete.
+        this.calls++;
+        this.state = { kind: 'done' };
+        return { text };
+      }
       closeCall();
       if (this.o.mode === 'auto') this.o.onCallGrammar?.(false);
       this.state = this.o.single ? { kind: 'done' } : this.o.mode === 'forced' ? { kind: 'between' } : { kind: 'text' };

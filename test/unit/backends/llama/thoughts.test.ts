@@ -67,8 +67,8 @@ describe('thought syntax per family, where raw text becomes items', () => {
       [
         '<|channel|>analysis<|message|>One.<|end|><|start|>assistant<|channel|>analysis<|message|>Two.<|end|><|start|>assistant<|channel|>final<|message|>Hi',
         'Hi',
-        // Two analysis messages in a row are one run of reasoning: one item.
-        ['One.Two.'],
+        // Two analysis messages in a row are one run of reasoning: one item, a paragraph apart.
+        ['One.\n\nTwo.'],
       ],
     ];
     for (const [raw, answer, reasoning] of cases) {
@@ -95,7 +95,7 @@ describe('thought syntax per family, where raw text becomes items', () => {
     for (const size of [1, 5, raw.length]) {
       const r = split(thought!, raw, size);
       assert.equal(r.answer, 'Hi');
-      assert.deepEqual(r.reasoning, ['One.Two.']);
+      assert.deepEqual(r.reasoning, ['One.\n\nTwo.']);
     }
     const s = new OutputSplitter({ mode: 'none', syntax: PLAIN_CALL_SYNTAX, single: false, thought: thought! });
     assert.equal(
