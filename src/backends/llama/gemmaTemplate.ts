@@ -77,7 +77,8 @@ export function createGemma3TemplateWrapper(nlc: NodeLlamaCpp): ChatWrapper {
         const last = index === turns.length - 1;
         const text = LlamaText.joinValues('\n\n', turn.texts);
         // The template writes the system text (untrimmed) and a blank line, then the first message's text trimmed.
-        const head = index === 0 && system.values.length ? LlamaText(system, '\n\n') : LlamaText([]);
+        // (A system text alone, which the template would drop, stands as the user's turn by itself.)
+        const head = index === 0 && system.values.length ? LlamaText(system, text.values.length ? '\n\n' : '') : LlamaText([]);
         parts.push(LlamaText(new SpecialTokensText(`<start_of_turn>${turn.role}\n`)));
         if (last && turn.role === 'model') {
           // The response under way: as written so far (the generation prompt when empty).

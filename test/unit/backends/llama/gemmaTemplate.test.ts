@@ -75,6 +75,9 @@ describe("Gemma 3's template as a chat wrapper", () => {
     // The user's `<end_of_turn>` is text, not the control token: exactly the template's three turn ends.
     const end = model.tokenize('<end_of_turn>', true)[0]!;
     assert.equal(tokens.filter((t) => t === end).length, 3);
+    // A system text alone (the template would drop it: it heads the first turn, and there is none) is the user's turn.
+    const alone = model.detokenize(promptTokens(loaded, { model: 'm', instructions: 'Be brief.', messages: [] }), true);
+    assert.equal(alone, '<bos><start_of_turn>user\nBe brief.<end_of_turn>\n<start_of_turn>model\n');
   });
 
   it('a forced call on the Gemma file is written in the wrapper syntax and parsed into a call with valid arguments', async () => {
