@@ -53,6 +53,8 @@ const CONTEXT = 2048;
 interface Sample {
   tokens: number;
   ms: number;
+  /** A constrained document cut at the token cap (not ended by its grammar): it does not parse, and counts as cut. */
+  cut?: boolean;
 }
 
 /**
@@ -87,11 +89,21 @@ async function serverOnce(engine: LlamaServer, seed: number, constrained: boolea
       ...(constrained && FORMAT.type === 'json_schema' ? { json_schema: FORMAT.schema } : { ignore_eos: true }),
     }),
   });
-  const body = (await res.json()) as { content?: string; tokens_predicted?: number; error?: unknown };
+  const body = (await res.json()) as { content?: string; tokens_predicted?: number; stop_type?: string; error?: unknown };
   const ms = performance.now() - started;
   if (res.status !== 200 || typeof body.tokens_predicted !== 'number')
     throw new Error(`llama-server /completion: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
-  if (constrained) JSON.parse(body.content ?? ''); // its document is JSON too, or the comparison is void
+  if (!constrained) return { tokens: body.tokens_predicted, ms };
+  // Its document is JSON too, or the comparison is void; one cut at the token cap (stop_type `limit`: the random
+  // weights wrote a long string) is counted as cut, as ours is, and its tokens still count: they were generated under
+  // the grammar in that time. A document that ended otherwise and does not parse is an error.
+  const cut = body.stop_type === 'limit' && body.tokens_predicted >= nPredict;
+  try {
+    JSON.parse(body.content ?? '');
+  } catch (e) {
+    if (!cut) throw new Error(`llama-server's constrained document does not parse (stop_type ${body.stop_type}): ${(e as Error).message}`);
+    return { tokens: body.tokens_predicted, ms, cut: true };
+  }
   return { tokens: body.tokens_predicted, ms };
 }
 
@@ -120,8 +132,20 @@ export async function structuredBench(opts: { modelPath: string; threads?: numbe
     const base: GenerateRequest = { model: id, messages: [{ role: 'user', content: PROMPT }], temperature: TEMPERATURE };
     const run = async (req: GenerateRequest): Promise<Sample> => {
       const started = performance.now();
-      const r = await backend.generate(req, { signal: new AbortController().signal, onText: () => undefined });
-      return { tokens: r.outputTokens, ms: performance.now() - started };
+      let text = '';
+      const r = await backend.generate(req, { signal: new AbortController().signal, onText: (t) => (text += t) });
+      const sample = { tokens: r.outputTokens, ms: performance.now() - started };
+      if (!req.format) return sample;
+      // Ours, like llama-server's: a document cut at the token cap counts as cut; one that ended and does not parse
+      // is an error (the grammar failed).
+      try {
+        JSON.parse(text);
+      } catch (e) {
+        if (r.finishReason !== 'max_output_tokens')
+          throw new Error(`our constrained document does not parse (${r.finishReason}): ${(e as Error).message}`);
+        return { ...sample, cut: true };
+      }
+      return sample;
     };
     const compileStarted = performance.now();
     await run({ ...base, format: FORMAT, seed: 1000, maxOutputTokens: 4 });
@@ -141,6 +165,7 @@ export async function structuredBench(opts: { modelPath: string; threads?: numbe
     const theirs: Sample[] = [];
     const theirsFree: Sample[] = [];
     const counter = { parseErrors: 0 };
+    const cutCount = (xs: Sample[]) => xs.filter((x) => x.cut).length;
     for (const seed of seeds) {
       const c = await run({ ...base, format: FORMAT, seed, maxOutputTokens: 1500 });
       constrained.push(c);
@@ -161,6 +186,7 @@ export async function structuredBench(opts: { modelPath: string; threads?: numbe
       constrained_over_free: Number((constrainedRate / freeRate).toFixed(3)),
       grammar_overhead_pct: Number((100 * (1 - constrainedRate / freeRate)).toFixed(1)),
       grammar_first_use_ms: Math.round(firstUseMs),
+      cut_documents: cutCount(constrained),
     };
     if (!engine) return { ...out, llama_server: { skipped: serverSkipped } };
     const theirRate = rate(theirs);
@@ -168,6 +194,7 @@ export async function structuredBench(opts: { modelPath: string; threads?: numbe
     return {
       ...out,
       llama_server_tokens: sum(theirs).tokens,
+      llama_server_cut_documents: cutCount(theirs),
       llama_server_constrained_tokens_per_s: Math.round(theirRate),
       llama_server_free_tokens_per_s: Math.round(theirFreeRate),
       llama_server_free_parse_errors: counter.parseErrors,

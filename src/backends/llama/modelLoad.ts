@@ -14,6 +14,7 @@ import { isModelUri } from '../modelSource';
 import { describeMissingSeams } from './nativeSeams';
 import { BatchedContextPool, chooseSequences, fitContextSize } from './contextPool';
 import { longestTokenBytes } from './contextFit';
+import { gemma3WrapperFor } from './gemmaTemplate';
 import { GrammarCache } from './grammar';
 import { placeModel, type LlamaSelection } from './hardware';
 import type { LlamaBackendOptions } from './llamaBackend';
@@ -247,6 +248,9 @@ export function chatWrapperFor(nlc: NodeLlamaCpp, model: LlamaModel): ChatWrappe
   // own rule for such a template, when it skips the equivalence check, is the Harmony wrapper.
   if (wrapper instanceof nlc.JinjaTemplateChatWrapper && template.includes('<|start|>') && template.includes('<|channel|>'))
     wrapper = new nlc.HarmonyChatWrapper();
+  // Gemma 3's template (found by rendering it, gemmaTemplate.ts): node-llama-cpp picks GemmaChatWrapper by the name,
+  // whose prompt is not the template's (a `---` rule after the system text, functions documented in its own words).
+  wrapper = gemma3WrapperFor(nlc, model, template) ?? wrapper;
   rawTextResults(nlc, wrapper);
   return wrapper;
 }

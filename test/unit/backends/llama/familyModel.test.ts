@@ -22,7 +22,7 @@ const PACKAGES: Record<ModelFamily, string> = {
 const EXPECTED: Record<ModelFamily, { wrapper: string; bos: string; eos: string }> = {
   qwen3: { wrapper: 'QwenChatWrapper', bos: '<|endoftext|>', eos: '<|im_end|>' },
   'llama3.1': { wrapper: 'JinjaTemplateChatWrapper', bos: '<|begin_of_text|>', eos: '<|eot_id|>' },
-  gemma3: { wrapper: 'GemmaChatWrapper', bos: '<bos>', eos: '<end_of_turn>' },
+  gemma3: { wrapper: 'Gemma3TemplateChatWrapper', bos: '<bos>', eos: '<end_of_turn>' },
   'gpt-oss': { wrapper: 'HarmonyChatWrapper', bos: '<|startoftext|>', eos: '<|return|>' },
 };
 
