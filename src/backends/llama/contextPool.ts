@@ -31,7 +31,7 @@ import type { ConcurrencyChoice } from './contextChoice';
 import { batchStrategy } from './batchStrategy';
 import { DecodeGate } from './decodeGate';
 import { missingSeams, sequenceIdOf, type NativeSeam } from './nativeSeams';
-import { decodeAndSampleInOneStep } from './oneStep';
+import { decodeAndSampleInOneStep, usesOneStep } from './oneStep';
 import { sampleFirstAlone } from './samplingGuard';
 import { commonPrefix, pickSequence } from './sequenceChoice';
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token, TokenPredictor } from 'node-llama-cpp' with {
@@ -203,6 +203,11 @@ export class BatchedContextPool implements SequencePool {
 
   get busy(): number {
     return this.inUse.size;
+  }
+
+  /** Whether each token's decode and sampling go to the native build in one call (oneStep.ts). */
+  get oneStep(): boolean {
+    return usesOneStep(this.context);
   }
 
   /** Tokens per sequence. */

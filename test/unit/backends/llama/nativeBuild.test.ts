@@ -291,8 +291,8 @@ describe('which binary loads (real node-llama-cpp; this machine has no GPU)', ()
       const id = backend.resolveModel(undefined)!;
       await backend.load(id);
       const hw = backend.listModels()[0].hardware!;
-      assert.deepEqual(hw.build, { kind: 'native', key: state.key });
-      assert.match(describeHardware(hw), new RegExp(`native build ${state.key}`));
+      assert.deepEqual(hw.build, { kind: 'native', key: state.key, oneStep: true });
+      assert.match(describeHardware(hw), new RegExp(`native build ${state.key} \\(one step per token\\)`));
       assert.ok(
         lines.some((l) => l.startsWith(`engine: native build ${state.key} (GGML_OPENMP=ON GGML_NATIVE=ON`)),
         lines.join('\n'),
