@@ -23,15 +23,31 @@ function collect(dir, acc) {
 }
 const filesOf = (names) => names.flatMap((s) => collect(join(root, 'out/test', s), []));
 const runs = [
-  { files: filesOf(suites.filter((s) => s !== 'native')), args: ['--test-concurrency=2', '--test-timeout=300000'] },
+  { files: filesOf(suites.filter((s) => s !== 'native')), native: false, args: ['--test-concurrency=2', '--test-timeout=300000'] },
   // One file at a time; an hour covers a first build of the native engine on 2 cores.
-  { files: filesOf(suites.filter((s) => s === 'native')), args: ['--test-concurrency=1', '--test-timeout=3600000'] },
+  { files: filesOf(suites.filter((s) => s === 'native')), native: true, args: ['--test-concurrency=1', '--test-timeout=3600000'] },
 ].filter((r) => r.files.length);
 if (!runs.length) {
   console.error('no test files found for', suites.join(', '));
   process.exit(1);
 }
-for (const { files, args } of runs) {
+/**
+ * The native suite's first run builds the engine: cmake, a C++ compiler, make and git. Where they are missing and
+ * this is root (CI), they come from apt, as scripts/remote-engine/prepare.mjs does for llama-server; otherwise the
+ * test fails naming them.
+ */
+function ensureBuildTools() {
+  const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+  const missing = ['cmake', 'g++', 'make', 'git'].filter((c) => !have(c));
+  if (!missing.length || process.platform !== 'linux' || process.getuid?.() !== 0) return;
+  console.log(`[native] apt-get install ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
+  spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { stdio: 'inherit', env });
+}
+
+for (const { files, native, args } of runs) {
+  if (native) ensureBuildTools();
   const r = spawnSync(process.execPath, ['--test', ...args, ...files], { stdio: 'inherit', cwd: root });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
