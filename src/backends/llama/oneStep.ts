@@ -74,6 +74,15 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
   let unread = false;
   let firstAfterPlainDecode: Promise<unknown> | undefined;
 
+  /** A native call as a promise: a synchronous throw (bad arguments) becomes its rejection. */
+  const call = <T>(fn: () => Promise<T>): Promise<T> => {
+    try {
+      return fn();
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  };
+
   const newBatch = (): Batch => {
     let settle!: (ok: boolean) => void;
     const decoded = new Promise<boolean>((resolve) => (settle = resolve));
@@ -89,7 +98,7 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
     if (entries.length === 0) {
       unread = true;
       firstAfterPlainDecode = undefined;
-      decodeBatch.call(native).then(
+      call(() => decodeBatch.call(native)).then(
         () => batch.settle(true),
         (err: unknown) => {
           failDecodes(batch.decodes, err);
@@ -100,28 +109,28 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
     }
     unread = false;
     firstAfterPlainDecode = undefined;
-    decodeBatchAndSample
-      .call(
+    call(() =>
+      decodeBatchAndSample.call(
         native,
         entries.map((e) => e.args),
-      )
-      .then(
-        (results) => {
-          entries.forEach((entry, i) => {
-            const result = results[i];
-            if (result instanceof Error) entry.reject(result);
-            else entry.resolve(result);
-          });
-          batch.settle(true);
-        },
-        (err: unknown) => {
-          // The decode failed: its generations are rejected with the error, as upstream; the mappers that wait on
-          // these samplings get "no token" (sampleToken's -1), which nothing reads once the generation is rejected.
-          failDecodes(batch.decodes, err);
-          for (const entry of entries) entry.resolve(entry.args.length > 2 ? [-1] : -1);
-          batch.settle(false);
-        },
-      );
+      ),
+    ).then(
+      (results) => {
+        entries.forEach((entry, i) => {
+          const result = results[i];
+          if (result instanceof Error) entry.reject(result);
+          else entry.resolve(result);
+        });
+        batch.settle(true);
+      },
+      (err: unknown) => {
+        // The decode failed: its generations are rejected with the error, as upstream; the mappers that wait on
+        // these samplings get "no token" (sampleToken's -1), which nothing reads once the generation is rejected.
+        failDecodes(batch.decodes, err);
+        for (const entry of entries) entry.resolve(entry.args.length > 2 ? [-1] : -1);
+        batch.settle(false);
+      },
+    );
   };
 
   // The addon's methods are read-only on its prototype: own properties shadow them (as samplingGuard.ts does).
