@@ -1,9 +1,9 @@
 // Every use of node-llama-cpp's internals, in one place. The pinned 3.21.1 gives no public way to do what the
-// batching fix, the thread split, the sampling-race guard, sequence ordering and resume inside a grammar need, so
-// those read or wrap fields that are not its API. An upgrade may rename any of them; each accessor then returns
-// `undefined` (the feature it serves is skipped) and `missingSeams` names it, so the loss is loud: a log line at
-// load and `nativeSeamsMissing` in the model's hardware report, never a silent no-op. test/unit/backends/llama/
-// nativeSeams.test.ts loads the real library and fails when one is gone.
+// batching fix, the thread split, the sampling-race guard, one native step per token, sequence ordering and resume
+// inside a grammar need, so those read or wrap fields that are not its API. An upgrade may rename any of them; each
+// accessor then returns `undefined` (the feature it serves is skipped) and `missingSeams` names it, so the loss is
+// loud: a log line at load and `nativeSeamsMissing` in the model's hardware report, never a silent no-op.
+// test/unit/backends/llama/nativeSeams.test.ts loads the real library and fails when one is gone.
 import type { LlamaContext, LlamaContextSequence, LlamaGrammarEvaluationState, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 
 /** The seams by name (as logs and the hardware report say them), with what each one serves. */
