@@ -1,12 +1,17 @@
 // Runs the LlamaBackend unit tests on the patched native build instead of the prebuilt binary (a check by hand of the
 // one-step path, oneStep.ts, under every generation feature those tests cover):
-//   node -r ./scripts/force-native.cjs --test out/test/unit/backends/llama/llamaBackend.test.js
+//   node --import ./scripts/force-native.mjs --test out/test/unit/backends/llama/llamaBackend.test.js
 // Every Llama a backend selects without a native build folder gets $TASK_RUNTIME_TEST_NATIVE_BUILDS_DIR (else the
 // native suite's cache, ~/.cache/task-runtime/test-native-builds); one that does not load there fails the test.
 // Needs `npm run build` and a build in that folder (node scripts/test.mjs native makes one).
-const os = require('node:os');
-const path = require('node:path');
-const hardware = require(path.join(__dirname, '..', 'out', 'src', 'backends', 'llama', 'hardware.js'));
+import { createRequire } from 'node:module';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// The CommonJS module LlamaBackend calls (tsc's out/): its export is replaced in place.
+const here = path.dirname(fileURLToPath(import.meta.url));
+const hardware = createRequire(import.meta.url)(path.join(here, '..', 'out', 'src', 'backends', 'llama', 'hardware.js'));
 
 const root = process.env.TASK_RUNTIME_TEST_NATIVE_BUILDS_DIR || path.join(os.homedir(), '.cache', 'task-runtime', 'test-native-builds');
 const select = hardware.selectLlama;
