@@ -1,10 +1,11 @@
 // `native_build` section of `npm run bench`: node-llama-cpp's prebuilt binary against this machine's native build
 // (OpenMP, native CPU flags; `task-runtime build-engine`, src/backends/llama/nativeBuild.ts), side by side in one run,
 // the same generated models: one stream's decode tokens/s at exactly 1 and 2 threads (NATIVE_BENCH_THREADS; raw
-// node-llama-cpp), and through
-// our backend with threads auto (what a task gets). Each figure from a fresh child process (nativeBuildChild.ts), the
-// two builds alternating, best of ROUNDS. Without a cached build the native side is skipped with a line that says so.
-// Figures: docs/native-build.md.
+// node-llama-cpp), and through our backend at 1 thread and with threads auto (what a task gets) — there three ways:
+// prebuilt, native without the one-step path (`native_twostep`: node-llama-cpp's decodeBatch + sampleToken round
+// trips) and native with it (`native`: oneStep.ts, one decodeBatchAndSample per token). Each figure from a fresh child
+// process (nativeBuildChild.ts), the builds alternating, best of ROUNDS. Without a cached build the native side is
+// skipped with a line that says so. Figures: docs/native-build.md.
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -26,7 +27,9 @@ interface ChildResult {
   measured?: Record<string, number>;
 }
 
-function child(model: string, build: 'prebuilt' | 'native', mode: 'raw' | 'ours', threads: number, tokens: number): ChildResult {
+type Build = 'prebuilt' | 'native' | 'native-twostep';
+
+function child(model: string, build: Build, mode: 'raw' | 'ours', threads: number, tokens: number): ChildResult {
   const out = execFileSync(process.execPath, [path.join(__dirname, 'nativeBuildChild.js'), model, build, mode, String(threads), String(tokens)], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -40,6 +43,9 @@ export async function nativeBuildBench(opts: { onPart?: (part: Record<string, un
   const onPart = opts.onPart;
   const state = localNativeBuild();
   const builds: Array<'prebuilt' | 'native'> = state.state === 'ready' ? ['prebuilt', 'native'] : ['prebuilt'];
+  /** Through our backend: the native build with and without the one-step path. */
+  const oursBuilds: Build[] = state.state === 'ready' ? ['prebuilt', 'native-twostep', 'native'] : ['prebuilt'];
+  const label = (b: Build) => b.replace('-', '_');
   const results: Record<string, unknown> = {
     native_build:
       state.state === 'ready'
@@ -70,17 +76,22 @@ export async function nativeBuildBench(opts: { onPart?: (part: Record<string, un
         for (const threads of THREADS) {
           for (const build of builds) keep(`${build}_${threads}t`, child(m.file, build, 'raw', threads, m.tokens).tokensPerSecond);
         }
-        for (const build of builds) {
+        for (const build of oursBuilds) keep(`${label(build)}_ours_1t`, child(m.file, build, 'ours', 1, m.tokens).tokensPerSecond);
+        for (const build of oursBuilds) {
           const o = child(m.file, build, 'ours', 0, m.tokens);
-          keep(`${build}_ours_auto`, o.tokensPerSecond);
-          chosen[build] = `${o.threads} thread(s), calibration ${JSON.stringify(o.measured ?? {})}`;
+          keep(`${label(build)}_ours_auto`, o.tokensPerSecond);
+          chosen[label(build)] = `${o.threads} thread(s), calibration ${JSON.stringify(o.measured ?? {})}`;
         }
       }
       for (const [k, v] of Object.entries(best)) results[`${m.name}_${k}_tokens_per_s`] = round(v, 0);
       for (const [b, c] of Object.entries(chosen)) results[`${m.name}_${b}_ours_auto_threads`] = c;
       if (builds.includes('native')) {
-        for (const t of [...THREADS.map((n) => `${n}t`), 'ours_auto']) {
+        for (const t of [...THREADS.map((n) => `${n}t`), 'ours_1t', 'ours_auto']) {
           results[`${m.name}_native_over_prebuilt_${t}`] = round(best[`native_${t}`]! / best[`prebuilt_${t}`]!, 2);
+        }
+        for (const t of ['ours_1t', 'ours_auto']) {
+          results[`${m.name}_onestep_over_twostep_${t}`] = round(best[`native_${t}`]! / best[`native_twostep_${t}`]!, 2);
+          results[`${m.name}_twostep_over_prebuilt_${t}`] = round(best[`native_twostep_${t}`]! / best[`prebuilt_${t}`]!, 2);
         }
         const bestOf = (b: string) => Math.max(...THREADS.map((n) => best[`${b}_${n}t`]!));
         results[`${m.name}_native_best_over_prebuilt_best`] = round(bestOf('native') / bestOf('prebuilt'), 2);

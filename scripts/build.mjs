@@ -69,3 +69,11 @@ if (!skipTsc) {
     stdio: 'inherit',
   });
 }
+
+// The native build's addon patches (nativeBuild.ts reads them from `native/` beside itself): into dist/ (the CLI and
+// extension bundles) and out/ (tsc's tree).
+const patches = join(root, 'src/backends/llama/native');
+if (existsSync(patches)) {
+  cpSync(patches, join(root, 'dist/native'), { recursive: true });
+  if (!skipTsc) cpSync(patches, join(root, 'out/src/backends/llama/native'), { recursive: true });
+}

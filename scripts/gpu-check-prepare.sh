@@ -35,6 +35,8 @@ bundle_one bench/gpuCheck.ts bench.js --define:require.main=undefined
 bundle_one bench/batchingServeChild.ts batchingServeChild.js
 bundle_one bench/nativeBuildChild.ts nativeBuildChild.js
 bundle_one src/cli/main.ts cli.js
+# build-engine's addon patches, where the bundled CLI looks for them (nativeBuild.ts: `native/` beside itself).
+mkdir -p "$out/native" && cp src/backends/llama/native/*.patch "$out/native/"
 bundle_one src/runtime/store/checkpointWorker.ts checkpointWorker.js
 bundle_one src/backends/llama/grammarWorker.ts grammarWorker.js
 # HOOK (issue 42 item 3): the speculative bench section, once branch `speculative` has added bench/speculative.ts —

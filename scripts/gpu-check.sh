@@ -114,7 +114,8 @@ if [ -f "$bundle/native-src.tar.xz" ] && ! ls -d "$native_root"/src-nlc-*/.ready
   mkdir -p "$native_root" && tar -xJf "$bundle/native-src.tar.xz" -C "$native_root"
 fi
 src=$(ls -d "$native_root"/src-nlc-* 2>/dev/null | head -1)
-native_ready() { ls "$native_root"/nlc-*/build.json >/dev/null 2>&1; }
+# Builds of the current revision only (nativeBuild.ts: -r<N> keys; older ones, without the one-step patch, are not used).
+native_ready() { ls "$native_root"/nlc-*-r[0-9]*/build.json >/dev/null 2>&1; }
 
 # 1. Builds.
 server_build_pid=

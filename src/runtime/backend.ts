@@ -79,9 +79,10 @@ export interface ModelHardware {
   speculation?: string;
   /**
    * Which llama.cpp binary the model runs on: node-llama-cpp's prebuilt one, or this machine's native build (OpenMP,
-   * native CPU flags; docs/native-build.md) by its cache key; `reason`: why a native build is not used.
+   * native CPU flags; docs/native-build.md) by its cache key; `reason`: why a native build is not used; `oneStep`:
+   * each token's decode and sampling go to the native build in one call (its decode-and-sample patch).
    */
-  build?: { kind: 'prebuilt' | 'native'; key?: string; reason?: string };
+  build?: { kind: 'prebuilt' | 'native'; key?: string; reason?: string; oneStep?: boolean };
 }
 
 /** One line for logs: "vulkan (NVIDIA H200), 16/16 layers, VRAM 1.2/150.0 GB, 15 threads (calibration)". */
@@ -95,7 +96,8 @@ export function describeHardware(h: ModelHardware): string {
   if (h.sequences !== undefined) parts.push(`${h.sequences} sequence(s) batched (${h.sequencesFrom ?? 'setting'})`);
   if (h.speculation && h.speculation !== 'off') parts.push(`speculative: ${h.speculation}`);
   if (h.warmupMs !== undefined) parts.push(`warm-up ${Math.round(h.warmupMs)} ms`);
-  if (h.build) parts.push(h.build.kind === 'native' ? `native build ${h.build.key ?? '?'}` : 'prebuilt binary');
+  if (h.build)
+    parts.push(h.build.kind === 'native' ? `native build ${h.build.key ?? '?'}${h.build.oneStep ? ' (one step per token)' : ''}` : 'prebuilt binary');
   let s = parts.join(', ');
   if (h.fallbackReason) s += `; ${h.fallbackReason}`;
   if (h.nativeSeamsMissing?.length) s += `; engine internals missing: ${h.nativeSeamsMissing.join(', ')}`;

@@ -13,7 +13,8 @@
 // cycle, which waits behind whatever I/O callbacks (HTTP writes, journal syncs) are due (docs/hardware.md).
 //
 // What a context's decodes go through besides: gathering into batches (decodeGate.ts), order and thread count per
-// batch (batchStrategy.ts), the sampling-race guard (samplingGuard.ts) — each over node-llama-cpp internals that
+// batch (batchStrategy.ts), one native step per token where the native build has it (oneStep.ts), else the
+// sampling-race guard (samplingGuard.ts) — each over node-llama-cpp internals that
 // nativeSeams.ts holds and checks; a seam missing at creation is logged and named in `missingSeams`.
 //
 // Prefix reuse: a released sequence keeps its KV state. `acquire(tokens)` hands out the free sequence whose context
@@ -30,6 +31,7 @@ import type { ConcurrencyChoice } from './contextChoice';
 import { batchStrategy } from './batchStrategy';
 import { DecodeGate } from './decodeGate';
 import { missingSeams, sequenceIdOf, type NativeSeam } from './nativeSeams';
+import { decodeAndSampleInOneStep, usesOneStep } from './oneStep';
 import { sampleFirstAlone } from './samplingGuard';
 import { commonPrefix, pickSequence } from './sequenceChoice';
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token, TokenPredictor } from 'node-llama-cpp' with {
@@ -119,8 +121,11 @@ export async function createBatchedContext(
     },
   });
   created = context;
+  // A native build with decode-and-sample.patch: one worker round trip per token, its samplings in order on one
+  // thread (which also makes the sampling-race guard unneeded); else the guard where several sequences sample.
+  const oneStep = decodeAndSampleInOneStep(context);
   if (options.sequences > 1) {
-    sampleFirstAlone(context);
+    if (!oneStep) sampleFirstAlone(context);
     options.gate?.install(context);
   }
   return context;
@@ -198,6 +203,11 @@ export class BatchedContextPool implements SequencePool {
 
   get busy(): number {
     return this.inUse.size;
+  }
+
+  /** Whether each token's decode and sampling go to the native build in one call (oneStep.ts). */
+  get oneStep(): boolean {
+    return usesOneStep(this.context);
   }
 
   /** Tokens per sequence. */

@@ -189,7 +189,7 @@ export async function loadModel(entry: ModelEntry<LoadedModel>, options: LoadOpt
       speculation,
       build:
         selection.build.kind === 'native'
-          ? { kind: 'native', key: selection.build.key }
+          ? { kind: 'native', key: selection.build.key, ...(pool.oneStep ? { oneStep: true } : {}) }
           : { kind: 'prebuilt', ...(selection.build.reason ? { reason: selection.build.reason } : {}) },
     };
     if (pool.missingSeams.length) deps.log(`model ${entry.id}: ${describeMissingSeams(pool.missingSeams)}`);

@@ -11,6 +11,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
+/**
+ * The revision of what build-engine compiles beyond node-llama-cpp's own source, part of the key: 2 = with
+ * native/decode-and-sample.patch (one thread-pool round trip per token). A build of an older revision (revision 1 had
+ * no patch and no revision in its key) is another key, so it is never mistaken for this one; build-engine makes the
+ * new one and startup offers it.
+ */
+export const NATIVE_BUILD_REVISION = 2;
 /** The manifest a finished build leaves in its folder; its presence means the build completed and loaded once. */
 export const MANIFEST_FILE = 'build.json';
 /** What this build changes against the prebuilt binary (and why: see the header). */
@@ -53,7 +60,7 @@ export function nativeBuildKey(nodeLlamaCppVersion: string, machine: MachineIden
   const flags = [...new Set(machine.cpuFlags)].sort().join(' ');
   const hash = createHash('sha256').update(`${machine.platform}\n${machine.arch}\n${machine.cpuModel}\n${flags}`).digest('hex').slice(0, 12);
   const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, '_');
-  return `nlc-${safe(nodeLlamaCppVersion)}-${safe(machine.platform)}-${safe(machine.arch)}-cpu-${hash}`;
+  return `nlc-${safe(nodeLlamaCppVersion)}-${safe(machine.platform)}-${safe(machine.arch)}-cpu-${hash}-r${NATIVE_BUILD_REVISION}`;
 }
 
 /** Where builds are kept: $TASK_RUNTIME_NATIVE_BUILDS_DIR, else the user's cache folder (outside node_modules). */
@@ -79,6 +86,36 @@ export interface NativeBuildManifest {
   builtAt: string;
   buildSeconds: number;
   machine: MachineIdentity;
+  /** NATIVE_BUILD_REVISION of the build (absent: revision 1, before the one-step patch). */
+  revision?: number;
+  /** The patches applied to node-llama-cpp's addon source, as `<file> sha256:<hex>` (ADDON_PATCHES). */
+  addonPatches?: string[];
+}
+
+/**
+ * What build-engine applies to its own copy of node-llama-cpp's addon source (never to node_modules), in order:
+ * decode-and-sample.patch adds `decodeBatchAndSample` (one thread-pool round trip per generated token; oneStep.ts
+ * uses it where the loaded addon has it). Files beside this module in dist/ and out/ (scripts/build.mjs copies them).
+ */
+export const ADDON_PATCHES: readonly string[] = ['decode-and-sample.patch'];
+
+/** Where an addon patch file is: `native/` beside this module (dist/, out/src/backends/llama/), else the source tree. */
+export function addonPatchPath(name: string): string {
+  const candidates = [
+    path.join(__dirname, 'native', name),
+    path.resolve(__dirname, '..', '..', '..', '..', 'src', 'backends', 'llama', 'native', name),
+  ];
+  return candidates.find((c) => fs.existsSync(c)) ?? candidates[0];
+}
+
+/** The manifest's record of the addon patches this code applies (`<file> sha256:<hex>`); throws when one is missing. */
+export function addonPatchIds(): string[] {
+  return ADDON_PATCHES.map(
+    (name) =>
+      `${name} sha256:${createHash('sha256')
+        .update(fs.readFileSync(addonPatchPath(name)))
+        .digest('hex')}`,
+  );
 }
 
 export type NativeBuildState =
@@ -90,7 +127,12 @@ export function findNativeBuild(root: string, key: string): NativeBuildState {
   const dir = path.join(root, key);
   const file = path.join(dir, MANIFEST_FILE);
   if (!fs.existsSync(file)) {
-    return { state: 'absent', key, dir, reason: `no native build for this machine (key ${key}; task-runtime build-engine makes one)` };
+    const older = key.replace(/-r\d+$/, '');
+    const note =
+      older !== key && fs.existsSync(path.join(root, older, MANIFEST_FILE))
+        ? `; ${older} is an older build without the one-step patch, not used`
+        : '';
+    return { state: 'absent', key, dir, reason: `no native build for this machine (key ${key}; task-runtime build-engine makes one)${note}` };
   }
   const broken = (why: string): NativeBuildState => ({ state: 'broken', key, dir, reason: `the native build ${key} is unusable: ${why}` });
   let manifest: NativeBuildManifest;
@@ -103,6 +145,19 @@ export function findNativeBuild(root: string, key: string): NativeBuildState {
     return broken(`${MANIFEST_FILE} lacks binding/llamaCppRelease`);
   }
   if (manifest.key !== key) return broken(`${MANIFEST_FILE} names key ${String(manifest.key)}`);
+  // A build of this key made from another patch (or none) is not this build: build-engine brings it up to date.
+  let wanted: string[];
+  try {
+    wanted = addonPatchIds();
+  } catch (err) {
+    return broken(`an addon patch file is missing (${err instanceof Error ? err.message : String(err)})`);
+  }
+  const had = Array.isArray(manifest.addonPatches) ? manifest.addonPatches : [];
+  if (manifest.revision !== NATIVE_BUILD_REVISION || had.join('\n') !== wanted.join('\n')) {
+    return broken(
+      `it was built from other addon patches (${had.join(', ') || 'none'}; now ${wanted.join(', ')}); task-runtime build-engine rebuilds it`,
+    );
+  }
   const bindingPath = path.resolve(dir, manifest.binding);
   if (!bindingPath.startsWith(dir + path.sep)) return broken('its binding path leaves the build folder');
   if (!fs.existsSync(bindingPath)) return broken(`${manifest.binding} is missing`);
@@ -260,6 +315,9 @@ export async function buildNativeEngine(options: BuildOptions = {}): Promise<Nat
     }
     fs.writeFileSync(path.join(src, '.ready'), new Date().toISOString());
   }
+  progress({ phase: 'source', message: `applying ${ADDON_PATCHES.join(', ')} to the addon source` });
+  const addonPatches = addonPatchIds();
+  await patchAddonSource(pkg, src, output, options.signal);
 
   const jobs = options.jobs ?? Math.max(1, os.availableParallelism?.() ?? os.cpus().length);
   const cmakeJs = require.resolve('cmake-js/bin/cmake-js', { paths: [pkg.dir] });
@@ -302,6 +360,8 @@ export async function buildNativeEngine(options: BuildOptions = {}): Promise<Nat
     builtAt: new Date().toISOString(),
     buildSeconds: Math.round((Date.now() - started) / 1000),
     machine,
+    revision: NATIVE_BUILD_REVISION,
+    addonPatches,
   };
   const tmp = path.join(dir, `${MANIFEST_FILE}.tmp`);
   fs.writeFileSync(tmp, JSON.stringify(manifest, null, 2));
@@ -312,9 +372,46 @@ export async function buildNativeEngine(options: BuildOptions = {}): Promise<Nat
   return ready;
 }
 
+/**
+ * Makes the build's addon source node-llama-cpp's own plus ADDON_PATCHES: the pristine addon is copied to a scratch
+ * folder, patched there with `git apply` (a node-llama-cpp whose addon moved fails here, naming the patch), and only
+ * the files whose content differs are written into the source, so an incremental build recompiles just those.
+ */
+async function patchAddonSource(pkg: NodeLlamaCppPackage, src: string, output: (line: string) => void, signal?: AbortSignal): Promise<void> {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'task-runtime-addon-'));
+  try {
+    fs.cpSync(path.join(pkg.dir, 'llama', 'addon'), path.join(scratch, 'addon'), { recursive: true });
+    // The scratch folder may lie inside some git work tree: the ceiling keeps `git apply` from finding it (inside
+    // one, paths are taken from its top and the patch would be skipped).
+    const env = { ...process.env, GIT_CEILING_DIRECTORIES: path.dirname(fs.realpathSync(scratch)) };
+    for (const name of ADDON_PATCHES) {
+      await run(`git apply ${name}`, 'git', ['apply', addonPatchPath(name)], { cwd: scratch, env }, output, signal);
+    }
+    syncTree(path.join(scratch, 'addon'), path.join(src, 'addon'));
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Copies `from` into `to`, writing only files whose content differs (their mtimes drive the incremental build). */
+function syncTree(from: string, to: string): void {
+  fs.mkdirSync(to, { recursive: true });
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    const a = path.join(from, entry.name);
+    const b = path.join(to, entry.name);
+    if (entry.isDirectory()) {
+      syncTree(a, b);
+      continue;
+    }
+    const content = fs.readFileSync(a);
+    if (fs.existsSync(b) && fs.readFileSync(b).equals(content)) continue;
+    fs.writeFileSync(b, content);
+  }
+}
+
 /** Loads the addon and initializes its backends in a child process: a build that crashes never takes us down. */
 async function verifyBinding(bindingPath: string, output: (line: string) => void, signal?: AbortSignal): Promise<void> {
-  const script = `const b = require(${JSON.stringify(bindingPath)}); b.loadBackends(); b.init().then(() => { process.stdout.write('ok ' + (b.getGpuType() || 'cpu') + '\\n'); process.exit(0); }, (e) => { console.error(e); process.exit(3); });`;
+  const script = `const b = require(${JSON.stringify(bindingPath)}); if (typeof b.AddonContext.prototype.decodeBatchAndSample !== 'function') { console.error('the addon lacks decodeBatchAndSample (decode-and-sample.patch)'); process.exit(4); } b.loadBackends(); b.init().then(() => { process.stdout.write('ok ' + (b.getGpuType() || 'cpu') + '\\n'); process.exit(0); }, (e) => { console.error(e); process.exit(3); });`;
   await run('verify', process.execPath, ['-e', script], { env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } }, output, signal);
 }
 

@@ -1,9 +1,9 @@
 // Every use of node-llama-cpp's internals, in one place. The pinned 3.21.1 gives no public way to do what the
-// batching fix, the thread split, the sampling-race guard, sequence ordering and resume inside a grammar need, so
-// those read or wrap fields that are not its API. An upgrade may rename any of them; each accessor then returns
-// `undefined` (the feature it serves is skipped) and `missingSeams` names it, so the loss is loud: a log line at
-// load and `nativeSeamsMissing` in the model's hardware report, never a silent no-op. test/unit/backends/llama/
-// nativeSeams.test.ts loads the real library and fails when one is gone.
+// batching fix, the thread split, the sampling-race guard, one native step per token, sequence ordering and resume
+// inside a grammar need, so those read or wrap fields that are not its API. An upgrade may rename any of them; each
+// accessor then returns `undefined` (the feature it serves is skipped) and `missingSeams` names it, so the loss is
+// loud: a log line at load and `nativeSeamsMissing` in the model's hardware report, never a silent no-op.
+// test/unit/backends/llama/nativeSeams.test.ts loads the real library and fails when one is gone.
 import type { LlamaContext, LlamaContextSequence, LlamaGrammarEvaluationState, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 
 /** The seams by name (as logs and the hardware report say them), with what each one serves. */
@@ -12,6 +12,9 @@ export const NATIVE_SEAMS = {
   'context._ctx.decodeBatch': 'the sampling-race guard (samplingGuard.ts)',
   'context._ctx.sampleToken': 'the sampling-race guard (samplingGuard.ts)',
   'context._queuedDecodes': 'batch order by sequence id (batchStrategy.ts)',
+  'context._ctx.initBatch': 'one native step per token (oneStep.ts)',
+  'context._ctx.addToBatch': 'one native step per token (oneStep.ts)',
+  'context._dispatchErrorForQueuedDecodesAndDequeue': 'one native step per token: a failed decode fails its batch (oneStep.ts)',
   'context._threadSplitterConsumer._wantedThreads': 'prompt threads apart from step threads (batchStrategy.ts)',
   'sequence._sequenceId': 'sequence ids for the gate and the pool',
   'grammarState._state': 'resume inside a grammar (grammar.ts)',
@@ -29,9 +32,35 @@ export interface NativeContext {
   sampleToken: (...args: unknown[]) => Promise<unknown>;
 }
 
+/** A queued decode as node-llama-cpp keeps it (`_queuedDecodes` items), as far as oneStep.ts uses it. */
+export interface QueuedDecode {
+  sequenceId: number;
+  afterBatchAction?: (sequenceStateLength: number) => unknown;
+}
+
+/**
+ * The native context of a build with native/decode-and-sample.patch: `decodeBatchAndSample` decodes the batch and
+ * samples each `[batchLogitIndex, sampler, probabilities?, confidence?]` entry (sampleToken's arguments) in one
+ * worker round trip, resolving to what each sampleToken call would have (an Error in the place of a failed one).
+ */
+export interface OneStepNativeContext extends NativeContext {
+  initBatch: (size: number) => unknown;
+  addToBatch: (sequenceId: number, firstTokenIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array) => ArrayLike<number>;
+  decodeBatchAndSample: (entries: unknown[][]) => Promise<unknown[]>;
+}
+
+/** What oneStep.ts reaches in the context besides its native object. */
+export interface OneStepSeams {
+  native: OneStepNativeContext;
+  queuedDecodes: () => readonly QueuedDecode[];
+  /** Rejects these decodes' generations with `err` and takes them out of the queue (what a failed decodeBatch does). */
+  failDecodes: (decodes: Set<QueuedDecode>, err: unknown) => void;
+}
+
 interface ContextInternals {
   _decodeTokens?: DecodeTokens;
-  _ctx?: Partial<NativeContext>;
+  _ctx?: Partial<OneStepNativeContext>;
+  _dispatchErrorForQueuedDecodesAndDequeue?: (decodes: Set<QueuedDecode>, err: unknown) => void;
   _queuedDecodes?: QueuedDecodes;
   /**
    * Hands each decode its thread count (`_wantedThreads` when the Llama's maxThreads is 0, as ours is). It exists
@@ -72,6 +101,25 @@ export function wrapDecodeTokens(context: LlamaContext, wrap: (original: DecodeT
 export function nativeContextOf(context: LlamaContext): NativeContext | undefined {
   const native = internals(context)?._ctx;
   return native && typeof native.decodeBatch === 'function' && typeof native.sampleToken === 'function' ? (native as NativeContext) : undefined;
+}
+
+/**
+ * The seams of the one-step path where the loaded addon has `decodeBatchAndSample` (a native build with
+ * decode-and-sample.patch) and node-llama-cpp's internals it needs are all there; else undefined (the prebuilt
+ * binary, or a node-llama-cpp that moved them: then the two-round-trip path runs, as upstream).
+ */
+export function oneStepSeamsOf(context: LlamaContext): OneStepSeams | undefined {
+  const c = internals(context);
+  const native = c?._ctx;
+  if (!c || !native) return undefined;
+  const calls = ['decodeBatch', 'sampleToken', 'initBatch', 'addToBatch', 'decodeBatchAndSample'] as const;
+  if (!calls.every((name) => typeof native[name] === 'function')) return undefined;
+  if (!Array.isArray(c._queuedDecodes) || typeof c._dispatchErrorForQueuedDecodesAndDequeue !== 'function') return undefined;
+  return {
+    native: native as OneStepNativeContext,
+    queuedDecodes: () => (c._queuedDecodes as unknown as readonly QueuedDecode[] | undefined) ?? [],
+    failDecodes: (decodes, err) => c._dispatchErrorForQueuedDecodesAndDequeue!.call(context, decodes, err),
+  };
 }
 
 /** The context's queue of pending decodes (read at each batch), or undefined. */
@@ -116,6 +164,9 @@ export function missingSeams(context: LlamaContext, sequence?: LlamaContextSeque
   if (typeof c?._ctx?.decodeBatch !== 'function') missing.push('context._ctx.decodeBatch');
   if (typeof c?._ctx?.sampleToken !== 'function') missing.push('context._ctx.sampleToken');
   if (!Array.isArray(c?._queuedDecodes)) missing.push('context._queuedDecodes');
+  if (typeof c?._ctx?.initBatch !== 'function') missing.push('context._ctx.initBatch');
+  if (typeof c?._ctx?.addToBatch !== 'function') missing.push('context._ctx.addToBatch');
+  if (typeof c?._dispatchErrorForQueuedDecodesAndDequeue !== 'function') missing.push('context._dispatchErrorForQueuedDecodesAndDequeue');
   const consumer = c?._threadSplitterConsumer;
   const consumerReady = consumer
     ? typeof consumer._wantedThreads === 'number'

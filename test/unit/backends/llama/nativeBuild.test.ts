@@ -21,6 +21,8 @@ import {
   nodeLlamaCppPackage,
   type MachineIdentity,
   type NativeBuildManifest,
+  NATIVE_BUILD_REVISION,
+  addonPatchIds,
 } from '../../../../src/backends/llama/nativeBuild';
 import { selectLlama } from '../../../../src/backends/llama/hardware';
 import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
@@ -33,7 +35,7 @@ const machine: MachineIdentity = { platform: 'linux', arch: 'x64', cpuModel: 'So
 describe('native build cache key', () => {
   it('names the node-llama-cpp version, platform and arch, and hashes the CPU', () => {
     const key = nativeBuildKey('3.21.1', machine);
-    assert.match(key, /^nlc-3\.21\.1-linux-x64-cpu-[0-9a-f]{12}$/);
+    assert.match(key, new RegExp(`^nlc-3\\.21\\.1-linux-x64-cpu-[0-9a-f]{12}-r${NATIVE_BUILD_REVISION}$`));
     assert.equal(nativeBuildKey('3.21.1', machine), key, 'deterministic');
     assert.equal(nativeBuildKey('3.21.1', { ...machine, cpuFlags: ['fma', 'avx2', 'sse2', 'avx2'] }), key, 'flag order and repeats do not matter');
   });
@@ -49,7 +51,7 @@ describe('native build cache key', () => {
     assert.equal(new Set([key, ...others]).size, others.length + 1);
   });
   it('is a safe folder name whatever the version says', () => {
-    assert.match(nativeBuildKey('1.0.0/../../x y', machine), /^nlc-1\.0\.0_\.\._\.\._x_y-linux-x64-cpu-[0-9a-f]{12}$/);
+    assert.match(nativeBuildKey('1.0.0/../../x y', machine), /^nlc-1\.0\.0_\.\._\.\._x_y-linux-x64-cpu-[0-9a-f]{12}-r\d+$/);
   });
   it("reads the CPU's flags (x86 flags, arm Features) from cpuinfo, sorted and unique", () => {
     assert.deepEqual(machineIdentity('processor\t: 0\nflags\t\t: sse2 avx2 fma avx2\n\nflags\t: other\n').cpuFlags, ['avx2', 'fma', 'sse2']);
@@ -122,6 +124,8 @@ describe('a cached build as found', () => {
     llamaCppRelease: 'v0.4.0',
     cmakeOptions: { GGML_OPENMP: 'ON' },
     binding: 'build/Release/llama-addon.node',
+    revision: NATIVE_BUILD_REVISION,
+    addonPatches: addonPatchIds(),
     ...over,
   });
   before(() => (root = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-native-'))));
@@ -148,6 +152,29 @@ describe('a cached build as found', () => {
       assert.equal(s.state, 'broken', String(reason));
       assert.match(s.state === 'broken' ? s.reason : '', reason);
     }
+  });
+  it('is not this build when it was made from other addon patches (or none: revision 1), so build-engine rebuilds it', () => {
+    const stale: Array<Partial<NativeBuildManifest>> = [
+      manifest({ revision: undefined, addonPatches: undefined }),
+      manifest({ addonPatches: ['decode-and-sample.patch sha256:0000'] }),
+      manifest({ revision: NATIVE_BUILD_REVISION - 1 }),
+    ];
+    for (const m of stale) {
+      write(m, 'x');
+      const s = findNativeBuild(root, key);
+      assert.equal(s.state, 'broken', JSON.stringify(m));
+      assert.match(s.state === 'broken' ? s.reason : '', /built from other addon patches.*build-engine rebuilds it/);
+    }
+  });
+  it('says so when only an older build (revision 1, without the one-step patch) is there', () => {
+    const older = key.replace(/-r\d+$/, '');
+    fs.rmSync(path.join(root, key), { recursive: true, force: true });
+    fs.mkdirSync(path.join(root, older), { recursive: true });
+    fs.writeFileSync(path.join(root, older, MANIFEST_FILE), '{}');
+    const s = findNativeBuild(root, key);
+    assert.equal(s.state, 'absent');
+    assert.match(s.state === 'absent' ? s.reason : '', new RegExp(`${older} is an older build without the one-step patch, not used`));
+    fs.rmSync(path.join(root, older), { recursive: true, force: true });
   });
   it('is ready with a manifest naming an addon that exists', () => {
     write(manifest(), 'x');
@@ -213,6 +240,8 @@ describe('which binary loads (real node-llama-cpp; this machine has no GPU)', ()
       builtAt: new Date().toISOString(),
       buildSeconds: 1,
       machine: machineIdentity(),
+      revision: NATIVE_BUILD_REVISION,
+      addonPatches: addonPatchIds(),
     };
     fs.writeFileSync(path.join(broken, key, MANIFEST_FILE), JSON.stringify(m));
     const { selection, logs } = await select(broken);
@@ -262,8 +291,8 @@ describe('which binary loads (real node-llama-cpp; this machine has no GPU)', ()
       const id = backend.resolveModel(undefined)!;
       await backend.load(id);
       const hw = backend.listModels()[0].hardware!;
-      assert.deepEqual(hw.build, { kind: 'native', key: state.key });
-      assert.match(describeHardware(hw), new RegExp(`native build ${state.key}`));
+      assert.deepEqual(hw.build, { kind: 'native', key: state.key, oneStep: true });
+      assert.match(describeHardware(hw), new RegExp(`native build ${state.key} \\(one step per token\\)`));
       assert.ok(
         lines.some((l) => l.startsWith(`engine: native build ${state.key} (GGML_OPENMP=ON GGML_NATIVE=ON`)),
         lines.join('\n'),
