@@ -21,6 +21,7 @@
 // batch with no combined sampling get its first-alone rule here. Seams: nativeSeams.ts (`oneStepSeamsOf`).
 import type { LlamaContext } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
 import { oneStepSeamsOf, type QueuedDecode } from './nativeSeams';
+import { FirstReadAlone } from './samplingGuard';
 
 const oneStepContexts = new WeakSet<LlamaContext>();
 
@@ -70,9 +71,8 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
   let collecting: Batch | undefined;
   /** The latest sent batch's end (later samplings wait for it). */
   let lastDecode: Promise<boolean> = Promise.resolve(true);
-  /** Whether the latest decode's outputs were not read yet (a plain decode): its first sampling then runs alone. */
-  let unread = false;
-  let firstAfterPlainDecode: Promise<unknown> | undefined;
+  /** A plain decode's outputs are not read yet: its first sampling then runs alone (samplingGuard.ts says why). */
+  const firstRead = new FirstReadAlone();
 
   /** A native call as a promise: a synchronous throw (bad arguments) becomes its rejection. */
   const call = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -96,8 +96,7 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
     lastDecode = batch.decoded;
     const entries = batch.collected;
     if (entries.length === 0) {
-      unread = true;
-      firstAfterPlainDecode = undefined;
+      firstRead.decoded();
       call(() => decodeBatch.call(native)).then(
         () => batch.settle(true),
         (err: unknown) => {
@@ -107,8 +106,7 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
       );
       return;
     }
-    unread = false;
-    firstAfterPlainDecode = undefined;
+    firstRead.read();
     call(() =>
       decodeBatchAndSample.call(
         native,
@@ -158,8 +156,7 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
     filling = undefined;
     if (batch.outputs === 0) {
       // Nothing to sample (a prompt chunk without logits): the plain decode, its failure node-llama-cpp's to handle.
-      unread = true;
-      firstAfterPlainDecode = undefined;
+      firstRead.decoded();
       const decoded = decodeBatch.call(native);
       lastDecode = decoded.then(
         () => true,
@@ -189,17 +186,7 @@ export function decodeAndSampleInOneStep(context: LlamaContext): boolean {
       });
     }
     // After the combined call: the decode has ended (or ends first) and its outputs were read in order.
-    return lastDecode.then(() => {
-      if (!unread) return firstAfterPlainDecode ? firstAfterPlainDecode.then(() => sampleToken.apply(native, args)) : sampleToken.apply(native, args);
-      // A plain decode's first sampling runs alone (samplingGuard.ts says why); the others follow it.
-      unread = false;
-      const sampled = sampleToken.apply(native, args);
-      firstAfterPlainDecode = sampled.then(
-        () => undefined,
-        () => undefined,
-      );
-      return sampled;
-    });
+    return lastDecode.then(() => firstRead.sample(() => sampleToken.apply(native, args)));
   });
   return true;
 }

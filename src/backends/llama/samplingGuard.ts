@@ -23,26 +23,47 @@ export function sampleFirstAlone(context: LlamaContext): boolean {
   if (!native) return false;
   const decode = native.decodeBatch;
   const sample = native.sampleToken;
-  /** The first sampling since the latest decode (the batch's others wait for it to settle). */
-  let first: Promise<unknown> | undefined;
-  let decoded = false;
+  const guard = new FirstReadAlone();
   // The addon's methods are read-only on its prototype: own properties shadow them.
   const wrap = (name: keyof NativeContext, fn: (...args: unknown[]) => Promise<unknown>) =>
     Object.defineProperty(native, name, { value: fn, configurable: true, writable: true });
   wrap('decodeBatch', (...args) => {
-    decoded = true;
-    first = undefined;
+    guard.decoded();
     return decode.apply(native, args);
   });
-  wrap('sampleToken', (...args) => {
-    if (!decoded) return first ? first.then(() => sample.apply(native, args)) : sample.apply(native, args);
-    decoded = false;
-    const sampled = sample.apply(native, args);
-    first = sampled.then(
+  wrap('sampleToken', (...args) => guard.sample(() => sample.apply(native, args)));
+  return true;
+}
+
+/**
+ * The rule of the guard, shared with the one-step path (oneStep.ts): after a decode whose outputs nothing has read,
+ * the first sampling runs alone and the others start once it has settled; after a read, samplings run at once.
+ */
+export class FirstReadAlone {
+  private unread = false;
+  /** The first sampling since the latest unread decode (the others wait for it to settle). */
+  private first: Promise<unknown> | undefined;
+
+  /** A decode ended and nothing has read its outputs yet. */
+  decoded(): void {
+    this.unread = true;
+    this.first = undefined;
+  }
+
+  /** The latest decode's outputs were read in order (a combined decode and sampling). */
+  read(): void {
+    this.unread = false;
+    this.first = undefined;
+  }
+
+  sample<T>(run: () => Promise<T>): Promise<T> {
+    if (!this.unread) return this.first ? this.first.then(run) : run();
+    this.unread = false;
+    const sampled = run();
+    this.first = sampled.then(
       () => undefined,
       () => undefined,
     );
     return sampled;
-  });
-  return true;
+  }
 }
