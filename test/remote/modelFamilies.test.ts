@@ -38,6 +38,7 @@ const SPECIAL: Record<string, string> = Object.fromEntries(
 );
 
 /** A documented difference that is llama-server refusing the conversation: the test checks that it still does. */
+const GEMMA_TOOLS = "Gemma 3's template has no tools: llama-server leaves them out, ours documents them so that an auto call can happen";
 const GEMMA_TOOL_TURNS = 'llama-server refuses tool messages with this template (400: roles must alternate)';
 const HARMONY = "node-llama-cpp's HarmonyChatWrapper writes `# Instruction` for a system text without tools";
 const HARMONY_CALLS =
@@ -49,6 +50,7 @@ const KNOWN_DIFFERENCES: Record<ModelFamily, Record<string, string>> = {
   'llama3.1': { ...SPECIAL },
   gemma3: {
     ...SPECIAL,
+    '(c) tools offered': GEMMA_TOOLS,
     '(d) a tool call and its result': GEMMA_TOOL_TURNS,
     '(e) reasoning before a call in the current turn': GEMMA_TOOL_TURNS,
     'special: delimiters in a tool result': GEMMA_TOOL_TURNS,

@@ -3,8 +3,9 @@
 // documents offered functions in its own words in the first user turn, so the prompt we evaluated was not the one the
 // file's template (and llama.cpp, which renders it) gives. This wrapper writes what Gemma 3's template writes: the
 // system text and a blank line at the head of the first turn, each message's text trimmed, `<start_of_turn>user` /
-// `<start_of_turn>model` turns ended by `<end_of_turn>\n`, and no tools (the template has no place for them, so
-// llama.cpp leaves them out). It is chosen by what the file's template renders, not by the file's name:
+// `<start_of_turn>model` turns ended by `<end_of_turn>\n`. Offered tools are the one thing added: the template has no
+// place for them (llama.cpp leaves them out, so a model served there can make no `auto` call); here they are
+// documented in the wrapper's call syntax as a system text at the head of the first turn. It is chosen by what the file's template renders, not by the file's name:
 // `gemma3WrapperFor` renders probe conversations with the template itself (node-llama-cpp's Jinja wrapper) and takes
 // this wrapper only where they come out token for token the same.
 //
@@ -50,10 +51,22 @@ export function createGemma3TemplateWrapper(nlc: NodeLlamaCpp): ChatWrapper {
     public override readonly wrapperName = 'Gemma 3 template';
     public override readonly settings = { ...nlc.ChatWrapper.defaultSettings, supportsSystemMessages: true };
 
-    public override generateContextState({ chatHistory }: { chatHistory: ChatHistoryItem[] }): {
+    public override generateContextState({
+      chatHistory: history,
+      availableFunctions,
+      documentFunctionParams,
+    }: {
+      chatHistory: ChatHistoryItem[];
+      availableFunctions?: Parameters<ChatWrapper['addAvailableFunctionsSystemMessageToHistory']>[1];
+      documentFunctionParams?: boolean;
+    }): {
       contextText: LlamaText;
       stopGenerationTriggers: LlamaText[];
     } {
+      // Offered tools are documented in the wrapper's call syntax as a system text, as GemmaChatWrapper did: Gemma 3's
+      // template has no place for tools (llama-server leaves them out), but a model never told of them could make
+      // no `auto` call. Without tools the history is the caller's, and the prompt the template's.
+      const chatHistory = this.addAvailableFunctionsSystemMessageToHistory(history, availableFunctions, { documentParams: documentFunctionParams });
       // The template's turns: system texts go at the head of the first turn; adjacent turns of one role are joined
       // (the template would refuse them).
       const systems: LlamaText[] = [];

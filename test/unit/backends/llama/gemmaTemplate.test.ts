@@ -1,6 +1,6 @@
 // Gemma 3's template as our chat wrapper (gemmaTemplate.ts): chosen by what the file's template renders (the Gemma 3
 // family file gets it; a template that renders otherwise keeps node-llama-cpp's choice), its prompt is the template's
-// (no `---` rule, trimmed texts, no tools), and calls on the Gemma file are still written and parsed in the wrapper's
+// (no `---` rule, trimmed texts; offered tools documented in the first turn), and calls on the Gemma file are still written and parsed in the wrapper's
 // syntax. Token-for-token identity with llama-server is test/remote/modelFamilies.test.ts.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -54,7 +54,7 @@ describe("Gemma 3's template as a chat wrapper", () => {
     assert.equal(gemma3WrapperFor(nlc, model, '{% for m in messages %}{{ m.content }}{% endfor %}'), undefined);
   });
 
-  it("renders the template's prompt: system text and a blank line, trimmed texts, no tools", () => {
+  it("renders the template's prompt: system text and a blank line, trimmed texts", () => {
     const loaded = { model, chatWrapper: chatWrapperFor(nlc, model) } as LoadedModel;
     const tokens = promptTokens(loaded, {
       model: 'm',
@@ -64,7 +64,6 @@ describe("Gemma 3's template as a chat wrapper", () => {
         { role: 'assistant', content: 'Hello.' },
         { role: 'user', content: 'Weather?' },
       ],
-      tools: TOOLS,
     });
     const text = model.detokenize(tokens, true);
     assert.equal(
@@ -78,6 +77,20 @@ describe("Gemma 3's template as a chat wrapper", () => {
     // A system text alone (the template would drop it: it heads the first turn, and there is none) is the user's turn.
     const alone = model.detokenize(promptTokens(loaded, { model: 'm', instructions: 'Be brief.', messages: [] }), true);
     assert.equal(alone, '<bos><start_of_turn>user\nBe brief.<end_of_turn>\n<start_of_turn>model\n');
+  });
+
+  it('documents offered tools at the head of the first turn, in the syntax its calls are parsed in', () => {
+    const loaded = { model, chatWrapper: chatWrapperFor(nlc, model) } as LoadedModel;
+    const request = { model: 'm', instructions: 'Be brief.', messages: [{ role: 'user' as const, content: 'Weather in Oslo?' }] };
+    const without = model.detokenize(promptTokens(loaded, request), true);
+    const text = model.detokenize(promptTokens(loaded, { ...request, tools: TOOLS }), true);
+    // The same turns, and the tools (name, description, parameters, the call syntax) before the user's text.
+    assert.ok(text.startsWith('<bos><start_of_turn>user\nBe brief.\n\n'), text);
+    assert.ok(text.endsWith('Weather in Oslo?<end_of_turn>\n<start_of_turn>model\n'), text);
+    const tools = text.slice(text.indexOf('Be brief.'), text.indexOf('Weather in Oslo?'));
+    for (const part of ['get_weather', 'Weather of a city', 'city', '||call:'])
+      assert.ok(tools.includes(part), `${part} in ${JSON.stringify(tools)}`);
+    assert.equal(text.split('<start_of_turn>').length, without.split('<start_of_turn>').length);
   });
 
   it('a forced call on the Gemma file is written in the wrapper syntax and parsed into a call with valid arguments', async () => {
