@@ -260,12 +260,10 @@ for (const family of MODEL_FAMILIES) {
 }
 
 /** The control tokens of a prompt, in order. */
-/** Control tokens, and user-defined tokens spelled as delimiters (gpt-oss's `<|start|>`): markup, not text. */
+/** Control tokens, and tokens the file declares control that llama.cpp loads user-defined (gpt-oss's `<|start|>`). */
 function controlTokens(model: LlamaModel, tokens: readonly number[]): number[] {
-  return tokens.filter((t) => {
-    const a = model.getTokenAttributes(t as never);
-    return model.isSpecialToken(t as never) || (a.userDefined && /^<[^<>\s]+>$/.test(model.detokenize([t as never], true)));
-  });
+  const declared = model.fileInfo.metadata.tokenizer?.ggml?.token_type ?? [];
+  return tokens.filter((t) => model.isSpecialToken(t as never) || declared[t] === 3);
 }
 
 function withoutDelimiters(c: FamilyCase): FamilyCase {

@@ -98,7 +98,7 @@ function templateTokens(model: LlamaModel, text: LlamaText): Token[] {
     // The template's markup: its control tokens split the prompt; the text around them joins the run.
     let cursor = 0;
     for (const token of model.tokenize(part.value, true)) {
-      if (!model.isSpecialToken(token)) continue;
+      if (!model.isSpecialToken(token) && !isMarkupToken(model, token)) continue;
       const tokenText = model.detokenize([token], true);
       const at = part.value.indexOf(tokenText, cursor);
       if (at < 0) continue;
@@ -114,10 +114,9 @@ function templateTokens(model: LlamaModel, text: LlamaText): Token[] {
 }
 
 /**
- * Text as text tokens: no token of the result is markup (a control token, or a user-defined token spelled like a
- * delimiter, `<…>`). Reading special tokens as text is not enough on every vocabulary: llama.cpp marks gpt-oss's
- * `<|start|>`, `<|channel|>`, `<|message|>`, `<|constrain|>` user-defined and matches them (and `<|end|>`) in any
- * text, so a user could write Harmony turns into a prompt. Where such a token comes out, the text is cut inside each
+ * Text as text tokens: no token of the result is markup (isMarkupToken). Reading special tokens as text is not enough
+ * on every vocabulary: llama.cpp loads gpt-oss's `<|start|>`, `<|channel|>`, `<|message|>`, `<|constrain|>` and
+ * `<|end|>` as user-defined and matches them in any text, so a user could write Harmony turns into a prompt. Where such a token comes out, the text is cut inside each
  * occurrence of its spelling, after the delimiter's opening punctuation (`<|` | `end|>`), and the pieces tokenized
  * apart: the pre-tokenizers of these families split there anyway (punctuation, then letters), so the pieces are the
  * tokens the text has without the delimiter match. Text without such tokens (every other family) is tokenized once.
@@ -147,15 +146,21 @@ function cutInside(text: string, spellings: ReadonlySet<string>): string[] {
 }
 
 const markupMemo = new WeakMap<LlamaModel, Map<Token, boolean>>();
+/** GGUF `tokenizer.ggml.token_type`: a control token. */
+const GGUF_CONTROL = 3;
 
-/** A control token, or a user-defined one spelled as a delimiter (`<|start|>`, `<end_of_turn>`), not plain text. */
+/**
+ * Markup, not text: a control token as llama.cpp loaded it, or one the file itself declares control that llama.cpp
+ * loaded as user-defined and so matches in any text (gpt-oss's `<|start|>`, `<|channel|>`, `<|message|>`, `<|end|>`).
+ * User-defined tokens the file declares so (Qwen 3's `<tool_call>`, `<think>`) are text as llama.cpp reads them.
+ */
 function isMarkupToken(model: LlamaModel, token: Token): boolean {
   let memo = markupMemo.get(model);
   if (!memo) markupMemo.set(model, (memo = new Map()));
   let markup = memo.get(token);
   if (markup === undefined) {
-    const attributes = model.getTokenAttributes(token);
-    markup = attributes.control || (attributes.userDefined && /^<[^<>\s]+>$/.test(model.detokenize([token], true)));
+    const declared = model.fileInfo.metadata?.tokenizer?.ggml?.token_type?.[token];
+    markup = model.getTokenAttributes(token).control || declared === GGUF_CONTROL;
     memo.set(token, markup);
   }
   return markup;
