@@ -107,7 +107,13 @@ async function serverOnce(engine: LlamaServer, seed: number, constrained: boolea
   return { tokens: body.tokens_predicted, ms };
 }
 
-export async function structuredBench(opts: { modelPath: string; threads?: number; seeds?: number }): Promise<Record<string, unknown>> {
+export async function structuredBench(opts: {
+  modelPath: string;
+  threads?: number;
+  seeds?: number;
+  /** Where our side looks for a native engine build (LlamaBackend's nativeBuilds; default: the prebuilt binary). */
+  nativeBuilds?: string;
+}): Promise<Record<string, unknown>> {
   // One thread: what `auto` picks on the 2 shared cores here (bench hardware: demo_auto_threads); at 2 threads under
   // load our evaluate loop collapses (41 tok/s free, 60 constrained) while llama-server keeps 2445 constrained.
   const threads = opts.threads ?? 1;
@@ -124,6 +130,7 @@ export async function structuredBench(opts: { modelPath: string; threads?: numbe
     contextSize: CONTEXT,
     gpu: 'off',
     suppressEndOfGeneration: true,
+    ...(opts.nativeBuilds ? { nativeBuilds: opts.nativeBuilds } : {}),
   });
   const engine = serverSkipped ? undefined : await startLlamaServer({ model: opts.modelPath, ctx: CONTEXT, threads });
   try {
