@@ -255,6 +255,54 @@ for (const family of MODEL_FAMILIES) {
           assert.equal(usage.input_tokens + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0), expected, 'messages');
         });
       }
+
+      it("a forced call in the family's own syntax comes out as a function_call, tool_calls and a tool_use block", async () => {
+        const parameters = { type: 'object', properties: { city: { enum: ['Oslo', 'Paris'] } }, required: ['city'], additionalProperties: false };
+        const user = 'What is the weather in Oslo?';
+        const city = (args: unknown) => assert.ok(['Oslo', 'Paris'].includes((args as { city?: string }).city ?? ''), JSON.stringify(args));
+        const resp = await openai.responses.create({
+          model,
+          input: user,
+          tools: [{ type: 'function', name: 'get_weather', parameters, strict: true }],
+          tool_choice: 'required',
+          max_output_tokens: 300,
+          reasoning: { effort: 'none' } as never,
+        });
+        const call = resp.output.find((o) => o.type === 'function_call');
+        assert.ok(call?.type === 'function_call' && call.name === 'get_weather', JSON.stringify(resp.output));
+        city(JSON.parse(call.arguments));
+        assert.equal(resp.output_text, '', 'no call syntax as answer text');
+        const chat = await openai.chat.completions.create({
+          model,
+          messages: [{ role: 'user', content: user }],
+          tools: [{ type: 'function', function: { name: 'get_weather', parameters } }],
+          tool_choice: 'required',
+          max_tokens: 300,
+          seed: 1,
+        });
+        const choice = chat.choices[0]!;
+        assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice));
+        const toolCall = choice.message.tool_calls?.[0];
+        assert.ok(toolCall?.type === 'function' && toolCall.function.name === 'get_weather', JSON.stringify(choice.message));
+        city(JSON.parse(toolCall.function.arguments));
+        assert.ok(!choice.message.content, `content: ${JSON.stringify(choice.message.content)}`);
+        const msg = await anthropic.messages.create({
+          model,
+          max_tokens: 300,
+          messages: [{ role: 'user', content: user }],
+          tools: [{ name: 'get_weather', input_schema: parameters as never }],
+          tool_choice: { type: 'any' },
+        });
+        assert.equal(msg.stop_reason, 'tool_use', JSON.stringify(msg.content));
+        const use = msg.content.find((b) => b.type === 'tool_use');
+        assert.ok(use?.type === 'tool_use' && use.name === 'get_weather', JSON.stringify(msg.content));
+        city(use.input);
+        assert.deepEqual(
+          msg.content.filter((b) => b.type === 'text' && b.text !== ''),
+          [],
+          'no call syntax as text',
+        );
+      });
     });
   });
 }
