@@ -369,7 +369,47 @@ export async function buildNativeEngine(options: BuildOptions = {}): Promise<Nat
   progress({ phase: 'done', message: `native engine ${key} built in ${manifest.buildSeconds} s` });
   const ready = findNativeBuild(root, key);
   if (ready.state !== 'ready') throw new BuildError(ready.reason);
+  for (const line of removeSupersededBuilds(root, key)) progress({ phase: 'done', message: line });
   return ready;
+}
+
+/**
+ * The builds in `root` that the build `key` replaces: this machine's and node-llama-cpp version's builds of an
+ * earlier revision (revision 1 had no `-rN` in its key). Builds for another CPU or version are not touched.
+ */
+export function supersededBuilds(root: string, key: string): string[] {
+  const m = /^(.*)-r(\d+)$/.exec(key);
+  if (!m) return [];
+  const [, base, revision] = m;
+  let names: string[];
+  try {
+    names = fs.readdirSync(root);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((name) => {
+      if (name === base) return true;
+      const older = /^(.*)-r(\d+)$/.exec(name);
+      return older !== null && older[1] === base && Number(older[2]) < Number(revision);
+    })
+    .sort();
+}
+
+/**
+ * Removes the builds `key` replaces (a revision-1 build is ~270 MB with its objects), once `key` is ready: what each
+ * removal did, as lines for the build's progress. A build another process still has loaded keeps working where the
+ * OS allows unlinking it (POSIX); where it does not, the build is left, and the line says why.
+ */
+export function removeSupersededBuilds(root: string, key: string): string[] {
+  return supersededBuilds(root, key).map((name) => {
+    try {
+      fs.rmSync(path.join(root, name), { recursive: true, force: true });
+      return `removed ${name}, which ${key} replaces`;
+    } catch (err) {
+      return `kept ${name} (replaced by ${key}): ${(err as Error).message}`;
+    }
+  });
 }
 
 /**

@@ -23,6 +23,8 @@ import {
   type NativeBuildManifest,
   NATIVE_BUILD_REVISION,
   addonPatchIds,
+  removeSupersededBuilds,
+  supersededBuilds,
 } from '../../../../src/backends/llama/nativeBuild';
 import { selectLlama } from '../../../../src/backends/llama/hardware';
 import { importNodeLlamaCpp } from '../../../../src/backends/llama/nodeLlamaCpp';
@@ -190,6 +192,41 @@ describe('a cached build as found', () => {
     assert.equal(nativeBuildOffer(findNativeBuild(root, key), []), undefined, 'ready: nothing to offer');
     write(manifest(), undefined);
     assert.match(nativeBuildOffer(findNativeBuild(root, key), ['cmake']) ?? '', /unusable.*builds it again/);
+  });
+});
+
+describe('builds a new revision replaces', () => {
+  it("are this machine's and version's earlier revisions only, and are removed once the new one is there", () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'tr-native-old-'));
+    try {
+      const key = nativeBuildKey('3.21.1', machine);
+      const base = key.replace(/-r\d+$/, '');
+      const otherCpu = nativeBuildKey('3.21.1', { ...machine, cpuModel: 'Another CPU' });
+      const otherVersion = nativeBuildKey('3.22.0', machine);
+      const names = [
+        base,
+        `${base}-r1`,
+        key,
+        `${base}-r${NATIVE_BUILD_REVISION + 1}`,
+        otherCpu,
+        otherCpu.replace(/-r\d+$/, ''),
+        otherVersion,
+        'src-nlc-3.21.1-v0.4.0',
+      ];
+      for (const name of names) {
+        fs.mkdirSync(path.join(root, name, 'build'), { recursive: true });
+        fs.writeFileSync(path.join(root, name, 'build', 'llama-addon.node'), 'x');
+      }
+      assert.deepEqual(supersededBuilds(root, key), [base, `${base}-r1`].sort());
+      const lines = removeSupersededBuilds(root, key);
+      assert.equal(lines.length, 2);
+      for (const line of lines) assert.match(line, new RegExp(`^removed .* which ${key} replaces$`));
+      assert.deepEqual(fs.readdirSync(root).sort(), names.filter((n) => n !== base && n !== `${base}-r1`).sort());
+      assert.deepEqual(supersededBuilds(root, key), []);
+      assert.deepEqual(supersededBuilds(path.join(root, 'missing'), key), []);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
   });
 });
 
