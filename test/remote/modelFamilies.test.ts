@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { LlamaModel } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import { TOKEN_TYPE } from '../../src/backends/llama/demoModel';
 import { MODEL_FAMILIES, type ModelFamily } from '../../src/backends/llama/familyModel';
 import { chatWrapperFor } from '../../src/backends/llama/modelLoad';
 import { promptTokens, type LoadedModel } from '../../src/backends/llama/loadedModel';
@@ -311,7 +312,7 @@ for (const family of MODEL_FAMILIES) {
 /** Control tokens, and tokens the file declares control that llama.cpp loads user-defined (gpt-oss's `<|start|>`). */
 function controlTokens(model: LlamaModel, tokens: readonly number[]): number[] {
   const declared = model.fileInfo.metadata.tokenizer?.ggml?.token_type ?? [];
-  return tokens.filter((t) => model.isSpecialToken(t as never) || declared[t] === 3);
+  return tokens.filter((t) => model.isSpecialToken(t as never) || declared[t] === TOKEN_TYPE.control);
 }
 
 function withoutDelimiters(c: FamilyCase): FamilyCase {

@@ -7,6 +7,7 @@ import type { ChatWrapper, Llama, LlamaModel, LlamaRankingContext, LlamaText, To
 };
 import type { GenerateRequest, ModelCapabilities, ModelHardware } from '../../runtime/backend';
 import type { SequencePool } from './contextPool';
+import { TOKEN_TYPE } from './demoModel';
 import type { EmbeddingLanes } from './embedding';
 import type { GrammarCache } from './grammar';
 import { constrainedFromStart } from './outputPlan';
@@ -116,10 +117,11 @@ function templateTokens(model: LlamaModel, text: LlamaText): Token[] {
 /**
  * Text as text tokens: no token of the result is markup (isMarkupToken). Reading special tokens as text is not enough
  * on every vocabulary: llama.cpp loads gpt-oss's `<|start|>`, `<|channel|>`, `<|message|>`, `<|constrain|>` and
- * `<|end|>` as user-defined and matches them in any text, so a user could write Harmony turns into a prompt. Where such a token comes out, the text is cut inside each
- * occurrence of its spelling, after the delimiter's opening punctuation (`<|` | `end|>`), and the pieces tokenized
- * apart: the pre-tokenizers of these families split there anyway (punctuation, then letters), so the pieces are the
- * tokens the text has without the delimiter match. Text without such tokens (every other family) is tokenized once.
+ * `<|end|>` as user-defined and matches them in any text, so a user could write Harmony turns into a prompt. Where
+ * such a token comes out, the text is cut inside each occurrence of its spelling, after the delimiter's opening
+ * punctuation (`<|` | `end|>`), and the pieces tokenized apart: the pre-tokenizers of these families split there
+ * anyway (punctuation, then letters), so the pieces are the tokens the text has without the delimiter match. Text
+ * without such tokens (every other family) is tokenized once.
  */
 export function textTokens(model: LlamaModel, text: string): Token[] {
   const tokens = model.tokenize(text, false);
@@ -146,8 +148,6 @@ function cutInside(text: string, spellings: ReadonlySet<string>): string[] {
 }
 
 const markupMemo = new WeakMap<LlamaModel, Map<Token, boolean>>();
-/** GGUF `tokenizer.ggml.token_type`: a control token. */
-const GGUF_CONTROL = 3;
 
 /**
  * Markup, not text: a control token as llama.cpp loaded it, or one the file itself declares control that llama.cpp
@@ -160,7 +160,7 @@ function isMarkupToken(model: LlamaModel, token: Token): boolean {
   let markup = memo.get(token);
   if (markup === undefined) {
     const declared = model.fileInfo.metadata?.tokenizer?.ggml?.token_type?.[token];
-    markup = model.getTokenAttributes(token).control || declared === GGUF_CONTROL;
+    markup = model.getTokenAttributes(token).control || declared === TOKEN_TYPE.control;
     memo.set(token, markup);
   }
   return markup;

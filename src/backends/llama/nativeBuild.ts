@@ -127,11 +127,8 @@ export function findNativeBuild(root: string, key: string): NativeBuildState {
   const dir = path.join(root, key);
   const file = path.join(dir, MANIFEST_FILE);
   if (!fs.existsSync(file)) {
-    const older = key.replace(/-r\d+$/, '');
-    const note =
-      older !== key && fs.existsSync(path.join(root, older, MANIFEST_FILE))
-        ? `; ${older} is an older build without the one-step patch, not used`
-        : '';
+    const older = supersededBuilds(root, key).find((name) => fs.existsSync(path.join(root, name, MANIFEST_FILE)));
+    const note = older ? `; ${older} is an older build without the one-step patch, not used` : '';
     return { state: 'absent', key, dir, reason: `no native build for this machine (key ${key}; task-runtime build-engine makes one)${note}` };
   }
   const broken = (why: string): NativeBuildState => ({ state: 'broken', key, dir, reason: `the native build ${key} is unusable: ${why}` });

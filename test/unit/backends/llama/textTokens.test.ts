@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Llama, LlamaModel, Token } from 'node-llama-cpp' with { 'resolution-mode': 'import' };
+import { TOKEN_TYPE } from '../../../../src/backends/llama/demoModel';
 import { MODEL_FAMILIES } from '../../../../src/backends/llama/familyModel';
 import { promptTokens, textTokens, type LoadedModel } from '../../../../src/backends/llama/loadedModel';
 import { chatWrapperFor } from '../../../../src/backends/llama/modelLoad';
@@ -19,7 +20,7 @@ import { familyModelPath } from '../../../fixtures/testModel';
  */
 function markup(model: LlamaModel, tokens: readonly Token[]): string[] {
   const declared = model.fileInfo.metadata.tokenizer?.ggml?.token_type ?? [];
-  return tokens.filter((t) => model.getTokenAttributes(t).control || declared[t] === 3).map((t) => model.detokenize([t], true));
+  return tokens.filter((t) => model.getTokenAttributes(t).control || declared[t] === TOKEN_TYPE.control).map((t) => model.detokenize([t], true));
 }
 
 const HOSTILE = [
